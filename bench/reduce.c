@@ -78,6 +78,20 @@ logsumexp_last(yt_tensor *x, yt_tensor *y)
 }
 
 static yt_tensor *
+cumsum_last(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    return yt_cumsum(x, 1);
+}
+
+static yt_tensor *
+cumsum_first(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    return yt_cumsum(x, 0);
+}
+
+static yt_tensor *
 var_last(yt_tensor *x, yt_tensor *y)
 {
     (void)y;
@@ -159,6 +173,9 @@ main(int argc, char **argv)
     bench("softmax_dim0_1024x4096", softmax_first, 1024, 4096);
     bench("softmax_bwd_4096x1024", softmax_bwd, 4096, 1024);
     bench("logsumexp_4096x1024_dim1", logsumexp_last, 4096, 1024);
+    bench("cumsum_64x100_dim1", cumsum_last, 64, 100);
+    bench("cumsum_1024x1000_dim1", cumsum_last, 1024, 1000);
+    bench("cumsum_1024x1000_dim0", cumsum_first, 1024, 1000);
     bench("var_4096x4096_dim1", var_last, 4096, 4096);
     bench("var_4096x4096_dim0", var_first, 4096, 4096);
     bench("norm2_4096x4096", norm2_all, 4096, 4096);

@@ -145,6 +145,8 @@ YT_INTERNAL yt_status yt__record_std(yt_tensor *result, yt_tensor *self, const i
 YT_INTERNAL yt_status yt__record_linalg_vector_norm(yt_tensor *result, yt_tensor *self,
                                                     yt_scalar ord, const int64_t *dim, int dim_len,
                                                     bool keepdim);
+YT_INTERNAL yt_status yt__record_cumsum_backward(yt_tensor *result, yt_tensor *grad_output,
+                                                 int64_t dim);
 YT_INTERNAL yt_status yt__record_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 YT_INTERNAL yt_status yt__record_bmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 YT_INTERNAL yt_status yt__record_addmm(yt_tensor *result, yt_tensor *self, yt_tensor *mat1,

@@ -461,6 +461,10 @@ const yt__linalg_vector_norm_kernel_fn yt__linalg_vector_norm_kernels[YT_DEVICE_
     [YT_DEVICE_CPU] = yt__cpu_linalg_vector_norm,
 };
 
+const yt__cumsum_backward_kernel_fn yt__cumsum_backward_kernels[YT_DEVICE_COUNT] = {
+    [YT_DEVICE_CPU] = yt__cpu_cumsum_backward,
+};
+
 const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT] = {
     [YT_DEVICE_CPU] = yt__cpu_mm,
 };

@@ -588,6 +588,12 @@ YT_INTERNAL yt_status yt__cpu_linalg_vector_norm(yt_tensor *result, yt_tensor *s
                                                  const int64_t *dim, int dim_len, bool keepdim,
                                                  yt_dtype dtype);
 
+typedef yt_status (*yt__cumsum_backward_kernel_fn)(yt_tensor *result, yt_tensor *grad_output,
+                                                   int64_t dim);
+extern const yt__cumsum_backward_kernel_fn yt__cumsum_backward_kernels[YT_DEVICE_COUNT];
+YT_INTERNAL yt_status yt__cpu_cumsum_backward(yt_tensor *result, yt_tensor *grad_output,
+                                              int64_t dim);
+
 typedef yt_status (*yt__mm_kernel_fn)(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
 extern const yt__mm_kernel_fn yt__mm_kernels[YT_DEVICE_COUNT];
 YT_INTERNAL yt_status yt__cpu_mm(yt_tensor *result, yt_tensor *self, yt_tensor *mat2);
@@ -1134,7 +1140,6 @@ YT_INTERNAL yt_tensor *yt__composite_prod_backward(yt_tensor *grad, yt_tensor *s
 YT_INTERNAL yt_tensor *yt__composite_prod_dim_backward(yt_tensor *grad, yt_tensor *self,
                                                        yt_tensor *output, int64_t dim,
                                                        bool keepdim);
-YT_INTERNAL yt_tensor *yt__composite_cumsum_backward(yt_tensor *grad, int64_t dim);
 YT_INTERNAL yt_tensor *yt__composite_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord,
                                                    yt_tensor *output, const int64_t *dim,
                                                    int dim_len, bool keepdim);

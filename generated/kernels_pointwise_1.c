@@ -11431,7 +11431,7 @@ yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- binary_cross_entropy_elementwise: -(target * maximum(log(self), -100) + (1 - target) * maximum(log1p(-self), -100))   (ops.yaml:3081) */
+/* ---- binary_cross_entropy_elementwise: -(target * maximum(log(self), -100) + (1 - target) * maximum(log1p(-self), -100))   (ops.yaml:3090) */
 
 YT_ALWAYS_INLINE void
 binary_cross_entropy_elementwise_rows_f16(char **data, const int64_t *strides, int64_t n,

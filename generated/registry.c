@@ -556,8 +556,9 @@ static const op_info registry[] = {
             "Gradient of prod over `dim`: the product of the other elements of each slice, exact when some are zero.",
     },
     {
-        .schema = "cumsum_backward(Tensor grad, int dim) -> Tensor",
-        .doc = "Gradient of cumsum: sums of `grad` from each position to the end along `dim`.",
+        .schema = "cumsum_backward(Tensor grad_output, int dim) -> Tensor",
+        .doc =
+            "Gradient of cumsum: running sums of `grad_output` from the end of `dim` back, each element the sum of itself and those after it (accumulated as cumsum does).",
     },
     {
         .schema =
@@ -881,8 +882,7 @@ static const op_info registry[] = {
     },
     {
         .schema = "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
-        .doc =
-            "Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from the end) and bool masks pick elements; None keeps a whole dimension. The picked dims replace the indexed ones in place when those are adjacent, else lead the result.",
+        .doc = "Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from the end) and bool masks pick elements; None keeps a whole dimension. The picked dims replace the indexed ones in place when those are adjacent, else lead the result.",
     },
     {
         .schema =

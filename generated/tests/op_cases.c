@@ -11295,14 +11295,63 @@ error_linalg_vector_norm_1189(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1190(yt_tensor *const *inputs, void *ctx)
+call_cumsum_backward_1190(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_backward(inputs[0], 1);
+}
+
+static yt_tensor *
+call_cumsum_backward_1191(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_backward(inputs[0], -2);
+}
+
+static yt_tensor *
+call_cumsum_backward_1192(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_backward(inputs[0], 0);
+}
+
+static yt_tensor *
+call_cumsum_backward_1193(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_backward(inputs[0], 0);
+}
+
+static yt_tensor *
+call_cumsum_backward_1194(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_backward(inputs[0], 0);
+}
+
+static yt_tensor *
+error_cumsum_backward_1195(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_backward(inputs[0], 1);
+}
+
+static yt_tensor *
+error_cumsum_backward_1196(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cumsum_backward(inputs[0], 7);
+}
+
+static yt_tensor *
+call_mm_1197(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1191(yt_tensor *const *inputs, void *ctx)
+out_mm_1198(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11313,14 +11362,14 @@ out_mm_1191(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1192(yt_tensor *const *inputs, void *ctx)
+call_mm_1199(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1193(yt_tensor *const *inputs, void *ctx)
+out_mm_1200(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11331,14 +11380,14 @@ out_mm_1193(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1194(yt_tensor *const *inputs, void *ctx)
+call_mm_1201(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1195(yt_tensor *const *inputs, void *ctx)
+out_mm_1202(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11349,14 +11398,14 @@ out_mm_1195(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1196(yt_tensor *const *inputs, void *ctx)
+call_mm_1203(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1197(yt_tensor *const *inputs, void *ctx)
+out_mm_1204(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11367,14 +11416,14 @@ out_mm_1197(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1198(yt_tensor *const *inputs, void *ctx)
+call_mm_1205(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1199(yt_tensor *const *inputs, void *ctx)
+out_mm_1206(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11385,14 +11434,14 @@ out_mm_1199(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1200(yt_tensor *const *inputs, void *ctx)
+call_mm_1207(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1201(yt_tensor *const *inputs, void *ctx)
+out_mm_1208(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11403,14 +11452,14 @@ out_mm_1201(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_mm_1202(yt_tensor *const *inputs, void *ctx)
+call_mm_1209(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_mm_1203(yt_tensor *const *inputs, void *ctx)
+out_mm_1210(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_mm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11421,80 +11470,31 @@ out_mm_1203(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_mm_1204(yt_tensor *const *inputs, void *ctx)
+error_mm_1211(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1205(yt_tensor *const *inputs, void *ctx)
+error_mm_1212(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1206(yt_tensor *const *inputs, void *ctx)
+error_mm_1213(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_mm_1207(yt_tensor *const *inputs, void *ctx)
+error_mm_1214(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_matmul_1208(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_matmul_1209(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_matmul_1210(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_matmul_1211(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_matmul_1212(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_matmul_1213(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_matmul_1214(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
@@ -11533,35 +11533,84 @@ call_matmul_1219(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_matmul_1220(yt_tensor *const *inputs, void *ctx)
+call_matmul_1220(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_1221(yt_tensor *const *inputs, void *ctx)
+call_matmul_1221(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_matmul_1222(yt_tensor *const *inputs, void *ctx)
+call_matmul_1222(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_matmul(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_bmm_1223(yt_tensor *const *inputs, void *ctx)
+call_matmul_1223(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_1224(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_1225(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_matmul_1226(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_1227(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_1228(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+error_matmul_1229(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_matmul(inputs[0], inputs[1]);
+}
+
+static yt_tensor *
+call_bmm_1230(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1224(yt_tensor *const *inputs, void *ctx)
+out_bmm_1231(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11572,14 +11621,14 @@ out_bmm_1224(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1225(yt_tensor *const *inputs, void *ctx)
+call_bmm_1232(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1226(yt_tensor *const *inputs, void *ctx)
+out_bmm_1233(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11590,14 +11639,14 @@ out_bmm_1226(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1227(yt_tensor *const *inputs, void *ctx)
+call_bmm_1234(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1228(yt_tensor *const *inputs, void *ctx)
+out_bmm_1235(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11608,14 +11657,14 @@ out_bmm_1228(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1229(yt_tensor *const *inputs, void *ctx)
+call_bmm_1236(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1230(yt_tensor *const *inputs, void *ctx)
+out_bmm_1237(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11626,14 +11675,14 @@ out_bmm_1230(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bmm_1231(yt_tensor *const *inputs, void *ctx)
+call_bmm_1238(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-out_bmm_1232(yt_tensor *const *inputs, void *ctx)
+out_bmm_1239(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_bmm_out(out, inputs[0], inputs[1]) != YT_OK) {
@@ -11644,49 +11693,49 @@ out_bmm_1232(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_bmm_1233(yt_tensor *const *inputs, void *ctx)
+error_bmm_1240(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1234(yt_tensor *const *inputs, void *ctx)
+error_bmm_1241(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1235(yt_tensor *const *inputs, void *ctx)
+error_bmm_1242(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1236(yt_tensor *const *inputs, void *ctx)
+error_bmm_1243(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_bmm_1237(yt_tensor *const *inputs, void *ctx)
+error_bmm_1244(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bmm(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_addmm_1238(yt_tensor *const *inputs, void *ctx)
+call_addmm_1245(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_addmm_1239(yt_tensor *const *inputs, void *ctx)
+out_addmm_1246(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11698,14 +11747,14 @@ out_addmm_1239(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1240(yt_tensor *const *inputs, void *ctx)
+call_addmm_1247(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1241(yt_tensor *const *inputs, void *ctx)
+out_addmm_1248(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11717,14 +11766,14 @@ out_addmm_1241(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1242(yt_tensor *const *inputs, void *ctx)
+call_addmm_1249(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1243(yt_tensor *const *inputs, void *ctx)
+out_addmm_1250(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11736,14 +11785,14 @@ out_addmm_1243(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1244(yt_tensor *const *inputs, void *ctx)
+call_addmm_1251(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1245(yt_tensor *const *inputs, void *ctx)
+out_addmm_1252(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11755,14 +11804,14 @@ out_addmm_1245(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1246(yt_tensor *const *inputs, void *ctx)
+call_addmm_1253(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1247(yt_tensor *const *inputs, void *ctx)
+out_addmm_1254(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11774,14 +11823,14 @@ out_addmm_1247(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1248(yt_tensor *const *inputs, void *ctx)
+call_addmm_1255(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(2), yt_int(-3));
 }
 
 static yt_tensor *
-out_addmm_1249(yt_tensor *const *inputs, void *ctx)
+out_addmm_1256(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11793,14 +11842,14 @@ out_addmm_1249(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_addmm_1250(yt_tensor *const *inputs, void *ctx)
+call_addmm_1257(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_addmm_1251(yt_tensor *const *inputs, void *ctx)
+out_addmm_1258(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11812,63 +11861,63 @@ out_addmm_1251(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_addmm_1252(yt_tensor *const *inputs, void *ctx)
+error_addmm_1259(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1253(yt_tensor *const *inputs, void *ctx)
+error_addmm_1260(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1254(yt_tensor *const *inputs, void *ctx)
+error_addmm_1261(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1255(yt_tensor *const *inputs, void *ctx)
+error_addmm_1262(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1256(yt_tensor *const *inputs, void *ctx)
+error_addmm_1263(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1257(yt_tensor *const *inputs, void *ctx)
+error_addmm_1264(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-error_addmm_1258(yt_tensor *const *inputs, void *ctx)
+error_addmm_1265(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_addmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_baddbmm_1259(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1266(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-out_baddbmm_1260(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1267(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_baddbmm_ex_out(out, inputs[0], inputs[1], inputs[2], yt_float(0.5),
@@ -11880,14 +11929,14 @@ out_baddbmm_1260(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1261(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1268(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1262(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1269(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11899,14 +11948,14 @@ out_baddbmm_1262(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1263(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1270(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1264(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1271(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11918,14 +11967,14 @@ out_baddbmm_1264(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1265(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1272(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1266(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1273(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11937,14 +11986,14 @@ out_baddbmm_1266(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1267(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1274(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
-out_baddbmm_1268(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1275(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11956,14 +12005,14 @@ out_baddbmm_1268(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_baddbmm_1269(yt_tensor *const *inputs, void *ctx)
+call_baddbmm_1276(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(0), yt_int(2));
 }
 
 static yt_tensor *
-out_baddbmm_1270(yt_tensor *const *inputs, void *ctx)
+out_baddbmm_1277(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -11972,55 +12021,6 @@ out_baddbmm_1270(yt_tensor *const *inputs, void *ctx)
         return NULL;
     }
     return out;
-}
-
-static yt_tensor *
-error_baddbmm_1271(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_baddbmm_1272(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_baddbmm_1273(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_baddbmm_1274(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_baddbmm_1275(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_baddbmm_1276(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
-}
-
-static yt_tensor *
-error_baddbmm_1277(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
 }
 
 static yt_tensor *
@@ -12034,175 +12034,175 @@ static yt_tensor *
 error_baddbmm_1279(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_1280(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_1281(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_1282(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_1283(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_1284(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_1285(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_int(1), yt_int(1));
+}
+
+static yt_tensor *
+error_baddbmm_1286(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_baddbmm_ex(inputs[0], inputs[1], inputs[2], yt_float(0.5), yt_int(2));
 }
 
 static yt_tensor *
-call_dot_1280(yt_tensor *const *inputs, void *ctx)
+call_dot_1287(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_1281(yt_tensor *const *inputs, void *ctx)
+call_dot_1288(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_1282(yt_tensor *const *inputs, void *ctx)
+call_dot_1289(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_dot_1283(yt_tensor *const *inputs, void *ctx)
+call_dot_1290(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1284(yt_tensor *const *inputs, void *ctx)
+error_dot_1291(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1285(yt_tensor *const *inputs, void *ctx)
+error_dot_1292(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1286(yt_tensor *const *inputs, void *ctx)
+error_dot_1293(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_dot_1287(yt_tensor *const *inputs, void *ctx)
+error_dot_1294(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dot(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1288(yt_tensor *const *inputs, void *ctx)
+call_outer_1295(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1289(yt_tensor *const *inputs, void *ctx)
+call_outer_1296(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1290(yt_tensor *const *inputs, void *ctx)
+call_outer_1297(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_outer_1291(yt_tensor *const *inputs, void *ctx)
+call_outer_1298(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1292(yt_tensor *const *inputs, void *ctx)
+error_outer_1299(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1293(yt_tensor *const *inputs, void *ctx)
+error_outer_1300(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_outer_1294(yt_tensor *const *inputs, void *ctx)
+error_outer_1301(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_outer(inputs[0], inputs[1]);
-}
-
-static yt_tensor *
-call_linear_1295(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-call_linear_1296(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-call_linear_1297(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
-}
-
-static yt_tensor *
-call_linear_1298(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-call_linear_1299(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-call_linear_1300(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
-}
-
-static yt_tensor *
-call_linear_1301(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
 call_linear_1302(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
 call_linear_1303(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -12216,7 +12216,7 @@ static yt_tensor *
 call_linear_1305(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_linear_ex(inputs[0], inputs[1], NULL);
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
@@ -12234,203 +12234,252 @@ call_linear_1307(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_linear_1308(yt_tensor *const *inputs, void *ctx)
+call_linear_1308(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_linear_1309(yt_tensor *const *inputs, void *ctx)
+call_linear_1309(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_linear_1310(yt_tensor *const *inputs, void *ctx)
+call_linear_1310(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_linear_1311(yt_tensor *const *inputs, void *ctx)
+call_linear_1311(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_linear_1312(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+call_linear_1313(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_linear_1312(yt_tensor *const *inputs, void *ctx)
+call_linear_1314(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1313(yt_tensor *const *inputs, void *ctx)
+error_linear_1315(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_1316(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_1317(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], NULL);
+}
+
+static yt_tensor *
+error_linear_1318(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+error_linear_1319(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_linear_ex(inputs[0], inputs[1], inputs[2]);
+}
+
+static yt_tensor *
+call_mm_mat1_backward_1320(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1314(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1321(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1315(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1322(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat1_backward_1316(yt_tensor *const *inputs, void *ctx)
+call_mm_mat1_backward_1323(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1317(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1324(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1318(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1325(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1319(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1326(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat1_backward_1320(yt_tensor *const *inputs, void *ctx)
+error_mm_mat1_backward_1327(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat1_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1321(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1328(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1322(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1329(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(2));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1323(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1330(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_mm_mat2_backward_1324(yt_tensor *const *inputs, void *ctx)
+call_mm_mat2_backward_1331(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1325(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1332(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1326(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1333(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1327(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1334(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_mm_mat2_backward_1328(yt_tensor *const *inputs, void *ctx)
+error_mm_mat2_backward_1335(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mm_mat2_backward_ex(inputs[0], inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_t_1329(yt_tensor *const *inputs, void *ctx)
+call_t_1336(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_t_1330(yt_tensor *const *inputs, void *ctx)
+call_t_1337(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-error_t_1331(yt_tensor *const *inputs, void *ctx)
+error_t_1338(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_t(inputs[0]);
 }
 
 static yt_tensor *
-call_transpose_1332(yt_tensor *const *inputs, void *ctx)
+call_transpose_1339(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_transpose_1333(yt_tensor *const *inputs, void *ctx)
+call_transpose_1340(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], -1, 0);
 }
 
 static yt_tensor *
-error_transpose_1334(yt_tensor *const *inputs, void *ctx)
+error_transpose_1341(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-error_transpose_1335(yt_tensor *const *inputs, void *ctx)
+error_transpose_1342(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_transpose(inputs[0], 0, 7);
 }
 
 static yt_tensor *
-call_permute_1336(yt_tensor *const *inputs, void *ctx)
+call_permute_1343(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {2, 0, 1};
@@ -12438,7 +12487,7 @@ call_permute_1336(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1337(yt_tensor *const *inputs, void *ctx)
+error_permute_1344(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -12446,7 +12495,7 @@ error_permute_1337(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_permute_1338(yt_tensor *const *inputs, void *ctx)
+error_permute_1345(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -12454,7 +12503,7 @@ error_permute_1338(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1339(yt_tensor *const *inputs, void *ctx)
+call_view_1346(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 6};
@@ -12462,7 +12511,7 @@ call_view_1339(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_view_1340(yt_tensor *const *inputs, void *ctx)
+call_view_1347(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {-1};
@@ -12470,7 +12519,7 @@ call_view_1340(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1341(yt_tensor *const *inputs, void *ctx)
+call_reshape_1348(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {2, 6};
@@ -12478,7 +12527,7 @@ call_reshape_1341(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_reshape_1342(yt_tensor *const *inputs, void *ctx)
+call_reshape_1349(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shape[] = {12};
@@ -12486,7 +12535,7 @@ call_reshape_1342(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1343(yt_tensor *const *inputs, void *ctx)
+call_expand_1350(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -12494,7 +12543,7 @@ call_expand_1343(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_expand_1344(yt_tensor *const *inputs, void *ctx)
+call_expand_1351(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -12502,168 +12551,168 @@ call_expand_1344(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_squeeze_1345(yt_tensor *const *inputs, void *ctx)
+call_squeeze_1352(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze(inputs[0]);
 }
 
 static yt_tensor *
-call_squeeze_dim_1346(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1353(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 1);
 }
 
 static yt_tensor *
-call_squeeze_dim_1347(yt_tensor *const *inputs, void *ctx)
+call_squeeze_dim_1354(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 0);
 }
 
 static yt_tensor *
-error_squeeze_dim_1348(yt_tensor *const *inputs, void *ctx)
+error_squeeze_dim_1355(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_squeeze_dim(inputs[0], 7);
 }
 
 static yt_tensor *
-call_unsqueeze_1349(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1356(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 1);
 }
 
 static yt_tensor *
-call_unsqueeze_1350(yt_tensor *const *inputs, void *ctx)
+call_unsqueeze_1357(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], -1);
 }
 
 static yt_tensor *
-error_unsqueeze_1351(yt_tensor *const *inputs, void *ctx)
+error_unsqueeze_1358(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unsqueeze(inputs[0], 7);
 }
 
 static yt_tensor *
-call_slice_1352(yt_tensor *const *inputs, void *ctx)
+call_slice_1359(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 1, 4, 2);
 }
 
 static yt_tensor *
-call_slice_1353(yt_tensor *const *inputs, void *ctx)
+call_slice_1360(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 1, -3, YT_NONE, 1);
 }
 
 static yt_tensor *
-error_slice_1354(yt_tensor *const *inputs, void *ctx)
+error_slice_1361(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 0, 0, 2, 0);
 }
 
 static yt_tensor *
-error_slice_1355(yt_tensor *const *inputs, void *ctx)
+error_slice_1362(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_slice_ex(inputs[0], 7, 1, 4, 2);
 }
 
 static yt_tensor *
-call_select_1356(yt_tensor *const *inputs, void *ctx)
+call_select_1363(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_select_1357(yt_tensor *const *inputs, void *ctx)
+call_select_1364(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 1, -1);
 }
 
 static yt_tensor *
-error_select_1358(yt_tensor *const *inputs, void *ctx)
+error_select_1365(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_select(inputs[0], 7, 1);
 }
 
 static yt_tensor *
-call_contiguous_1359(yt_tensor *const *inputs, void *ctx)
+call_contiguous_1366(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_contiguous(inputs[0]);
 }
 
 static yt_tensor *
-call_flatten_1360(yt_tensor *const *inputs, void *ctx)
+call_flatten_1367(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 1, 2);
 }
 
 static yt_tensor *
-call_flatten_1361(yt_tensor *const *inputs, void *ctx)
+call_flatten_1368(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
-call_flatten_1362(yt_tensor *const *inputs, void *ctx)
+call_flatten_1369(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
-call_flatten_1363(yt_tensor *const *inputs, void *ctx)
+call_flatten_1370(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, 1);
 }
 
 static yt_tensor *
-call_flatten_1364(yt_tensor *const *inputs, void *ctx)
+call_flatten_1371(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 0, -1);
 }
 
 static yt_tensor *
-error_flatten_1365(yt_tensor *const *inputs, void *ctx)
+error_flatten_1372(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 2, 1);
 }
 
 static yt_tensor *
-error_flatten_1366(yt_tensor *const *inputs, void *ctx)
+error_flatten_1373(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 7, 2);
 }
 
 static yt_tensor *
-error_flatten_1367(yt_tensor *const *inputs, void *ctx)
+error_flatten_1374(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flatten_ex(inputs[0], 1, 7);
 }
 
 static yt_tensor *
-call_unflatten_1368(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1375(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -12671,7 +12720,7 @@ call_unflatten_1368(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1369(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1376(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {-1, 2};
@@ -12679,7 +12728,7 @@ call_unflatten_1369(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1370(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1377(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3, 2};
@@ -12687,7 +12736,7 @@ call_unflatten_1370(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unflatten_1371(yt_tensor *const *inputs, void *ctx)
+call_unflatten_1378(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {0, 5};
@@ -12695,7 +12744,7 @@ call_unflatten_1371(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_1372(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1379(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {1};
@@ -12703,14 +12752,14 @@ error_unflatten_1372(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unflatten_1373(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1380(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_unflatten(inputs[0], 0, NULL, 0);
 }
 
 static yt_tensor *
-error_unflatten_1374(yt_tensor *const *inputs, void *ctx)
+error_unflatten_1381(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {2, 3};
@@ -12718,7 +12767,7 @@ error_unflatten_1374(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1375(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1382(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {3, 4};
@@ -12726,7 +12775,7 @@ call_broadcast_to_1375(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1376(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1383(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 4};
@@ -12734,7 +12783,7 @@ call_broadcast_to_1376(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1377(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1384(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 3, 5};
@@ -12742,7 +12791,7 @@ call_broadcast_to_1377(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_broadcast_to_1378(yt_tensor *const *inputs, void *ctx)
+call_broadcast_to_1385(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {2, 0};
@@ -12750,56 +12799,56 @@ call_broadcast_to_1378(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_narrow_1379(yt_tensor *const *inputs, void *ctx)
+call_narrow_1386(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 1, 3);
 }
 
 static yt_tensor *
-call_narrow_1380(yt_tensor *const *inputs, void *ctx)
+call_narrow_1387(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, -3, 2);
 }
 
 static yt_tensor *
-call_narrow_1381(yt_tensor *const *inputs, void *ctx)
+call_narrow_1388(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 2, 0);
 }
 
 static yt_tensor *
-call_narrow_1382(yt_tensor *const *inputs, void *ctx)
+call_narrow_1389(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 1, 3, 0);
 }
 
 static yt_tensor *
-error_narrow_1383(yt_tensor *const *inputs, void *ctx)
+error_narrow_1390(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, 1);
 }
 
 static yt_tensor *
-error_narrow_1384(yt_tensor *const *inputs, void *ctx)
+error_narrow_1391(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 0, 0, -1);
 }
 
 static yt_tensor *
-error_narrow_1385(yt_tensor *const *inputs, void *ctx)
+error_narrow_1392(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_narrow(inputs[0], 7, 1, 3);
 }
 
 static yt_tensor *
-call_repeat_1386(yt_tensor *const *inputs, void *ctx)
+call_repeat_1393(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 2};
@@ -12807,7 +12856,7 @@ call_repeat_1386(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1387(yt_tensor *const *inputs, void *ctx)
+call_repeat_1394(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 1, 2};
@@ -12815,7 +12864,7 @@ call_repeat_1387(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1388(yt_tensor *const *inputs, void *ctx)
+call_repeat_1395(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {1, 3};
@@ -12823,7 +12872,7 @@ call_repeat_1388(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1389(yt_tensor *const *inputs, void *ctx)
+call_repeat_1396(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2, 2};
@@ -12831,7 +12880,7 @@ call_repeat_1389(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1390(yt_tensor *const *inputs, void *ctx)
+call_repeat_1397(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {3};
@@ -12839,7 +12888,7 @@ call_repeat_1390(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_repeat_1391(yt_tensor *const *inputs, void *ctx)
+call_repeat_1398(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {0};
@@ -12847,7 +12896,7 @@ call_repeat_1391(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_repeat_1392(yt_tensor *const *inputs, void *ctx)
+error_repeat_1399(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t repeats[] = {2};
@@ -12855,7 +12904,7 @@ error_repeat_1392(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1393(yt_tensor *const *inputs, void *ctx)
+call_flip_1400(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0};
@@ -12863,7 +12912,7 @@ call_flip_1393(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1394(yt_tensor *const *inputs, void *ctx)
+call_flip_1401(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {0, -1};
@@ -12871,7 +12920,7 @@ call_flip_1394(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1395(yt_tensor *const *inputs, void *ctx)
+call_flip_1402(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {1};
@@ -12879,7 +12928,7 @@ call_flip_1395(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1396(yt_tensor *const *inputs, void *ctx)
+call_flip_1403(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {1};
@@ -12887,14 +12936,14 @@ call_flip_1396(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_flip_1397(yt_tensor *const *inputs, void *ctx)
+call_flip_1404(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_flip(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_flip_1398(yt_tensor *const *inputs, void *ctx)
+error_flip_1405(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dims[] = {7};
@@ -12902,7 +12951,7 @@ error_flip_1398(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1399(yt_tensor *const *inputs, void *ctx)
+call_roll_1406(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12911,7 +12960,7 @@ call_roll_1399(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1400(yt_tensor *const *inputs, void *ctx)
+call_roll_1407(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {-5};
@@ -12919,7 +12968,7 @@ call_roll_1400(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1401(yt_tensor *const *inputs, void *ctx)
+call_roll_1408(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1, 2};
@@ -12928,7 +12977,7 @@ call_roll_1401(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1402(yt_tensor *const *inputs, void *ctx)
+call_roll_1409(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {2};
@@ -12937,7 +12986,7 @@ call_roll_1402(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_roll_1403(yt_tensor *const *inputs, void *ctx)
+call_roll_1410(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12946,14 +12995,14 @@ call_roll_1403(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_roll_1404(yt_tensor *const *inputs, void *ctx)
+error_roll_1411(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_roll_ex(inputs[0], NULL, 0, NULL, 0);
 }
 
 static yt_tensor *
-error_roll_1405(yt_tensor *const *inputs, void *ctx)
+error_roll_1412(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t shifts[] = {1};
@@ -12962,91 +13011,91 @@ error_roll_1405(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_tril_1406(yt_tensor *const *inputs, void *ctx)
+call_tril_1413(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_tril_1407(yt_tensor *const *inputs, void *ctx)
+call_tril_1414(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 1);
 }
 
 static yt_tensor *
-call_tril_1408(yt_tensor *const *inputs, void *ctx)
+call_tril_1415(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_tril_1409(yt_tensor *const *inputs, void *ctx)
+call_tril_1416(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_tril_1410(yt_tensor *const *inputs, void *ctx)
+call_tril_1417(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], -7);
 }
 
 static yt_tensor *
-error_tril_1411(yt_tensor *const *inputs, void *ctx)
+error_tril_1418(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_tril_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1412(yt_tensor *const *inputs, void *ctx)
+call_triu_1419(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1413(yt_tensor *const *inputs, void *ctx)
+call_triu_1420(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 1);
 }
 
 static yt_tensor *
-call_triu_1414(yt_tensor *const *inputs, void *ctx)
+call_triu_1421(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_triu_1415(yt_tensor *const *inputs, void *ctx)
+call_triu_1422(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_triu_1416(yt_tensor *const *inputs, void *ctx)
+call_triu_1423(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 9);
 }
 
 static yt_tensor *
-error_triu_1417(yt_tensor *const *inputs, void *ctx)
+error_triu_1424(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_triu_ex(inputs[0], 0);
 }
 
 static yt_tensor *
-call_pad_1418(yt_tensor *const *inputs, void *ctx)
+call_pad_1425(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -13054,7 +13103,7 @@ call_pad_1418(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1419(yt_tensor *const *inputs, void *ctx)
+call_pad_1426(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 0, -1, 2};
@@ -13063,7 +13112,7 @@ call_pad_1419(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1420(yt_tensor *const *inputs, void *ctx)
+call_pad_1427(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1, 1, 1};
@@ -13071,7 +13120,7 @@ call_pad_1420(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1421(yt_tensor *const *inputs, void *ctx)
+call_pad_1428(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 1};
@@ -13079,7 +13128,7 @@ call_pad_1421(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1422(yt_tensor *const *inputs, void *ctx)
+call_pad_1429(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 1};
@@ -13087,7 +13136,7 @@ call_pad_1422(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1423(yt_tensor *const *inputs, void *ctx)
+call_pad_1430(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2, 3, 1};
@@ -13095,7 +13144,7 @@ call_pad_1423(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1424(yt_tensor *const *inputs, void *ctx)
+call_pad_1431(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, 3};
@@ -13103,7 +13152,7 @@ call_pad_1424(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1425(yt_tensor *const *inputs, void *ctx)
+call_pad_1432(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -13111,7 +13160,7 @@ call_pad_1425(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1426(yt_tensor *const *inputs, void *ctx)
+call_pad_1433(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {-2, 1};
@@ -13119,7 +13168,7 @@ call_pad_1426(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1427(yt_tensor *const *inputs, void *ctx)
+call_pad_1434(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {-1, 1, 1, -1};
@@ -13127,7 +13176,7 @@ call_pad_1427(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_pad_1428(yt_tensor *const *inputs, void *ctx)
+call_pad_1435(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {2, -3};
@@ -13135,7 +13184,7 @@ call_pad_1428(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_pad_1429(yt_tensor *const *inputs, void *ctx)
+error_pad_1436(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t pad[] = {1, 2};
@@ -13143,7 +13192,7 @@ error_pad_1429(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1430(yt_tensor *const *inputs, void *ctx)
+call_cat_1437(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13151,7 +13200,7 @@ call_cat_1430(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1431(yt_tensor *const *inputs, void *ctx)
+out_cat_1438(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13163,7 +13212,7 @@ out_cat_1431(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1432(yt_tensor *const *inputs, void *ctx)
+call_cat_1439(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -13171,7 +13220,7 @@ call_cat_1432(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1433(yt_tensor *const *inputs, void *ctx)
+out_cat_1440(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13183,7 +13232,7 @@ out_cat_1433(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1434(yt_tensor *const *inputs, void *ctx)
+call_cat_1441(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13191,7 +13240,7 @@ call_cat_1434(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1435(yt_tensor *const *inputs, void *ctx)
+out_cat_1442(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13203,7 +13252,7 @@ out_cat_1435(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1436(yt_tensor *const *inputs, void *ctx)
+call_cat_1443(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -13211,7 +13260,7 @@ call_cat_1436(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1437(yt_tensor *const *inputs, void *ctx)
+out_cat_1444(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13223,7 +13272,7 @@ out_cat_1437(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_cat_1438(yt_tensor *const *inputs, void *ctx)
+call_cat_1445(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13231,7 +13280,7 @@ call_cat_1438(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-out_cat_1439(yt_tensor *const *inputs, void *ctx)
+out_cat_1446(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
@@ -13243,7 +13292,7 @@ out_cat_1439(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1440(yt_tensor *const *inputs, void *ctx)
+call_stack_1447(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13251,7 +13300,7 @@ call_stack_1440(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1441(yt_tensor *const *inputs, void *ctx)
+call_stack_1448(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[3] = {inputs[0], inputs[1], inputs[2]};
@@ -13259,7 +13308,7 @@ call_stack_1441(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1442(yt_tensor *const *inputs, void *ctx)
+call_stack_1449(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13267,7 +13316,7 @@ call_stack_1442(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1443(yt_tensor *const *inputs, void *ctx)
+call_stack_1450(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13275,7 +13324,7 @@ call_stack_1443(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_stack_1444(yt_tensor *const *inputs, void *ctx)
+call_stack_1451(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const tensors[2] = {inputs[0], inputs[1]};
@@ -13306,7 +13355,7 @@ weighted_pieces(int64_t n, yt_tensor **pieces, yt_tensor *first)
 }
 
 static yt_tensor *
-call_split_1445(yt_tensor *const *inputs, void *ctx)
+call_split_1452(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13316,7 +13365,7 @@ call_split_1445(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1446(yt_tensor *const *inputs, void *ctx)
+error_split_1453(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13325,7 +13374,7 @@ error_split_1446(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1447(yt_tensor *const *inputs, void *ctx)
+call_split_1454(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13335,7 +13384,7 @@ call_split_1447(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1448(yt_tensor *const *inputs, void *ctx)
+error_split_1455(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13344,7 +13393,7 @@ error_split_1448(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1449(yt_tensor *const *inputs, void *ctx)
+call_split_1456(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13354,7 +13403,7 @@ call_split_1449(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1450(yt_tensor *const *inputs, void *ctx)
+error_split_1457(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13363,7 +13412,7 @@ error_split_1450(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_1451(yt_tensor *const *inputs, void *ctx)
+call_split_1458(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13373,7 +13422,7 @@ call_split_1451(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_1452(yt_tensor *const *inputs, void *ctx)
+error_split_1459(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13382,7 +13431,7 @@ error_split_1452(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1453(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1460(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13394,7 +13443,7 @@ call_split_with_sizes_1453(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1454(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1461(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {2, 3};
@@ -13404,7 +13453,7 @@ error_split_with_sizes_1454(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1455(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1462(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13416,7 +13465,7 @@ call_split_with_sizes_1455(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1456(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1463(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 0, 5};
@@ -13426,7 +13475,7 @@ error_split_with_sizes_1456(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1457(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1464(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13438,7 +13487,7 @@ call_split_with_sizes_1457(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1458(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1465(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {1, 3};
@@ -13448,7 +13497,7 @@ error_split_with_sizes_1458(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_split_with_sizes_1459(yt_tensor *const *inputs, void *ctx)
+call_split_with_sizes_1466(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13460,7 +13509,7 @@ call_split_with_sizes_1459(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_split_with_sizes_1460(yt_tensor *const *inputs, void *ctx)
+error_split_with_sizes_1467(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t split_sizes[] = {0, 0};
@@ -13470,7 +13519,7 @@ error_split_with_sizes_1460(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1461(yt_tensor *const *inputs, void *ctx)
+call_chunk_1468(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13480,7 +13529,7 @@ call_chunk_1461(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1462(yt_tensor *const *inputs, void *ctx)
+error_chunk_1469(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13489,7 +13538,7 @@ error_chunk_1462(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1463(yt_tensor *const *inputs, void *ctx)
+call_chunk_1470(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13499,7 +13548,7 @@ call_chunk_1463(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1464(yt_tensor *const *inputs, void *ctx)
+error_chunk_1471(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13508,7 +13557,7 @@ error_chunk_1464(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1465(yt_tensor *const *inputs, void *ctx)
+call_chunk_1472(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13518,7 +13567,7 @@ call_chunk_1465(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1466(yt_tensor *const *inputs, void *ctx)
+error_chunk_1473(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13527,7 +13576,7 @@ error_chunk_1466(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_chunk_1467(yt_tensor *const *inputs, void *ctx)
+call_chunk_1474(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13537,7 +13586,7 @@ call_chunk_1467(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_chunk_1468(yt_tensor *const *inputs, void *ctx)
+error_chunk_1475(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13546,7 +13595,7 @@ error_chunk_1468(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1469(yt_tensor *const *inputs, void *ctx)
+call_unbind_1476(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13556,7 +13605,7 @@ call_unbind_1469(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1470(yt_tensor *const *inputs, void *ctx)
+error_unbind_1477(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13565,7 +13614,7 @@ error_unbind_1470(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1471(yt_tensor *const *inputs, void *ctx)
+call_unbind_1478(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13575,7 +13624,7 @@ call_unbind_1471(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1472(yt_tensor *const *inputs, void *ctx)
+error_unbind_1479(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13584,7 +13633,7 @@ error_unbind_1472(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1473(yt_tensor *const *inputs, void *ctx)
+call_unbind_1480(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13594,7 +13643,7 @@ call_unbind_1473(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1474(yt_tensor *const *inputs, void *ctx)
+error_unbind_1481(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13603,7 +13652,7 @@ error_unbind_1474(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_unbind_1475(yt_tensor *const *inputs, void *ctx)
+call_unbind_1482(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[64];
@@ -13613,7 +13662,7 @@ call_unbind_1475(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_unbind_1476(yt_tensor *const *inputs, void *ctx)
+error_unbind_1483(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *pieces[1];
@@ -13622,14 +13671,14 @@ error_unbind_1476(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1477(yt_tensor *const *inputs, void *ctx)
+call_index_select_1484(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1478(yt_tensor *const *inputs, void *ctx)
+out_index_select_1485(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13640,14 +13689,14 @@ out_index_select_1478(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1479(yt_tensor *const *inputs, void *ctx)
+call_index_select_1486(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1480(yt_tensor *const *inputs, void *ctx)
+out_index_select_1487(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -13658,14 +13707,14 @@ out_index_select_1480(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1481(yt_tensor *const *inputs, void *ctx)
+call_index_select_1488(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 1, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1482(yt_tensor *const *inputs, void *ctx)
+out_index_select_1489(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 1, inputs[1]) != YT_OK) {
@@ -13676,14 +13725,14 @@ out_index_select_1482(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1483(yt_tensor *const *inputs, void *ctx)
+call_index_select_1490(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1484(yt_tensor *const *inputs, void *ctx)
+out_index_select_1491(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13694,14 +13743,14 @@ out_index_select_1484(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1485(yt_tensor *const *inputs, void *ctx)
+call_index_select_1492(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1486(yt_tensor *const *inputs, void *ctx)
+out_index_select_1493(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13712,14 +13761,14 @@ out_index_select_1486(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_select_1487(yt_tensor *const *inputs, void *ctx)
+call_index_select_1494(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-out_index_select_1488(yt_tensor *const *inputs, void *ctx)
+out_index_select_1495(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_select_out(out, inputs[0], 0, inputs[1]) != YT_OK) {
@@ -13730,28 +13779,28 @@ out_index_select_1488(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_select_1489(yt_tensor *const *inputs, void *ctx)
+error_index_select_1496(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 0, inputs[1]);
 }
 
 static yt_tensor *
-error_index_select_1490(yt_tensor *const *inputs, void *ctx)
+error_index_select_1497(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_select(inputs[0], 7, inputs[1]);
 }
 
 static yt_tensor *
-call_index_add_1491(yt_tensor *const *inputs, void *ctx)
+call_index_add_1498(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1492(yt_tensor *const *inputs, void *ctx)
+out_index_add_1499(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13763,14 +13812,14 @@ out_index_add_1492(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1493(yt_tensor *const *inputs, void *ctx)
+call_index_add_1500(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 1, inputs[1], inputs[2], yt_float(2.5));
 }
 
 static yt_tensor *
-out_index_add_1494(yt_tensor *const *inputs, void *ctx)
+out_index_add_1501(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13782,14 +13831,14 @@ out_index_add_1494(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1495(yt_tensor *const *inputs, void *ctx)
+call_index_add_1502(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1496(yt_tensor *const *inputs, void *ctx)
+out_index_add_1503(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13801,14 +13850,14 @@ out_index_add_1496(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1497(yt_tensor *const *inputs, void *ctx)
+call_index_add_1504(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1498(yt_tensor *const *inputs, void *ctx)
+out_index_add_1505(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13820,14 +13869,14 @@ out_index_add_1498(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_add_1499(yt_tensor *const *inputs, void *ctx)
+call_index_add_1506(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-out_index_add_1500(yt_tensor *const *inputs, void *ctx)
+out_index_add_1507(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL &&
@@ -13839,28 +13888,28 @@ out_index_add_1500(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_add_1501(yt_tensor *const *inputs, void *ctx)
+error_index_add_1508(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 0, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-error_index_add_1502(yt_tensor *const *inputs, void *ctx)
+error_index_add_1509(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_add_ex(inputs[0], 7, inputs[1], inputs[2], yt_int(1));
 }
 
 static yt_tensor *
-call_index_copy_1503(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1510(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1504(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1511(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -13871,14 +13920,14 @@ out_index_copy_1504(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1505(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1512(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1506(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1513(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13889,14 +13938,14 @@ out_index_copy_1506(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_copy_1507(yt_tensor *const *inputs, void *ctx)
+call_index_copy_1514(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_index_copy_1508(yt_tensor *const *inputs, void *ctx)
+out_index_copy_1515(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_index_copy_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -13907,28 +13956,28 @@ out_index_copy_1508(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_index_copy_1509(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1516(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_index_copy_1510(yt_tensor *const *inputs, void *ctx)
+error_index_copy_1517(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_index_copy(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_gather_1511(yt_tensor *const *inputs, void *ctx)
+call_gather_1518(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1512(yt_tensor *const *inputs, void *ctx)
+out_gather_1519(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13939,14 +13988,14 @@ out_gather_1512(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1513(yt_tensor *const *inputs, void *ctx)
+call_gather_1520(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1514(yt_tensor *const *inputs, void *ctx)
+out_gather_1521(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -13957,14 +14006,14 @@ out_gather_1514(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1515(yt_tensor *const *inputs, void *ctx)
+call_gather_1522(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], -1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1516(yt_tensor *const *inputs, void *ctx)
+out_gather_1523(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], -1, inputs[1], false) != YT_OK) {
@@ -13975,14 +14024,14 @@ out_gather_1516(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1517(yt_tensor *const *inputs, void *ctx)
+call_gather_1524(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1518(yt_tensor *const *inputs, void *ctx)
+out_gather_1525(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 1, inputs[1], false) != YT_OK) {
@@ -13993,14 +14042,14 @@ out_gather_1518(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_gather_1519(yt_tensor *const *inputs, void *ctx)
+call_gather_1526(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 0, inputs[1], false);
 }
 
 static yt_tensor *
-out_gather_1520(yt_tensor *const *inputs, void *ctx)
+out_gather_1527(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_gather_ex_out(out, inputs[0], 0, inputs[1], false) != YT_OK) {
@@ -14011,28 +14060,28 @@ out_gather_1520(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_gather_1521(yt_tensor *const *inputs, void *ctx)
+error_gather_1528(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 1, inputs[1], false);
 }
 
 static yt_tensor *
-error_gather_1522(yt_tensor *const *inputs, void *ctx)
+error_gather_1529(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_gather_ex(inputs[0], 7, inputs[1], false);
 }
 
 static yt_tensor *
-call_scatter_1523(yt_tensor *const *inputs, void *ctx)
+call_scatter_1530(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1524(yt_tensor *const *inputs, void *ctx)
+out_scatter_1531(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -14043,14 +14092,14 @@ out_scatter_1524(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1525(yt_tensor *const *inputs, void *ctx)
+call_scatter_1532(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1526(yt_tensor *const *inputs, void *ctx)
+out_scatter_1533(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14061,14 +14110,14 @@ out_scatter_1526(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1527(yt_tensor *const *inputs, void *ctx)
+call_scatter_1534(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1528(yt_tensor *const *inputs, void *ctx)
+out_scatter_1535(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14079,14 +14128,14 @@ out_scatter_1528(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_1529(yt_tensor *const *inputs, void *ctx)
+call_scatter_1536(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_1530(yt_tensor *const *inputs, void *ctx)
+out_scatter_1537(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14097,28 +14146,28 @@ out_scatter_1530(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_1531(yt_tensor *const *inputs, void *ctx)
+error_scatter_1538(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_1532(yt_tensor *const *inputs, void *ctx)
+error_scatter_1539(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_scatter_value_1533(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1540(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-out_scatter_value_1534(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1541(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 1, inputs[1], yt_float(1.5)) != YT_OK) {
@@ -14129,14 +14178,14 @@ out_scatter_value_1534(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1535(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1542(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(-2));
 }
 
 static yt_tensor *
-out_scatter_value_1536(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1543(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(-2)) != YT_OK) {
@@ -14147,14 +14196,14 @@ out_scatter_value_1536(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_value_1537(yt_tensor *const *inputs, void *ctx)
+call_scatter_value_1544(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 0, inputs[1], yt_int(1));
 }
 
 static yt_tensor *
-out_scatter_value_1538(yt_tensor *const *inputs, void *ctx)
+out_scatter_value_1545(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_value_out(out, inputs[0], 0, inputs[1], yt_int(1)) != YT_OK) {
@@ -14165,28 +14214,28 @@ out_scatter_value_1538(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_value_1539(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1546(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 1, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-error_scatter_value_1540(yt_tensor *const *inputs, void *ctx)
+error_scatter_value_1547(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_value(inputs[0], 7, inputs[1], yt_float(1.5));
 }
 
 static yt_tensor *
-call_scatter_add_1541(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1548(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1542(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1549(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 1, inputs[1], inputs[2]) != YT_OK) {
@@ -14197,14 +14246,14 @@ out_scatter_add_1542(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1543(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1550(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1544(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1551(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14215,14 +14264,14 @@ out_scatter_add_1544(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1545(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1552(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], -1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1546(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1553(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], -1, inputs[1], inputs[2]) != YT_OK) {
@@ -14233,14 +14282,14 @@ out_scatter_add_1546(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1547(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1554(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1548(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1555(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14251,14 +14300,14 @@ out_scatter_add_1548(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scatter_add_1549(yt_tensor *const *inputs, void *ctx)
+call_scatter_add_1556(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 0, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-out_scatter_add_1550(yt_tensor *const *inputs, void *ctx)
+out_scatter_add_1557(yt_tensor *const *inputs, void *ctx)
 {
     yt_tensor *out = yt_zeros_like((yt_tensor *)ctx);
     if (out != NULL && yt_scatter_add_out(out, inputs[0], 0, inputs[1], inputs[2]) != YT_OK) {
@@ -14269,252 +14318,252 @@ out_scatter_add_1550(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scatter_add_1551(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1558(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 1, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-error_scatter_add_1552(yt_tensor *const *inputs, void *ctx)
+error_scatter_add_1559(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scatter_add(inputs[0], 7, inputs[1], inputs[2]);
 }
 
 static yt_tensor *
-call_embedding_1553(yt_tensor *const *inputs, void *ctx)
+call_embedding_1560(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_1554(yt_tensor *const *inputs, void *ctx)
+call_embedding_1561(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_1555(yt_tensor *const *inputs, void *ctx)
+call_embedding_1562(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_1556(yt_tensor *const *inputs, void *ctx)
+call_embedding_1563(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_1557(yt_tensor *const *inputs, void *ctx)
+error_embedding_1564(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-error_embedding_1558(yt_tensor *const *inputs, void *ctx)
+error_embedding_1565(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, true);
 }
 
 static yt_tensor *
-error_embedding_1559(yt_tensor *const *inputs, void *ctx)
+error_embedding_1566(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_ex(inputs[0], inputs[1], -1, false, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_1560(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_1567(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_embedding_dense_backward_1561(yt_tensor *const *inputs, void *ctx)
+call_embedding_dense_backward_1568(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 4, -1, true);
 }
 
 static yt_tensor *
-error_embedding_dense_backward_1562(yt_tensor *const *inputs, void *ctx)
+error_embedding_dense_backward_1569(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_embedding_dense_backward(inputs[0], inputs[1], 5, 1, false);
 }
 
 static yt_tensor *
-call_one_hot_1563(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1570(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_one_hot_1564(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1571(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 6);
 }
 
 static yt_tensor *
-call_one_hot_1565(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1572(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-call_one_hot_1566(yt_tensor *const *inputs, void *ctx)
+call_one_hot_1573(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], 3);
 }
 
 static yt_tensor *
-error_one_hot_1567(yt_tensor *const *inputs, void *ctx)
+error_one_hot_1574(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_one_hot_ex(inputs[0], -1);
 }
 
 static yt_tensor *
-call_nonzero_1568(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1575(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_1569(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1576(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_1570(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1577(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_nonzero_1571(yt_tensor *const *inputs, void *ctx)
+call_nonzero_1578(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nonzero(inputs[0]);
 }
 
 static yt_tensor *
-call_masked_select_1572(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1579(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_1573(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1580(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_1574(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1581(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_1575(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1582(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_masked_select_1576(yt_tensor *const *inputs, void *ctx)
+call_masked_select_1583(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_1577(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1584(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_masked_select_1578(yt_tensor *const *inputs, void *ctx)
+error_masked_select_1585(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_masked_select(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_argsort_1579(yt_tensor *const *inputs, void *ctx)
+call_argsort_1586(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_1580(yt_tensor *const *inputs, void *ctx)
+call_argsort_1587(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 0, true);
 }
 
 static yt_tensor *
-call_argsort_1581(yt_tensor *const *inputs, void *ctx)
+call_argsort_1588(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], 1, false);
 }
 
 static yt_tensor *
-call_argsort_1582(yt_tensor *const *inputs, void *ctx)
+call_argsort_1589(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_1583(yt_tensor *const *inputs, void *ctx)
+call_argsort_1590(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_ex(inputs[0], -1, false);
 }
 
 static yt_tensor *
-call_argsort_stable_1584(yt_tensor *const *inputs, void *ctx)
+call_argsort_stable_1591(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_stable_ex(inputs[0], true, -1, false);
 }
 
 static yt_tensor *
-call_argsort_stable_1585(yt_tensor *const *inputs, void *ctx)
+call_argsort_stable_1592(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_argsort_stable_ex(inputs[0], false, 0, true);
 }
 
 static yt_tensor *
-call_index_1586(yt_tensor *const *inputs, void *ctx)
+call_index_1593(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14522,7 +14571,7 @@ call_index_1586(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1587(yt_tensor *const *inputs, void *ctx)
+call_index_1594(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14530,7 +14579,7 @@ call_index_1587(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1588(yt_tensor *const *inputs, void *ctx)
+call_index_1595(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[3] = {inputs[1], NULL, inputs[2]};
@@ -14538,7 +14587,7 @@ call_index_1588(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1589(yt_tensor *const *inputs, void *ctx)
+call_index_1596(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14546,7 +14595,7 @@ call_index_1589(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1590(yt_tensor *const *inputs, void *ctx)
+call_index_1597(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14554,7 +14603,7 @@ call_index_1590(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_1591(yt_tensor *const *inputs, void *ctx)
+call_index_1598(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14562,7 +14611,7 @@ call_index_1591(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1592(yt_tensor *const *inputs, void *ctx)
+call_index_put_1599(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14570,7 +14619,7 @@ call_index_put_1592(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1593(yt_tensor *const *inputs, void *ctx)
+call_index_put_1600(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14578,7 +14627,7 @@ call_index_put_1593(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1594(yt_tensor *const *inputs, void *ctx)
+call_index_put_1601(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {inputs[1], inputs[2]};
@@ -14586,7 +14635,7 @@ call_index_put_1594(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1595(yt_tensor *const *inputs, void *ctx)
+call_index_put_1602(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[1] = {inputs[1]};
@@ -14594,7 +14643,7 @@ call_index_put_1595(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_index_put_1596(yt_tensor *const *inputs, void *ctx)
+call_index_put_1603(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *const indices[2] = {NULL, inputs[1]};
@@ -14602,7 +14651,7 @@ call_index_put_1596(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1597(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1604(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14613,7 +14662,7 @@ call_sort_values_1597(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1598(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1605(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14624,7 +14673,7 @@ call_sort_indices_1598(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1599(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1606(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14635,7 +14684,7 @@ call_sort_values_1599(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1600(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1607(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14646,7 +14695,7 @@ call_sort_indices_1600(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1601(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1608(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14657,7 +14706,7 @@ call_sort_values_1601(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1602(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1609(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14668,7 +14717,7 @@ call_sort_indices_1602(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1603(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1610(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14679,7 +14728,7 @@ call_sort_values_1603(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1604(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1611(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14690,7 +14739,7 @@ call_sort_indices_1604(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_values_1605(yt_tensor *const *inputs, void *ctx)
+call_sort_values_1612(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14701,7 +14750,7 @@ call_sort_values_1605(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_indices_1606(yt_tensor *const *inputs, void *ctx)
+call_sort_indices_1613(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14712,7 +14761,7 @@ call_sort_indices_1606(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1607(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1614(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14724,7 +14773,7 @@ call_sort_stable_values_1607(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1608(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1615(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14736,7 +14785,7 @@ call_sort_stable_indices_1608(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_values_1609(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_values_1616(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14748,7 +14797,7 @@ call_sort_stable_values_1609(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sort_stable_indices_1610(yt_tensor *const *inputs, void *ctx)
+call_sort_stable_indices_1617(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     const bool stable_value = true;
@@ -14760,7 +14809,7 @@ call_sort_stable_indices_1610(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1611(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1618(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14771,7 +14820,7 @@ call_topk_values_1611(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1612(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1619(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14782,7 +14831,7 @@ call_topk_indices_1612(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1613(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1620(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14793,7 +14842,7 @@ call_topk_values_1613(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1614(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1621(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14804,7 +14853,7 @@ call_topk_indices_1614(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1615(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1622(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14815,7 +14864,7 @@ call_topk_values_1615(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1616(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1623(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14826,7 +14875,7 @@ call_topk_indices_1616(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1617(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1624(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14837,7 +14886,7 @@ call_topk_values_1617(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1618(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1625(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14848,7 +14897,7 @@ call_topk_indices_1618(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_values_1619(yt_tensor *const *inputs, void *ctx)
+call_topk_values_1626(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14859,7 +14908,7 @@ call_topk_values_1619(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_topk_indices_1620(yt_tensor *const *inputs, void *ctx)
+call_topk_indices_1627(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -14870,7 +14919,7 @@ call_topk_indices_1620(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1621(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1628(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14880,7 +14929,7 @@ call_avg_pool2d_1621(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1622(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1629(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -14890,7 +14939,7 @@ call_avg_pool2d_1622(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1623(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1630(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -14900,7 +14949,7 @@ call_avg_pool2d_1623(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_1624(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_1631(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14908,7 +14957,7 @@ call_avg_pool2d_1624(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1625(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1632(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -14916,7 +14965,7 @@ error_avg_pool2d_1625(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1626(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1633(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2, 2};
@@ -14924,7 +14973,7 @@ error_avg_pool2d_1626(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_1627(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_1634(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -14934,7 +14983,7 @@ error_avg_pool2d_1627(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1628(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1635(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14942,7 +14991,7 @@ call_adaptive_avg_pool2d_1628(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1629(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1636(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4};
@@ -14950,7 +14999,7 @@ call_adaptive_avg_pool2d_1629(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1630(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1637(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {4, 3};
@@ -14958,7 +15007,7 @@ call_adaptive_avg_pool2d_1630(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_1631(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_1638(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2, 2};
@@ -14966,7 +15015,7 @@ call_adaptive_avg_pool2d_1631(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1632(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1639(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {2};
@@ -14974,14 +15023,14 @@ error_adaptive_avg_pool2d_1632(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1633(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1640(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_adaptive_avg_pool2d(inputs[0], NULL, 0);
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_1634(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_1641(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -14989,7 +15038,7 @@ error_adaptive_avg_pool2d_1634(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1635(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1642(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15000,7 +15049,7 @@ call_avg_pool2d_backward_1635(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_avg_pool2d_backward_1636(yt_tensor *const *inputs, void *ctx)
+call_avg_pool2d_backward_1643(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15011,7 +15060,7 @@ call_avg_pool2d_backward_1636(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_avg_pool2d_backward_1637(yt_tensor *const *inputs, void *ctx)
+error_avg_pool2d_backward_1644(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15022,7 +15071,7 @@ error_avg_pool2d_backward_1637(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_adaptive_avg_pool2d_backward_1638(yt_tensor *const *inputs, void *ctx)
+call_adaptive_avg_pool2d_backward_1645(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -15030,7 +15079,7 @@ call_adaptive_avg_pool2d_backward_1638(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_adaptive_avg_pool2d_backward_1639(yt_tensor *const *inputs, void *ctx)
+error_adaptive_avg_pool2d_backward_1646(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_size[] = {3, 2};
@@ -15038,14 +15087,14 @@ error_adaptive_avg_pool2d_backward_1639(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1640(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1647(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1641(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1648(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 1};
@@ -15055,7 +15104,7 @@ call_conv2d_1641(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1642(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1649(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15064,7 +15113,7 @@ call_conv2d_1642(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1643(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1650(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t padding[] = {1, 0};
@@ -15072,14 +15121,14 @@ call_conv2d_1643(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_1644(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1651(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_1645(yt_tensor *const *inputs, void *ctx)
+call_conv2d_1652(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 2};
@@ -15088,42 +15137,42 @@ call_conv2d_1645(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_1646(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1653(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_1647(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1654(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_1648(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1655(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 0);
 }
 
 static yt_tensor *
-error_conv2d_1649(yt_tensor *const *inputs, void *ctx)
+error_conv2d_1656(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1650(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1657(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv2d_padding_1651(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1658(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {3, 1};
@@ -15131,7 +15180,7 @@ call_conv2d_padding_1651(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_padding_1652(yt_tensor *const *inputs, void *ctx)
+call_conv2d_padding_1659(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15139,21 +15188,21 @@ call_conv2d_padding_1652(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_1653(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1660(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_1654(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1661(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv2d_padding_1655(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1662(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "no_such_choice", NULL, 0,
@@ -15161,21 +15210,21 @@ error_conv2d_padding_1655(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_padding_1656(yt_tensor *const *inputs, void *ctx)
+error_conv2d_padding_1663(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_padding_ex(inputs[0], inputs[1], inputs[2], NULL, 0, "same", NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1657(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1664(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_1658(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1665(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15185,28 +15234,28 @@ call_conv1d_1658(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv1d_1659(yt_tensor *const *inputs, void *ctx)
+call_conv1d_1666(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1660(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1667(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1661(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1668(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_1662(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1669(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 1};
@@ -15214,14 +15263,14 @@ error_conv1d_1662(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_1663(yt_tensor *const *inputs, void *ctx)
+error_conv1d_1670(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1);
 }
 
 static yt_tensor *
-call_conv1d_padding_1664(yt_tensor *const *inputs, void *ctx)
+call_conv1d_padding_1671(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -15229,21 +15278,21 @@ call_conv1d_padding_1664(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_1665(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1672(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_1666(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1673(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv1d_padding_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, NULL, 0, 1);
 }
 
 static yt_tensor *
-error_conv1d_padding_1667(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1674(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -15252,7 +15301,7 @@ error_conv1d_padding_1667(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv1d_padding_1668(yt_tensor *const *inputs, void *ctx)
+error_conv1d_padding_1675(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t dilation[] = {1};
@@ -15260,7 +15309,7 @@ error_conv1d_padding_1668(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1669(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1676(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -15268,7 +15317,7 @@ call_conv_transpose2d_1669(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1670(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1677(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2, 3};
@@ -15280,7 +15329,7 @@ call_conv_transpose2d_1670(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1671(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1678(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15289,7 +15338,7 @@ call_conv_transpose2d_1671(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1672(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1679(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {2};
@@ -15299,7 +15348,7 @@ call_conv_transpose2d_1672(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1673(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1680(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t stride[] = {1, 2};
@@ -15311,7 +15360,7 @@ call_conv_transpose2d_1673(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv_transpose2d_1674(yt_tensor *const *inputs, void *ctx)
+call_conv_transpose2d_1681(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t output_padding[] = {1};
@@ -15321,7 +15370,7 @@ call_conv_transpose2d_1674(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1675(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1682(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -15329,7 +15378,7 @@ error_conv_transpose2d_1675(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1676(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1683(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, 1, NULL,
@@ -15337,7 +15386,7 @@ error_conv_transpose2d_1676(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1677(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1684(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], NULL, NULL, 0, NULL, 0, NULL, 0, -1, NULL,
@@ -15345,7 +15394,7 @@ error_conv_transpose2d_1677(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv_transpose2d_1678(yt_tensor *const *inputs, void *ctx)
+error_conv_transpose2d_1685(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv_transpose2d_ex(inputs[0], inputs[1], inputs[2], NULL, 0, NULL, 0, NULL, 0, 1,
@@ -15353,7 +15402,7 @@ error_conv_transpose2d_1678(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1679(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1686(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15365,7 +15414,7 @@ call_conv2d_backward_input_1679(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_input_1680(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_input_1687(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 4, 7, 6};
@@ -15377,7 +15426,7 @@ call_conv2d_backward_input_1680(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_input_1681(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_input_1688(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t input_size[] = {2, 3, 6, 5};
@@ -15389,7 +15438,7 @@ error_conv2d_backward_input_1681(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1682(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1689(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15401,7 +15450,7 @@ call_conv2d_backward_weight_1682(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_weight_1683(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_weight_1690(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {6, 2, 3, 3};
@@ -15413,7 +15462,7 @@ call_conv2d_backward_weight_1683(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_conv2d_backward_weight_1684(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_weight_1691(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t weight_size[] = {4, 3, 3, 2};
@@ -15425,35 +15474,35 @@ error_conv2d_backward_weight_1684(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1685(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1692(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_conv2d_backward_bias_1686(yt_tensor *const *inputs, void *ctx)
+call_conv2d_backward_bias_1693(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1687(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1694(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_conv2d_backward_bias_1688(yt_tensor *const *inputs, void *ctx)
+error_conv2d_backward_bias_1695(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_conv2d_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1689(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1696(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15466,7 +15515,7 @@ call_max_pool2d_with_indices_values_1689(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1690(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1697(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15479,7 +15528,7 @@ call_max_pool2d_with_indices_indices_1690(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1691(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1698(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15495,7 +15544,7 @@ call_max_pool2d_with_indices_values_1691(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1692(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1699(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15511,7 +15560,7 @@ call_max_pool2d_with_indices_indices_1692(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1693(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1700(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15526,7 +15575,7 @@ call_max_pool2d_with_indices_values_1693(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1694(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1701(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15541,7 +15590,7 @@ call_max_pool2d_with_indices_indices_1694(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_values_1695(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_values_1702(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15554,7 +15603,7 @@ call_max_pool2d_with_indices_values_1695(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_with_indices_indices_1696(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_with_indices_indices_1703(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15567,7 +15616,7 @@ call_max_pool2d_with_indices_indices_1696(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1697(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1704(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15580,7 +15629,7 @@ error_max_pool2d_with_indices_1697(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1698(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1705(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -15592,7 +15641,7 @@ error_max_pool2d_with_indices_1698(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_with_indices_1699(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_with_indices_1706(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15605,7 +15654,7 @@ error_max_pool2d_with_indices_1699(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1700(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1707(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15613,7 +15662,7 @@ call_max_pool2d_1700(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1701(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1708(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3, 2};
@@ -15624,7 +15673,7 @@ call_max_pool2d_1701(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_max_pool2d_1702(yt_tensor *const *inputs, void *ctx)
+call_max_pool2d_1709(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {3};
@@ -15634,7 +15683,7 @@ call_max_pool2d_1702(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1703(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1710(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2};
@@ -15642,14 +15691,14 @@ error_max_pool2d_1703(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_max_pool2d_1704(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1711(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_max_pool2d_ex(inputs[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0, false);
 }
 
 static yt_tensor *
-error_max_pool2d_1705(yt_tensor *const *inputs, void *ctx)
+error_max_pool2d_1712(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t kernel_size[] = {2, 2};
@@ -15657,7 +15706,7 @@ error_max_pool2d_1705(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1706(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1713(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15665,7 +15714,7 @@ call_layer_norm_1706(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1707(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1714(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15673,7 +15722,7 @@ call_layer_norm_1707(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1708(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1715(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15681,7 +15730,7 @@ call_layer_norm_1708(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1709(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1716(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15689,7 +15738,7 @@ call_layer_norm_1709(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_layer_norm_1710(yt_tensor *const *inputs, void *ctx)
+call_layer_norm_1717(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15697,14 +15746,14 @@ call_layer_norm_1710(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1711(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1718(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_layer_norm_ex(inputs[0], NULL, 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_layer_norm_1712(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1719(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15712,7 +15761,7 @@ error_layer_norm_1712(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1713(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1720(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15720,7 +15769,7 @@ error_layer_norm_1713(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1714(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1721(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15728,7 +15777,7 @@ error_layer_norm_1714(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_layer_norm_1715(yt_tensor *const *inputs, void *ctx)
+error_layer_norm_1722(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15736,91 +15785,91 @@ error_layer_norm_1715(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_group_norm_1716(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1723(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1717(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1724(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 3, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1718(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1725(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1719(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1726(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 4, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_group_norm_1720(yt_tensor *const *inputs, void *ctx)
+call_group_norm_1727(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1721(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1728(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 1, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1722(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1729(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 0, NULL, NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1723(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1730(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1724(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1731(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], NULL, 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1725(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1732(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1726(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1733(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, NULL, inputs[1], 1e-05, true);
 }
 
 static yt_tensor *
-error_group_norm_1727(yt_tensor *const *inputs, void *ctx)
+error_group_norm_1734(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_group_norm_ex(inputs[0], 2, inputs[1], inputs[2], 1e-05, true);
 }
 
 static yt_tensor *
-call_rms_norm_1728(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1735(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15828,7 +15877,7 @@ call_rms_norm_1728(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1729(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1736(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {3, 4};
@@ -15837,7 +15886,7 @@ call_rms_norm_1729(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1730(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1737(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {5};
@@ -15846,7 +15895,7 @@ call_rms_norm_1730(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rms_norm_1731(yt_tensor *const *inputs, void *ctx)
+call_rms_norm_1738(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15854,14 +15903,14 @@ call_rms_norm_1731(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1732(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1739(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rms_norm_ex(inputs[0], NULL, 0, NULL, NULL);
 }
 
 static yt_tensor *
-error_rms_norm_1733(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1740(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {2, 4};
@@ -15869,7 +15918,7 @@ error_rms_norm_1733(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1734(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1741(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15877,7 +15926,7 @@ error_rms_norm_1734(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rms_norm_1735(yt_tensor *const *inputs, void *ctx)
+error_rms_norm_1742(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t normalized_shape[] = {4};
@@ -15885,28 +15934,28 @@ error_rms_norm_1735(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1736(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1743(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1737(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1744(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1738(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1745(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], true, 0.3, 1e-05, false);
 }
 
 static yt_tensor *
-call_batch_norm_1739(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1746(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], NULL, inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15914,7 +15963,7 @@ call_batch_norm_1739(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1740(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1747(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 0.001,
@@ -15922,7 +15971,7 @@ call_batch_norm_1740(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_batch_norm_1741(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_1748(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, inputs[1], inputs[2], inputs[3], false, 0.1, 1e-05,
@@ -15930,280 +15979,280 @@ call_batch_norm_1741(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_1742(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_1749(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm(inputs[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-error_batch_norm_1743(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1744(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1745(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1746(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1747(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1748(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
-error_batch_norm_1749(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
-}
-
-static yt_tensor *
 error_batch_norm_1750(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1751(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], inputs[1], NULL, NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1752(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
 error_batch_norm_1753(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, inputs[1], NULL, NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1754(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1755(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], NULL, true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1756(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1757(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, NULL, inputs[1], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1758(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1759(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm(inputs[0], NULL, NULL, inputs[1], inputs[2], true, 0.1, 1e-05, false);
+}
+
+static yt_tensor *
+error_batch_norm_1760(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_batch_norm(inputs[0], inputs[1], inputs[2], NULL, NULL, true, 0.1, 1e-05, false);
 }
 
 static yt_tensor *
-call_row_norm_1754(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1761(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_row_norm_1755(yt_tensor *const *inputs, void *ctx)
+call_row_norm_1762(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, false, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1756(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1763(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1757(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1764(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1758(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1765(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1759(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1766(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1760(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1767(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1761(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1768(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1762(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1769(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], NULL, inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_1763(yt_tensor *const *inputs, void *ctx)
+error_row_norm_1770(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm(inputs[0], inputs[1], inputs[2], true, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1764(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1771(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-call_batch_norm_training_1765(yt_tensor *const *inputs, void *ctx)
+call_batch_norm_training_1772(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1766(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1767(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1768(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1769(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1770(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1771(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
-}
-
-static yt_tensor *
-error_batch_norm_training_1772(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1773(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1774(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1775(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], inputs[1], NULL, NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1776(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
 error_batch_norm_training_1777(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, inputs[1], NULL, NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1778(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1779(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], NULL, 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1780(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1781(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, NULL, inputs[1], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1782(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1783(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_batch_norm_training(inputs[0], NULL, NULL, inputs[1], inputs[2], 0.1, 1e-05);
+}
+
+static yt_tensor *
+error_batch_norm_training_1784(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_batch_norm_training(inputs[0], inputs[1], inputs[2], NULL, NULL, 0.1, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_input_1778(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_input_1785(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_input(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_weight_1779(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_weight_1786(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_weight(inputs[0], inputs[1], true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_backward_bias_1780(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_bias_1787(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_row_norm_backward_1781(yt_tensor *const *inputs, void *ctx)
+error_row_norm_backward_1788(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -16216,42 +16265,42 @@ error_row_norm_backward_1781(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_row_norm_double_backward_input_1782(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_input_1789(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_row_norm_double_backward_grad_out_1783(yt_tensor *const *inputs, void *ctx)
+error_row_norm_double_backward_grad_out_1790(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_row_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, true, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_input_1784(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_input_1791(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_input(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_weight_1785(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_weight_1792(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_weight(inputs[0], inputs[1], 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_1786(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_1793(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_backward_bias(inputs[0]);
 }
 
 static yt_tensor *
-error_batch_norm_backward_1787(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_1794(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -16264,7 +16313,7 @@ error_batch_norm_backward_1787(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1788(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1795(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {4, 3};
@@ -16272,7 +16321,7 @@ error_batch_norm_backward_bias_backward_1788(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_backward_bias_backward_1789(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_backward_bias_backward_1796(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t sizes[] = {3};
@@ -16280,595 +16329,595 @@ error_batch_norm_backward_bias_backward_1789(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_input_1790(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_input_1797(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_input(inputs[0], inputs[1], inputs[2], NULL, 1e-05);
 }
 
 static yt_tensor *
-error_batch_norm_double_backward_grad_out_1791(yt_tensor *const *inputs, void *ctx)
+error_batch_norm_double_backward_grad_out_1798(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_batch_norm_double_backward_grad_out(inputs[0], inputs[1], NULL, 1e-05);
 }
 
 static yt_tensor *
-call_softmax_1792(yt_tensor *const *inputs, void *ctx)
+call_softmax_1799(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1793(yt_tensor *const *inputs, void *ctx)
+call_softmax_1800(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1794(yt_tensor *const *inputs, void *ctx)
+call_softmax_1801(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1795(yt_tensor *const *inputs, void *ctx)
+call_softmax_1802(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1796(yt_tensor *const *inputs, void *ctx)
+call_softmax_1803(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_1797(yt_tensor *const *inputs, void *ctx)
+call_softmax_1804(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
 }
 
 static yt_tensor *
-call_softmax_1798(yt_tensor *const *inputs, void *ctx)
+call_softmax_1805(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
 }
 
 static yt_tensor *
-error_softmax_1799(yt_tensor *const *inputs, void *ctx)
+error_softmax_1806(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_softmax_1800(yt_tensor *const *inputs, void *ctx)
+error_softmax_1807(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1801(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1808(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1802(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1809(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1803(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1810(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], -1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1804(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1811(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1805(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1812(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_log_softmax_1806(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1813(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_F32);
 }
 
 static yt_tensor *
-call_log_softmax_1807(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_1814(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 0, YT_DTYPE_F64);
 }
 
 static yt_tensor *
-error_log_softmax_1808(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1815(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 1, YT_DTYPE_I64);
 }
 
 static yt_tensor *
-error_log_softmax_1809(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_1816(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_ex(inputs[0], 7, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1810(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1817(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1811(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1818(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_softmax_backward_data_1812(yt_tensor *const *inputs, void *ctx)
+call_softmax_backward_data_1819(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1813(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1820(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1814(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1821(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_softmax_backward_data_1815(yt_tensor *const *inputs, void *ctx)
+error_softmax_backward_data_1822(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1816(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1823(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1817(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1824(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-call_log_softmax_backward_data_1818(yt_tensor *const *inputs, void *ctx)
+call_log_softmax_backward_data_1825(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 0);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1819(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1826(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1820(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1827(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 1);
 }
 
 static yt_tensor *
-error_log_softmax_backward_data_1821(yt_tensor *const *inputs, void *ctx)
+error_log_softmax_backward_data_1828(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_log_softmax_backward_data(inputs[0], inputs[1], 7);
 }
 
 static yt_tensor *
-call_dropout_1822(yt_tensor *const *inputs, void *ctx)
+call_dropout_1829(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1823(yt_tensor *const *inputs, void *ctx)
+call_dropout_1830(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.25, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1824(yt_tensor *const *inputs, void *ctx)
+call_dropout_1831(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, false, NULL);
 }
 
 static yt_tensor *
-call_dropout_1825(yt_tensor *const *inputs, void *ctx)
+call_dropout_1832(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_dropout_1826(yt_tensor *const *inputs, void *ctx)
+call_dropout_1833(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 1.0, true, NULL);
 }
 
 static yt_tensor *
-error_dropout_1827(yt_tensor *const *inputs, void *ctx)
+error_dropout_1834(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_dropout_ex(inputs[0], 0.5, true, NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1828(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1835(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1829(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1836(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_mse_loss_1830(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1837(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_mse_loss_1831(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1838(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_mse_loss_1832(yt_tensor *const *inputs, void *ctx)
+call_mse_loss_1839(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-error_mse_loss_1833(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1840(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_mse_loss_1834(yt_tensor *const *inputs, void *ctx)
+error_mse_loss_1841(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_mse_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1835(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1842(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_l1_loss_1836(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1843(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "none");
 }
 
 static yt_tensor *
-call_l1_loss_1837(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1844(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1838(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1845(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-call_l1_loss_1839(yt_tensor *const *inputs, void *ctx)
+call_l1_loss_1846(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "sum");
 }
 
 static yt_tensor *
-error_l1_loss_1840(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1847(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], "no_such_choice");
 }
 
 static yt_tensor *
-error_l1_loss_1841(yt_tensor *const *inputs, void *ctx)
+error_l1_loss_1848(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_l1_loss_ex(inputs[0], inputs[1], NULL);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1842(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1849(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1843(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1850(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1844(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1851(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 0.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1845(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1852(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 2.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1846(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1853(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_smooth_l1_loss_1847(yt_tensor *const *inputs, void *ctx)
+call_smooth_l1_loss_1854(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 1.0);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1848(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1855(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_smooth_l1_loss_1849(yt_tensor *const *inputs, void *ctx)
+error_smooth_l1_loss_1856(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_smooth_l1_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1850(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1857(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_huber_loss_1851(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1858(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "none", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1852(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1859(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 2.0);
 }
 
 static yt_tensor *
-call_huber_loss_1853(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1860(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-call_huber_loss_1854(yt_tensor *const *inputs, void *ctx)
+call_huber_loss_1861(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "sum", 1.0);
 }
 
 static yt_tensor *
-error_huber_loss_1855(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1862(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], "no_such_choice", 0.5);
 }
 
 static yt_tensor *
-error_huber_loss_1856(yt_tensor *const *inputs, void *ctx)
+error_huber_loss_1863(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_huber_loss_ex(inputs[0], inputs[1], NULL, 0.5);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1857(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1864(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1858(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1865(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1859(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1866(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_elementwise_1860(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_elementwise_1867(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_binary_cross_entropy_elementwise_1861(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_elementwise_1868(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-error_binary_cross_entropy_elementwise_1862(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_elementwise_1869(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_elementwise(inputs[0], inputs[1]);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1863(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1870(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1864(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1871(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1865(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1872(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1866(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1873(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1867(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1874(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_1868(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_1875(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1869(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1876(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], inputs[2], "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1870(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1877(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, "no_such_choice");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_1871(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_1878(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_ex(inputs[0], inputs[1], NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1872(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1879(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1873(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1880(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1874(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1881(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16876,35 +16925,35 @@ call_binary_cross_entropy_with_logits_1874(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1875(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1882(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], NULL);
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1876(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1883(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, inputs[2], "sum");
 }
 
 static yt_tensor *
-call_binary_cross_entropy_with_logits_1877(yt_tensor *const *inputs, void *ctx)
+call_binary_cross_entropy_with_logits_1884(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, "sum");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1878(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1885(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], NULL, "none");
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1879(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1886(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], inputs[2], inputs[3],
@@ -16912,7 +16961,7 @@ error_binary_cross_entropy_with_logits_1879(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1880(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1887(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL,
@@ -16920,136 +16969,87 @@ error_binary_cross_entropy_with_logits_1880(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_binary_cross_entropy_with_logits_1881(yt_tensor *const *inputs, void *ctx)
+error_binary_cross_entropy_with_logits_1888(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_binary_cross_entropy_with_logits_ex(inputs[0], inputs[1], NULL, NULL, NULL);
 }
 
 static yt_tensor *
-call_nll_loss_1882(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1889(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1883(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1890(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-call_nll_loss_1884(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1891(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100);
 }
 
 static yt_tensor *
-call_nll_loss_1885(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1892(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "sum", 3);
 }
 
 static yt_tensor *
-call_nll_loss_1886(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1893(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-call_nll_loss_1887(yt_tensor *const *inputs, void *ctx)
+call_nll_loss_1894(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1888(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1895(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1889(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1896(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100);
 }
 
 static yt_tensor *
-error_nll_loss_1890(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1897(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2);
 }
 
 static yt_tensor *
-error_nll_loss_1891(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1898(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100);
 }
 
 static yt_tensor *
-error_nll_loss_1892(yt_tensor *const *inputs, void *ctx)
+error_nll_loss_1899(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_nll_loss_ex(inputs[0], inputs[1], NULL, NULL, -100);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1893(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1894(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1895(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1896(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1897(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1898(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
-}
-
-static yt_tensor *
-call_cross_entropy_loss_1899(yt_tensor *const *inputs, void *ctx)
-{
-    (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
@@ -17063,137 +17063,186 @@ static yt_tensor *
 call_cross_entropy_loss_1901(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1902(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 3, 0.2);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1903(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
-    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.1);
 }
 
 static yt_tensor *
 call_cross_entropy_loss_1904(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1905(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.3);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1906(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1905(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1907(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1906(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_loss_1908(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "sum", -100, 0.25);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1909(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1910(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.1);
+}
+
+static yt_tensor *
+call_cross_entropy_loss_1911(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1907(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1912(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1913(yt_tensor *const *inputs, void *ctx)
+{
+    (void)ctx;
+    return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, -100, 0.0);
+}
+
+static yt_tensor *
+error_cross_entropy_loss_1914(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], inputs[2], NULL, 2, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1908(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1915(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, "no_such_choice", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_loss_1909(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_loss_1916(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_loss_ex(inputs[0], inputs[1], NULL, NULL, -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1910(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1917(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1911(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1918(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1912(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1919(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1913(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1920(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], "none", -100, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1914(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1921(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.1);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1915(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1922(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", 4, 0.0);
 }
 
 static yt_tensor *
-call_cross_entropy_index_1916(yt_tensor *const *inputs, void *ctx)
+call_cross_entropy_index_1923(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "sum", -100, 0.0);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1917(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1924(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], inputs[2], NULL, 1, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1918(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1925(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, "no_such_choice", 2, 0.2);
 }
 
 static yt_tensor *
-error_cross_entropy_index_1919(yt_tensor *const *inputs, void *ctx)
+error_cross_entropy_index_1926(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_cross_entropy_index_ex(inputs[0], inputs[1], NULL, NULL, 2, 0.2);
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1920(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1927(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17201,7 +17250,7 @@ call_scaled_dot_product_attention_1920(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1921(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1928(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
@@ -17209,7 +17258,7 @@ call_scaled_dot_product_attention_1921(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1922(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1929(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], inputs[3], 0.0,
@@ -17217,7 +17266,7 @@ call_scaled_dot_product_attention_1922(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1923(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1930(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, true,
@@ -17225,7 +17274,7 @@ call_scaled_dot_product_attention_1923(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1924(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1931(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17233,7 +17282,7 @@ call_scaled_dot_product_attention_1924(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1925(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1932(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17241,7 +17290,7 @@ call_scaled_dot_product_attention_1925(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_1926(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_1933(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17249,7 +17298,7 @@ call_scaled_dot_product_attention_1926(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1927(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1934(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17257,7 +17306,7 @@ error_scaled_dot_product_attention_1927(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1928(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1935(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17265,7 +17314,7 @@ error_scaled_dot_product_attention_1928(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1929(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1936(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17273,7 +17322,7 @@ error_scaled_dot_product_attention_1929(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1930(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1937(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17281,7 +17330,7 @@ error_scaled_dot_product_attention_1930(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1931(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1938(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17289,7 +17338,7 @@ error_scaled_dot_product_attention_1931(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_1932(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_1939(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_scaled_dot_product_attention_ex(inputs[0], inputs[1], inputs[2], NULL, 0.0, false,
@@ -17297,7 +17346,7 @@ error_scaled_dot_product_attention_1932(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1933(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1940(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17309,7 +17358,7 @@ call_scaled_dot_product_attention_math_output_1933(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1934(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1941(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17321,7 +17370,7 @@ call_scaled_dot_product_attention_math_attn_1934(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1935(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1942(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17333,7 +17382,7 @@ call_scaled_dot_product_attention_math_output_1935(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1936(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1943(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17345,7 +17394,7 @@ call_scaled_dot_product_attention_math_attn_1936(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1937(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1944(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17357,7 +17406,7 @@ call_scaled_dot_product_attention_math_output_1937(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1938(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1945(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17369,7 +17418,7 @@ call_scaled_dot_product_attention_math_attn_1938(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_output_1939(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_output_1946(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17381,7 +17430,7 @@ call_scaled_dot_product_attention_math_output_1939(yt_tensor *const *inputs, voi
 }
 
 static yt_tensor *
-call_scaled_dot_product_attention_math_attn_1940(yt_tensor *const *inputs, void *ctx)
+call_scaled_dot_product_attention_math_attn_1947(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17393,7 +17442,7 @@ call_scaled_dot_product_attention_math_attn_1940(yt_tensor *const *inputs, void 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1941(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1948(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17405,7 +17454,7 @@ error_scaled_dot_product_attention_math_1941(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1942(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1949(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17417,7 +17466,7 @@ error_scaled_dot_product_attention_math_1942(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1943(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1950(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17429,7 +17478,7 @@ error_scaled_dot_product_attention_math_1943(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1944(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1951(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17441,7 +17490,7 @@ error_scaled_dot_product_attention_math_1944(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_1945(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_1952(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[2];
@@ -17453,7 +17502,7 @@ error_scaled_dot_product_attention_math_1945(yt_tensor *const *inputs, void *ctx
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1946(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1953(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -17467,7 +17516,7 @@ error_scaled_dot_product_attention_math_backward_1946(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-error_scaled_dot_product_attention_math_backward_1947(yt_tensor *const *inputs, void *ctx)
+error_scaled_dot_product_attention_math_backward_1954(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *r[3];
@@ -17481,7 +17530,7 @@ error_scaled_dot_product_attention_math_backward_1947(yt_tensor *const *inputs, 
 }
 
 static yt_tensor *
-call_empty_1948(yt_tensor *const *inputs, void *ctx)
+call_empty_1955(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17490,7 +17539,7 @@ call_empty_1948(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1949(yt_tensor *const *inputs, void *ctx)
+call_empty_1956(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17499,7 +17548,7 @@ call_empty_1949(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_1950(yt_tensor *const *inputs, void *ctx)
+call_empty_1957(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17507,7 +17556,7 @@ call_empty_1950(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_zeros_1951(yt_tensor *const *inputs, void *ctx)
+call_zeros_1958(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17516,7 +17565,7 @@ call_zeros_1951(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_ones_1952(yt_tensor *const *inputs, void *ctx)
+call_ones_1959(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17525,7 +17574,7 @@ call_ones_1952(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1953(yt_tensor *const *inputs, void *ctx)
+call_full_1960(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17534,7 +17583,7 @@ call_full_1953(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1954(yt_tensor *const *inputs, void *ctx)
+call_full_1961(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17543,7 +17592,7 @@ call_full_1954(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_full_1955(yt_tensor *const *inputs, void *ctx)
+call_full_1962(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17552,77 +17601,77 @@ call_full_1955(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_empty_like_1956(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1963(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1957(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1964(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_empty_like_1958(yt_tensor *const *inputs, void *ctx)
+call_empty_like_1965(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_empty_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1959(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1966(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1960(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1967(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1961(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1968(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_ones_like_1962(yt_tensor *const *inputs, void *ctx)
+call_ones_like_1969(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_ones_like_ex(inputs[0], YT_DTYPE_I32);
 }
 
 static yt_tensor *
-call_full_like_1963(yt_tensor *const *inputs, void *ctx)
+call_full_like_1970(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_float(2.5), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1964(yt_tensor *const *inputs, void *ctx)
+call_full_like_1971(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_full_like_1965(yt_tensor *const *inputs, void *ctx)
+call_full_like_1972(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_full_like_ex(inputs[0], yt_int(3), YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_arange_1966(yt_tensor *const *inputs, void *ctx)
+call_arange_1973(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17630,7 +17679,7 @@ call_arange_1966(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1967(yt_tensor *const *inputs, void *ctx)
+call_linspace_1974(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17638,7 +17687,7 @@ call_linspace_1967(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1968(yt_tensor *const *inputs, void *ctx)
+call_linspace_1975(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17646,7 +17695,7 @@ call_linspace_1968(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_linspace_1969(yt_tensor *const *inputs, void *ctx)
+call_linspace_1976(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17654,7 +17703,7 @@ call_linspace_1969(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1970(yt_tensor *const *inputs, void *ctx)
+call_eye_1977(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17662,7 +17711,7 @@ call_eye_1970(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_1971(yt_tensor *const *inputs, void *ctx)
+call_eye_1978(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17670,7 +17719,7 @@ call_eye_1971(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1972(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1979(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17678,7 +17727,7 @@ call_eye_m_1972(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_eye_m_1973(yt_tensor *const *inputs, void *ctx)
+call_eye_m_1980(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17686,7 +17735,7 @@ call_eye_m_1973(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_1974(yt_tensor *const *inputs, void *ctx)
+call_rand_1981(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17695,7 +17744,7 @@ call_rand_1974(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_rand_1975(yt_tensor *const *inputs, void *ctx)
+error_rand_1982(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17704,7 +17753,7 @@ error_rand_1975(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randn_1976(yt_tensor *const *inputs, void *ctx)
+call_randn_1983(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17713,7 +17762,7 @@ call_randn_1976(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_randn_1977(yt_tensor *const *inputs, void *ctx)
+error_randn_1984(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17722,35 +17771,35 @@ error_randn_1977(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_rand_like_1978(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1985(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_rand_like_1979(yt_tensor *const *inputs, void *ctx)
+call_rand_like_1986(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_rand_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1980(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1987(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randn_like_1981(yt_tensor *const *inputs, void *ctx)
+call_randn_like_1988(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_randn_like_ex(inputs[0], NULL, YT_DTYPE_NONE);
 }
 
 static yt_tensor *
-call_randint_1982(yt_tensor *const *inputs, void *ctx)
+call_randint_1989(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17759,7 +17808,7 @@ call_randint_1982(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_1983(yt_tensor *const *inputs, void *ctx)
+call_randint_1990(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17768,7 +17817,7 @@ call_randint_1983(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randint_low_1984(yt_tensor *const *inputs, void *ctx)
+call_randint_low_1991(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17777,7 +17826,7 @@ call_randint_low_1984(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1985(yt_tensor *const *inputs, void *ctx)
+call_randperm_1992(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17785,7 +17834,7 @@ call_randperm_1985(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_randperm_1986(yt_tensor *const *inputs, void *ctx)
+call_randperm_1993(yt_tensor *const *inputs, void *ctx)
 {
     (void)inputs; /* a factory: no tensor inputs */
     (void)ctx;
@@ -17793,14 +17842,14 @@ call_randperm_1986(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1987(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1994(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.25, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1988(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1995(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17812,14 +17861,14 @@ inplace_bernoulli_p_1988(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1989(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1996(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.75, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1990(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1997(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17831,14 +17880,14 @@ inplace_bernoulli_p_1990(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_bernoulli_p_1991(yt_tensor *const *inputs, void *ctx)
+call_bernoulli_p_1998(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_bernoulli_p_ex(inputs[0], 0.5, NULL);
 }
 
 static yt_tensor *
-inplace_bernoulli_p_1992(yt_tensor *const *inputs, void *ctx)
+inplace_bernoulli_p_1999(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17850,14 +17899,14 @@ inplace_bernoulli_p_1992(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1993(yt_tensor *const *inputs, void *ctx)
+call_normal_2000(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1994(yt_tensor *const *inputs, void *ctx)
+inplace_normal_2001(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17869,14 +17918,14 @@ inplace_normal_1994(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1995(yt_tensor *const *inputs, void *ctx)
+call_normal_2002(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1996(yt_tensor *const *inputs, void *ctx)
+inplace_normal_2003(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17888,14 +17937,14 @@ inplace_normal_1996(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_normal_1997(yt_tensor *const *inputs, void *ctx)
+call_normal_2004(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_normal_1998(yt_tensor *const *inputs, void *ctx)
+inplace_normal_2005(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17907,21 +17956,21 @@ inplace_normal_1998(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_normal_1999(yt_tensor *const *inputs, void *ctx)
+error_normal_2006(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_normal_ex(inputs[0], 1.0, 2.0, NULL);
 }
 
 static yt_tensor *
-call_uniform_2000(yt_tensor *const *inputs, void *ctx)
+call_uniform_2007(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_2001(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_2008(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17933,14 +17982,14 @@ inplace_uniform_2001(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_2002(yt_tensor *const *inputs, void *ctx)
+call_uniform_2009(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_2003(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_2010(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17952,14 +18001,14 @@ inplace_uniform_2003(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_uniform_2004(yt_tensor *const *inputs, void *ctx)
+call_uniform_2011(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], 0.0, 1.0, NULL);
 }
 
 static yt_tensor *
-inplace_uniform_2005(yt_tensor *const *inputs, void *ctx)
+inplace_uniform_2012(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     yt_tensor *copy = yt_clone(inputs[0]);
@@ -17971,35 +18020,35 @@ inplace_uniform_2005(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_uniform_2006(yt_tensor *const *inputs, void *ctx)
+error_uniform_2013(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_uniform_ex(inputs[0], -1.0, 3.0, NULL);
 }
 
 static yt_tensor *
-call_maybe_multiply_2007(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_2014(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_maybe_multiply_2008(yt_tensor *const *inputs, void *ctx)
+call_maybe_multiply_2015(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_int(1));
 }
 
 static yt_tensor *
-error_maybe_multiply_2009(yt_tensor *const *inputs, void *ctx)
+error_maybe_multiply_2016(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     return yt_maybe_multiply(inputs[0], yt_float(2.5));
 }
 
 static yt_tensor *
-call_sum_to_2010(yt_tensor *const *inputs, void *ctx)
+call_sum_to_2017(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -18007,7 +18056,7 @@ call_sum_to_2010(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-call_sum_to_2011(yt_tensor *const *inputs, void *ctx)
+call_sum_to_2018(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {4};
@@ -18015,7 +18064,7 @@ call_sum_to_2011(yt_tensor *const *inputs, void *ctx)
 }
 
 static yt_tensor *
-error_sum_to_2012(yt_tensor *const *inputs, void *ctx)
+error_sum_to_2019(yt_tensor *const *inputs, void *ctx)
 {
     (void)ctx;
     static const int64_t size[] = {1, 4};
@@ -23596,186 +23645,157 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mm",
-        .where = "ops.yaml:1358 sample 0",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1190,
+        .op = "cumsum_backward",
+        .where = "ops.yaml:1307 sample 0",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_backward_1190,
         .call_inplace = NULL,
-        .call_out = out_mm_1191,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum_backward",
+        .where = "ops.yaml:1307 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_backward_1191,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum_backward",
+        .where = "ops.yaml:1307 sample 2",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output",
+                      .dim = 2,
+                      .sizes = {4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_cumsum_backward_1192,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum_backward",
+        .where = "ops.yaml:1307 sample 3",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_backward_1193,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "cumsum_backward",
+        .where = "ops.yaml:1307 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
+        .call = call_cumsum_backward_1194,
+        .call_inplace = NULL,
+        .call_out = NULL,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1358 sample 1",
+        .where = "ops.yaml:1367 sample 0",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_1197,
+        .call_inplace = NULL,
+        .call_out = out_mm_1198,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "mm",
+        .where = "ops.yaml:1367 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_1192,
+        .call = call_mm_1199,
         .call_inplace = NULL,
-        .call_out = out_mm_1193,
+        .call_out = out_mm_1200,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1358 sample 2",
+        .where = "ops.yaml:1367 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1194,
+        .call = call_mm_1201,
         .call_inplace = NULL,
-        .call_out = out_mm_1195,
+        .call_out = out_mm_1202,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1358 sample 3",
+        .where = "ops.yaml:1367 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_1196,
+        .call = call_mm_1203,
         .call_inplace = NULL,
-        .call_out = out_mm_1197,
+        .call_out = out_mm_1204,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1358 sample 4",
+        .where = "ops.yaml:1367 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I32},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_I32},
-        .call = call_mm_1198,
+        .call = call_mm_1205,
         .call_inplace = NULL,
-        .call_out = out_mm_1199,
+        .call_out = out_mm_1206,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1358 sample 5",
+        .where = "ops.yaml:1367 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_U8, .high = 256},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_U8, .high = 256},
-        .call = call_mm_1200,
+        .call = call_mm_1207,
         .call_inplace = NULL,
-        .call_out = out_mm_1201,
+        .call_out = out_mm_1208,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1358 sample 6",
+        .where = "ops.yaml:1367 sample 6",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_I64},
-        .call = call_mm_1202,
+        .call = call_mm_1209,
         .call_inplace = NULL,
-        .call_out = out_mm_1203,
+        .call_out = out_mm_1210,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1379 sample 0",
+        .where = "ops.yaml:1388 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1208,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1379 sample 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1209,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1379 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1210,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1379 sample 3",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1211,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1379 sample 4",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1212,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1379 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_matmul_1213,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1379 sample 6",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
-        .call = call_matmul_1214,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "matmul",
-        .where = "ops.yaml:1379 sample 7",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1215,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23784,10 +23804,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1379 sample 8",
+        .where = "ops.yaml:1388 sample 1",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1216,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23796,14 +23816,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1379 sample 9",
+        .where = "ops.yaml:1388 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other",
-                      .dim = 3,
-                      .sizes = {2, 2, 4},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1217,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23812,10 +23828,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1379 sample 10",
+        .where = "ops.yaml:1388 sample 3",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1218,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23824,10 +23840,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1379 sample 11",
+        .where = "ops.yaml:1388 sample 4",
         .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I32},
-        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I32},
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .call = call_matmul_1219,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -23835,20 +23851,112 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "matmul",
+        .where = "ops.yaml:1388 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_1220,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1388 sample 6",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_1221,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1388 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_1222,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1388 sample 8",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_1223,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1388 sample 9",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other",
+                      .dim = 3,
+                      .sizes = {2, 2, 4},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_matmul_1224,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1388 sample 10",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
+        .call = call_matmul_1225,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "matmul",
+        .where = "ops.yaml:1388 sample 11",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I32},
+        .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I32},
+        .call = call_matmul_1226,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "bmm",
-        .where = "ops.yaml:1410 sample 0",
+        .where = "ops.yaml:1419 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1223,
+        .call = call_bmm_1230,
         .call_inplace = NULL,
-        .call_out = out_bmm_1224,
+        .call_out = out_bmm_1231,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1410 sample 1",
+        .where = "ops.yaml:1419 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -23860,157 +23968,157 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_bmm_1225,
+        .call = call_bmm_1232,
         .call_inplace = NULL,
-        .call_out = out_bmm_1226,
+        .call_out = out_bmm_1233,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1410 sample 2",
+        .where = "ops.yaml:1419 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1227,
+        .call = call_bmm_1234,
         .call_inplace = NULL,
-        .call_out = out_bmm_1228,
+        .call_out = out_bmm_1235,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1410 sample 3",
+        .where = "ops.yaml:1419 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bmm_1229,
+        .call = call_bmm_1236,
         .call_inplace = NULL,
-        .call_out = out_bmm_1230,
+        .call_out = out_bmm_1237,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1410 sample 4",
+        .where = "ops.yaml:1419 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I16},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_I16},
-        .call = call_bmm_1231,
+        .call = call_bmm_1238,
         .call_inplace = NULL,
-        .call_out = out_bmm_1232,
+        .call_out = out_bmm_1239,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1438 sample 0",
+        .where = "ops.yaml:1447 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1238,
+        .call = call_addmm_1245,
         .call_inplace = NULL,
-        .call_out = out_addmm_1239,
+        .call_out = out_addmm_1246,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1438 sample 1",
+        .where = "ops.yaml:1447 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_addmm_1240,
+        .call = call_addmm_1247,
         .call_inplace = NULL,
-        .call_out = out_addmm_1241,
+        .call_out = out_addmm_1248,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1438 sample 2",
+        .where = "ops.yaml:1447 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1242,
+        .call = call_addmm_1249,
         .call_inplace = NULL,
-        .call_out = out_addmm_1243,
+        .call_out = out_addmm_1250,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1438 sample 3",
+        .where = "ops.yaml:1447 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1244,
+        .call = call_addmm_1251,
         .call_inplace = NULL,
-        .call_out = out_addmm_1245,
+        .call_out = out_addmm_1252,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1438 sample 4",
+        .where = "ops.yaml:1447 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_addmm_1246,
+        .call = call_addmm_1253,
         .call_inplace = NULL,
-        .call_out = out_addmm_1247,
+        .call_out = out_addmm_1254,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1438 sample 5",
+        .where = "ops.yaml:1447 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_I64},
-        .call = call_addmm_1248,
+        .call = call_addmm_1255,
         .call_inplace = NULL,
-        .call_out = out_addmm_1249,
+        .call_out = out_addmm_1256,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1438 sample 6",
+        .where = "ops.yaml:1447 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I8, .high = 100},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I8, .high = 100},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_I8, .high = 100},
-        .call = call_addmm_1250,
+        .call = call_addmm_1257,
         .call_inplace = NULL,
-        .call_out = out_addmm_1251,
+        .call_out = out_addmm_1258,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1472 sample 0",
+        .where = "ops.yaml:1481 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1259,
+        .call = call_baddbmm_1266,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1260,
+        .call_out = out_baddbmm_1267,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1472 sample 1",
+        .where = "ops.yaml:1481 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -24019,15 +24127,15 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1261,
+        .call = call_baddbmm_1268,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1262,
+        .call_out = out_baddbmm_1269,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1472 sample 2",
+        .where = "ops.yaml:1481 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -24036,58 +24144,58 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {2, 5, 4},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_baddbmm_1263,
+        .call = call_baddbmm_1270,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1264,
+        .call_out = out_baddbmm_1271,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1472 sample 3",
+        .where = "ops.yaml:1481 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1265,
+        .call = call_baddbmm_1272,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1266,
+        .call_out = out_baddbmm_1273,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1472 sample 4",
+        .where = "ops.yaml:1481 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_baddbmm_1267,
+        .call = call_baddbmm_1274,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1268,
+        .call_out = out_baddbmm_1275,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1472 sample 5",
+        .where = "ops.yaml:1481 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_I32},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I32},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_I32},
-        .call = call_baddbmm_1269,
+        .call = call_baddbmm_1276,
         .call_inplace = NULL,
-        .call_out = out_baddbmm_1270,
+        .call_out = out_baddbmm_1277,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1494 sample 0",
+        .where = "ops.yaml:1503 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1280,
+        .call = call_dot_1287,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24095,11 +24203,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1494 sample 1",
+        .where = "ops.yaml:1503 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1281,
+        .call = call_dot_1288,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24107,11 +24215,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1494 sample 2",
+        .where = "ops.yaml:1503 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_dot_1282,
+        .call = call_dot_1289,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24119,11 +24227,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1494 sample 3",
+        .where = "ops.yaml:1503 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64},
-        .call = call_dot_1283,
+        .call = call_dot_1290,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24131,11 +24239,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1512 sample 0",
+        .where = "ops.yaml:1521 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1288,
+        .call = call_outer_1295,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24143,11 +24251,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1512 sample 1",
+        .where = "ops.yaml:1521 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1289,
+        .call = call_outer_1296,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24155,11 +24263,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1512 sample 2",
+        .where = "ops.yaml:1521 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_outer_1290,
+        .call = call_outer_1297,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24167,11 +24275,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1512 sample 3",
+        .where = "ops.yaml:1521 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I32},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I32},
-        .call = call_outer_1291,
+        .call = call_outer_1298,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24179,106 +24287,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1536 sample 0",
+        .where = "ops.yaml:1545 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1295,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linear",
-        .where = "ops.yaml:1536 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1296,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linear",
-        .where = "ops.yaml:1536 sample 2",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_linear_1297,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linear",
-        .where = "ops.yaml:1536 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1298,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linear",
-        .where = "ops.yaml:1536 sample 4",
-        .n_inputs = 3,
-        .inputs[0] =
-            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1299,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linear",
-        .where = "ops.yaml:1536 sample 5",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_linear_1300,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linear",
-        .where = "ops.yaml:1536 sample 6",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_linear_1301,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "linear",
-        .where = "ops.yaml:1536 sample 7",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linear_1302,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24287,10 +24301,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1536 sample 8",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:1545 sample 1",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1303,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24299,10 +24315,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1536 sample 9",
+        .where = "ops.yaml:1545 sample 2",
         .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linear_1304,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24311,10 +24327,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1536 sample 10",
-        .n_inputs = 2,
+        .where = "ops.yaml:1545 sample 3",
+        .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1305,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24323,12 +24341,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1536 sample 11",
+        .where = "ops.yaml:1545 sample 4",
         .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64, .optional = true},
+            {.name = "bias", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1306,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24337,12 +24356,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1536 sample 12",
+        .where = "ops.yaml:1545 sample 5",
         .n_inputs = 3,
-        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I64},
-        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
-            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .optional = true},
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
         .call = call_linear_1307,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -24350,13 +24369,89 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
-        .op = "mm_mat1_backward",
-        .where = "ops.yaml:1565 sample 0",
+        .op = "linear",
+        .where = "ops.yaml:1545 sample 6",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .call = call_linear_1308,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:1545 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_linear_1309,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:1545 sample 8",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_linear_1310,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:1545 sample 9",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_linear_1311,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:1545 sample 10",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
+        .call = call_linear_1312,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:1545 sample 11",
         .n_inputs = 3,
-        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat1_backward_1313,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_linear_1313,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "linear",
+        .where = "ops.yaml:1545 sample 12",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] =
+            {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .optional = true},
+        .call = call_linear_1314,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24364,14 +24459,27 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1565 sample 1",
+        .where = "ops.yaml:1574 sample 0",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_mm_mat1_backward_1320,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "mm_mat1_backward",
+        .where = "ops.yaml:1574 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat1_backward_1314,
+        .call = call_mm_mat1_backward_1321,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24379,12 +24487,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1565 sample 2",
+        .where = "ops.yaml:1574 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat1_backward_1315,
+        .call = call_mm_mat1_backward_1322,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24392,13 +24500,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1565 sample 3",
+        .where = "ops.yaml:1574 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat1_backward_1316,
+        .call = call_mm_mat1_backward_1323,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24406,12 +24514,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1586 sample 0",
+        .where = "ops.yaml:1595 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat2_backward_1321,
+        .call = call_mm_mat2_backward_1328,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24419,14 +24527,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1586 sample 1",
+        .where = "ops.yaml:1595 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "mat1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat2_backward_1322,
+        .call = call_mm_mat2_backward_1329,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24434,13 +24542,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1586 sample 2",
+        .where = "ops.yaml:1595 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_mm_mat2_backward_1323,
+        .call = call_mm_mat2_backward_1330,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24448,12 +24556,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1586 sample 3",
+        .where = "ops.yaml:1595 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_mm_mat2_backward_1324,
+        .call = call_mm_mat2_backward_1331,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24461,10 +24569,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1604 sample 0",
+        .where = "ops.yaml:1613 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1329,
+        .call = call_t_1336,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24472,10 +24580,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1604 sample 1",
+        .where = "ops.yaml:1613 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_t_1330,
+        .call = call_t_1337,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24483,10 +24591,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1615 sample 0",
+        .where = "ops.yaml:1624 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1332,
+        .call = call_transpose_1339,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24494,10 +24602,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1615 sample 1",
+        .where = "ops.yaml:1624 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_transpose_1333,
+        .call = call_transpose_1340,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24505,21 +24613,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:1629 sample 0",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_permute_1336,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = true,
-        .domain = NULL,
-    },
-    {
-        .op = "view",
         .where = "ops.yaml:1638 sample 0",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1339,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_permute_1343,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24527,10 +24624,21 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1638 sample 1",
+        .where = "ops.yaml:1647 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_view_1340,
+        .call = call_view_1346,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = true,
+        .domain = NULL,
+    },
+    {
+        .op = "view",
+        .where = "ops.yaml:1647 sample 1",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_view_1347,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24538,10 +24646,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1648 sample 0",
+        .where = "ops.yaml:1657 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_reshape_1341,
+        .call = call_reshape_1348,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24549,11 +24657,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1648 sample 1",
+        .where = "ops.yaml:1657 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_reshape_1342,
+        .call = call_reshape_1349,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24561,10 +24669,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1658 sample 0",
+        .where = "ops.yaml:1667 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1343,
+        .call = call_expand_1350,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24572,10 +24680,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1658 sample 1",
+        .where = "ops.yaml:1667 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_expand_1344,
+        .call = call_expand_1351,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24583,10 +24691,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:1668 sample 0",
+        .where = "ops.yaml:1677 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_1345,
+        .call = call_squeeze_1352,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24594,10 +24702,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1678 sample 0",
+        .where = "ops.yaml:1687 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1346,
+        .call = call_squeeze_dim_1353,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24605,10 +24713,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1678 sample 1",
+        .where = "ops.yaml:1687 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_squeeze_dim_1347,
+        .call = call_squeeze_dim_1354,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24616,10 +24724,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1689 sample 0",
+        .where = "ops.yaml:1698 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1349,
+        .call = call_unsqueeze_1356,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24627,10 +24735,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1689 sample 1",
+        .where = "ops.yaml:1698 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_unsqueeze_1350,
+        .call = call_unsqueeze_1357,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24638,10 +24746,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1703 sample 0",
+        .where = "ops.yaml:1712 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1352,
+        .call = call_slice_1359,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24649,10 +24757,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1703 sample 1",
+        .where = "ops.yaml:1712 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_slice_1353,
+        .call = call_slice_1360,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24660,10 +24768,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1714 sample 0",
+        .where = "ops.yaml:1723 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1356,
+        .call = call_select_1363,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24671,10 +24779,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1714 sample 1",
+        .where = "ops.yaml:1723 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_select_1357,
+        .call = call_select_1364,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24682,11 +24790,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:1724 sample 0",
+        .where = "ops.yaml:1733 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_contiguous_1359,
+        .call = call_contiguous_1366,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24694,10 +24802,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1737 sample 0",
+        .where = "ops.yaml:1746 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1360,
+        .call = call_flatten_1367,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24705,10 +24813,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1737 sample 1",
+        .where = "ops.yaml:1746 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1361,
+        .call = call_flatten_1368,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24716,11 +24824,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1737 sample 2",
+        .where = "ops.yaml:1746 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_flatten_1362,
+        .call = call_flatten_1369,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24728,10 +24836,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1737 sample 3",
+        .where = "ops.yaml:1746 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1363,
+        .call = call_flatten_1370,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24739,10 +24847,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1737 sample 4",
+        .where = "ops.yaml:1746 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_flatten_1364,
+        .call = call_flatten_1371,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24750,10 +24858,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1756 sample 0",
+        .where = "ops.yaml:1765 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1368,
+        .call = call_unflatten_1375,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24761,10 +24869,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1756 sample 1",
+        .where = "ops.yaml:1765 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1369,
+        .call = call_unflatten_1376,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24772,11 +24880,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1756 sample 2",
+        .where = "ops.yaml:1765 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_unflatten_1370,
+        .call = call_unflatten_1377,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24784,10 +24892,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1756 sample 3",
+        .where = "ops.yaml:1765 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unflatten_1371,
+        .call = call_unflatten_1378,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24795,10 +24903,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1768 sample 0",
+        .where = "ops.yaml:1777 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1375,
+        .call = call_broadcast_to_1382,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24806,10 +24914,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1768 sample 1",
+        .where = "ops.yaml:1777 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1376,
+        .call = call_broadcast_to_1383,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24817,11 +24925,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1768 sample 2",
+        .where = "ops.yaml:1777 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_broadcast_to_1377,
+        .call = call_broadcast_to_1384,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24829,10 +24937,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1768 sample 3",
+        .where = "ops.yaml:1777 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_broadcast_to_1378,
+        .call = call_broadcast_to_1385,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24840,10 +24948,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1786 sample 0",
+        .where = "ops.yaml:1795 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1379,
+        .call = call_narrow_1386,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24851,10 +24959,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1786 sample 1",
+        .where = "ops.yaml:1795 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1380,
+        .call = call_narrow_1387,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24862,11 +24970,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1786 sample 2",
+        .where = "ops.yaml:1795 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_narrow_1381,
+        .call = call_narrow_1388,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24874,10 +24982,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1786 sample 3",
+        .where = "ops.yaml:1795 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_narrow_1382,
+        .call = call_narrow_1389,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24885,10 +24993,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1801 sample 0",
+        .where = "ops.yaml:1810 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1386,
+        .call = call_repeat_1393,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24896,10 +25004,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1801 sample 1",
+        .where = "ops.yaml:1810 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1387,
+        .call = call_repeat_1394,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24907,11 +25015,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1801 sample 2",
+        .where = "ops.yaml:1810 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_repeat_1388,
+        .call = call_repeat_1395,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24919,10 +25027,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1801 sample 3",
+        .where = "ops.yaml:1810 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1389,
+        .call = call_repeat_1396,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24930,10 +25038,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1801 sample 4",
+        .where = "ops.yaml:1810 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1390,
+        .call = call_repeat_1397,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24941,10 +25049,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1801 sample 5",
+        .where = "ops.yaml:1810 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_repeat_1391,
+        .call = call_repeat_1398,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -24952,10 +25060,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1816 sample 0",
+        .where = "ops.yaml:1825 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1393,
+        .call = call_flip_1400,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24963,10 +25071,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1816 sample 1",
+        .where = "ops.yaml:1825 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1394,
+        .call = call_flip_1401,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24974,11 +25082,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1816 sample 2",
+        .where = "ops.yaml:1825 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_flip_1395,
+        .call = call_flip_1402,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24986,10 +25094,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1816 sample 3",
+        .where = "ops.yaml:1825 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1396,
+        .call = call_flip_1403,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -24997,10 +25105,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1816 sample 4",
+        .where = "ops.yaml:1825 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_flip_1397,
+        .call = call_flip_1404,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25008,10 +25116,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1833 sample 0",
+        .where = "ops.yaml:1842 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1399,
+        .call = call_roll_1406,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25019,10 +25127,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1833 sample 1",
+        .where = "ops.yaml:1842 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1400,
+        .call = call_roll_1407,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25030,10 +25138,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1833 sample 2",
+        .where = "ops.yaml:1842 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1401,
+        .call = call_roll_1408,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25041,11 +25149,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1833 sample 3",
+        .where = "ops.yaml:1842 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_roll_1402,
+        .call = call_roll_1409,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25053,10 +25161,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1833 sample 4",
+        .where = "ops.yaml:1842 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_roll_1403,
+        .call = call_roll_1410,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25064,10 +25172,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1857 sample 0",
+        .where = "ops.yaml:1866 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1406,
+        .call = call_tril_1413,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25075,10 +25183,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1857 sample 1",
+        .where = "ops.yaml:1866 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1407,
+        .call = call_tril_1414,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25086,11 +25194,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1857 sample 2",
+        .where = "ops.yaml:1866 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_tril_1408,
+        .call = call_tril_1415,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25098,10 +25206,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1857 sample 3",
+        .where = "ops.yaml:1866 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1409,
+        .call = call_tril_1416,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25109,10 +25217,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1857 sample 4",
+        .where = "ops.yaml:1866 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_tril_1410,
+        .call = call_tril_1417,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25120,10 +25228,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1873 sample 0",
+        .where = "ops.yaml:1882 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1412,
+        .call = call_triu_1419,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25131,10 +25239,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1873 sample 1",
+        .where = "ops.yaml:1882 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1413,
+        .call = call_triu_1420,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25142,11 +25250,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1873 sample 2",
+        .where = "ops.yaml:1882 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_triu_1414,
+        .call = call_triu_1421,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25154,10 +25262,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1873 sample 3",
+        .where = "ops.yaml:1882 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1415,
+        .call = call_triu_1422,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25165,10 +25273,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1873 sample 4",
+        .where = "ops.yaml:1882 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_triu_1416,
+        .call = call_triu_1423,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25176,91 +25284,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1887 sample 0",
+        .where = "ops.yaml:1896 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1418,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "pad",
-        .where = "ops.yaml:1887 sample 1",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1419,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "pad",
-        .where = "ops.yaml:1887 sample 2",
-        .n_inputs = 1,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_pad_1420,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "pad",
-        .where = "ops.yaml:1887 sample 3",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1421,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "pad",
-        .where = "ops.yaml:1887 sample 4",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1422,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "pad",
-        .where = "ops.yaml:1887 sample 5",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1423,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "pad",
-        .where = "ops.yaml:1887 sample 6",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_pad_1424,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = NULL,
-    },
-    {
-        .op = "pad",
-        .where = "ops.yaml:1887 sample 7",
-        .n_inputs = 1,
-        .inputs[0] = {.name = "self",
-                      .dim = 3,
-                      .sizes = {2, 4, 3},
-                      .dtype = YT_DTYPE_F64,
-                      .transpose = true},
         .call = call_pad_1425,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25269,9 +25295,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1887 sample 8",
+        .where = "ops.yaml:1896 sample 1",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1426,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25280,9 +25306,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1887 sample 9",
+        .where = "ops.yaml:1896 sample 2",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .call = call_pad_1427,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25291,9 +25318,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1887 sample 10",
+        .where = "ops.yaml:1896 sample 3",
         .n_inputs = 1,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1428,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -25301,33 +25328,114 @@ const yt_op_case yt_op_cases[] = {
         .domain = NULL,
     },
     {
+        .op = "pad",
+        .where = "ops.yaml:1896 sample 4",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1429,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1896 sample 5",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1430,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1896 sample 6",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1431,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1896 sample 7",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self",
+                      .dim = 3,
+                      .sizes = {2, 4, 3},
+                      .dtype = YT_DTYPE_F64,
+                      .transpose = true},
+        .call = call_pad_1432,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1896 sample 8",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1433,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1896 sample 9",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1434,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
+        .op = "pad",
+        .where = "ops.yaml:1896 sample 10",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
+        .call = call_pad_1435,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = NULL,
+    },
+    {
         .op = "cat",
-        .where = "ops.yaml:1910 sample 0",
+        .where = "ops.yaml:1919 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1430,
+        .call = call_cat_1437,
         .call_inplace = NULL,
-        .call_out = out_cat_1431,
+        .call_out = out_cat_1438,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1910 sample 1",
+        .where = "ops.yaml:1919 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1432,
+        .call = call_cat_1439,
         .call_inplace = NULL,
-        .call_out = out_cat_1433,
+        .call_out = out_cat_1440,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1910 sample 2",
+        .where = "ops.yaml:1919 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors",
                       .dim = 2,
@@ -25335,44 +25443,44 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1434,
+        .call = call_cat_1441,
         .call_inplace = NULL,
-        .call_out = out_cat_1435,
+        .call_out = out_cat_1442,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1910 sample 3",
+        .where = "ops.yaml:1919 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_cat_1436,
+        .call = call_cat_1443,
         .call_inplace = NULL,
-        .call_out = out_cat_1437,
+        .call_out = out_cat_1444,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1910 sample 4",
+        .where = "ops.yaml:1919 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = call_cat_1438,
+        .call = call_cat_1445,
         .call_inplace = NULL,
-        .call_out = out_cat_1439,
+        .call_out = out_cat_1446,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1931 sample 0",
+        .where = "ops.yaml:1940 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1440,
+        .call = call_stack_1447,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25380,12 +25488,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1931 sample 1",
+        .where = "ops.yaml:1940 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1441,
+        .call = call_stack_1448,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25393,7 +25501,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1931 sample 2",
+        .where = "ops.yaml:1940 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors",
                       .dim = 2,
@@ -25401,7 +25509,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1442,
+        .call = call_stack_1449,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25409,11 +25517,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1931 sample 3",
+        .where = "ops.yaml:1940 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1443,
+        .call = call_stack_1450,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25421,11 +25529,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1931 sample 4",
+        .where = "ops.yaml:1940 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_stack_1444,
+        .call = call_stack_1451,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -25433,10 +25541,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1945 sample 0",
+        .where = "ops.yaml:1954 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1445,
+        .call = call_split_1452,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25444,10 +25552,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1945 sample 1",
+        .where = "ops.yaml:1954 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1447,
+        .call = call_split_1454,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25455,11 +25563,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1945 sample 2",
+        .where = "ops.yaml:1954 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_split_1449,
+        .call = call_split_1456,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25467,10 +25575,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1945 sample 3",
+        .where = "ops.yaml:1954 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_1451,
+        .call = call_split_1458,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25478,10 +25586,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1958 sample 0",
+        .where = "ops.yaml:1967 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1453,
+        .call = call_split_with_sizes_1460,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25489,10 +25597,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1958 sample 1",
+        .where = "ops.yaml:1967 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1455,
+        .call = call_split_with_sizes_1462,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25500,11 +25608,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1958 sample 2",
+        .where = "ops.yaml:1967 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_split_with_sizes_1457,
+        .call = call_split_with_sizes_1464,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25512,10 +25620,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1958 sample 3",
+        .where = "ops.yaml:1967 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_split_with_sizes_1459,
+        .call = call_split_with_sizes_1466,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25523,10 +25631,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1971 sample 0",
+        .where = "ops.yaml:1980 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1461,
+        .call = call_chunk_1468,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25534,10 +25642,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1971 sample 1",
+        .where = "ops.yaml:1980 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1463,
+        .call = call_chunk_1470,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25545,11 +25653,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1971 sample 2",
+        .where = "ops.yaml:1980 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_chunk_1465,
+        .call = call_chunk_1472,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25557,10 +25665,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1971 sample 3",
+        .where = "ops.yaml:1980 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_chunk_1467,
+        .call = call_chunk_1474,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25568,10 +25676,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1984 sample 0",
+        .where = "ops.yaml:1993 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1469,
+        .call = call_unbind_1476,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25579,10 +25687,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1984 sample 1",
+        .where = "ops.yaml:1993 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1471,
+        .call = call_unbind_1478,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25590,11 +25698,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1984 sample 2",
+        .where = "ops.yaml:1993 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_unbind_1473,
+        .call = call_unbind_1480,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25602,10 +25710,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1984 sample 3",
+        .where = "ops.yaml:1993 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_unbind_1475,
+        .call = call_unbind_1482,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -25613,410 +25721,410 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:2001 sample 0",
+        .where = "ops.yaml:2010 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1477,
+        .call = call_index_select_1484,
         .call_inplace = NULL,
-        .call_out = out_index_select_1478,
+        .call_out = out_index_select_1485,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:2001 sample 1",
+        .where = "ops.yaml:2010 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_index_select_1479,
+        .call = call_index_select_1486,
         .call_inplace = NULL,
-        .call_out = out_index_select_1480,
+        .call_out = out_index_select_1487,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:2001 sample 2",
+        .where = "ops.yaml:2010 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I32, .high = 3},
-        .call = call_index_select_1481,
+        .call = call_index_select_1488,
         .call_inplace = NULL,
-        .call_out = out_index_select_1482,
+        .call_out = out_index_select_1489,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:2001 sample 3",
+        .where = "ops.yaml:2010 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_index_select_1483,
+        .call = call_index_select_1490,
         .call_inplace = NULL,
-        .call_out = out_index_select_1484,
+        .call_out = out_index_select_1491,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:2001 sample 4",
+        .where = "ops.yaml:2010 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_index_select_1485,
+        .call = call_index_select_1492,
         .call_inplace = NULL,
-        .call_out = out_index_select_1486,
+        .call_out = out_index_select_1493,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:2001 sample 5",
+        .where = "ops.yaml:2010 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_index_select_1487,
+        .call = call_index_select_1494,
         .call_inplace = NULL,
-        .call_out = out_index_select_1488,
+        .call_out = out_index_select_1495,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2025 sample 0",
+        .where = "ops.yaml:2034 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1491,
+        .call = call_index_add_1498,
         .call_inplace = NULL,
-        .call_out = out_index_add_1492,
+        .call_out = out_index_add_1499,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2025 sample 1",
+        .where = "ops.yaml:2034 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1493,
+        .call = call_index_add_1500,
         .call_inplace = NULL,
-        .call_out = out_index_add_1494,
+        .call_out = out_index_add_1501,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2025 sample 2",
+        .where = "ops.yaml:2034 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] =
             {.name = "source", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_index_add_1495,
+        .call = call_index_add_1502,
         .call_inplace = NULL,
-        .call_out = out_index_add_1496,
+        .call_out = out_index_add_1503,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2025 sample 3",
+        .where = "ops.yaml:2034 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1497,
+        .call = call_index_add_1504,
         .call_inplace = NULL,
-        .call_out = out_index_add_1498,
+        .call_out = out_index_add_1505,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2025 sample 4",
+        .where = "ops.yaml:2034 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "source", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_add_1499,
+        .call = call_index_add_1506,
         .call_inplace = NULL,
-        .call_out = out_index_add_1500,
+        .call_out = out_index_add_1507,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2040 sample 0",
+        .where = "ops.yaml:2049 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1503,
+        .call = call_index_copy_1510,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1504,
+        .call_out = out_index_copy_1511,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2040 sample 1",
+        .where = "ops.yaml:2049 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1505,
+        .call = call_index_copy_1512,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1506,
+        .call_out = out_index_copy_1513,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2040 sample 2",
+        .where = "ops.yaml:2049 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {0, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_copy_1507,
+        .call = call_index_copy_1514,
         .call_inplace = NULL,
-        .call_out = out_index_copy_1508,
+        .call_out = out_index_copy_1515,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2053 sample 0",
+        .where = "ops.yaml:2062 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1511,
+        .call = call_gather_1518,
         .call_inplace = NULL,
-        .call_out = out_gather_1512,
+        .call_out = out_gather_1519,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2053 sample 1",
+        .where = "ops.yaml:2062 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_gather_1513,
+        .call = call_gather_1520,
         .call_inplace = NULL,
-        .call_out = out_gather_1514,
+        .call_out = out_gather_1521,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2053 sample 2",
+        .where = "ops.yaml:2062 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_gather_1515,
+        .call = call_gather_1522,
         .call_inplace = NULL,
-        .call_out = out_gather_1516,
+        .call_out = out_gather_1523,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2053 sample 3",
+        .where = "ops.yaml:2062 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
-        .call = call_gather_1517,
+        .call = call_gather_1524,
         .call_inplace = NULL,
-        .call_out = out_gather_1518,
+        .call_out = out_gather_1525,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2053 sample 4",
+        .where = "ops.yaml:2062 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
-        .call = call_gather_1519,
+        .call = call_gather_1526,
         .call_inplace = NULL,
-        .call_out = out_gather_1520,
+        .call_out = out_gather_1527,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2076 sample 0",
+        .where = "ops.yaml:2085 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1523,
+        .call = call_scatter_1530,
         .call_inplace = NULL,
-        .call_out = out_scatter_1524,
+        .call_out = out_scatter_1531,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2076 sample 1",
+        .where = "ops.yaml:2085 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_I64, .high = 3},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {1, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1525,
+        .call = call_scatter_1532,
         .call_inplace = NULL,
-        .call_out = out_scatter_1526,
+        .call_out = out_scatter_1533,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2076 sample 2",
+        .where = "ops.yaml:2085 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1527,
+        .call = call_scatter_1534,
         .call_inplace = NULL,
-        .call_out = out_scatter_1528,
+        .call_out = out_scatter_1535,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2076 sample 3",
+        .where = "ops.yaml:2085 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_1529,
+        .call = call_scatter_1536,
         .call_inplace = NULL,
-        .call_out = out_scatter_1530,
+        .call_out = out_scatter_1537,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2097 sample 0",
+        .where = "ops.yaml:2106 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_scatter_value_1533,
+        .call = call_scatter_value_1540,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1534,
+        .call_out = out_scatter_value_1541,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2097 sample 1",
+        .where = "ops.yaml:2106 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_scatter_value_1535,
+        .call = call_scatter_value_1542,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1536,
+        .call_out = out_scatter_value_1543,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2097 sample 2",
+        .where = "ops.yaml:2106 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
-        .call = call_scatter_value_1537,
+        .call = call_scatter_value_1544,
         .call_inplace = NULL,
-        .call_out = out_scatter_value_1538,
+        .call_out = out_scatter_value_1545,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2110 sample 0",
+        .where = "ops.yaml:2119 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1541,
+        .call = call_scatter_add_1548,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1542,
+        .call_out = out_scatter_add_1549,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2110 sample 1",
+        .where = "ops.yaml:2119 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1543,
+        .call = call_scatter_add_1550,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1544,
+        .call_out = out_scatter_add_1551,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2110 sample 2",
+        .where = "ops.yaml:2119 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] =
             {.name = "src", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_scatter_add_1545,
+        .call = call_scatter_add_1552,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1546,
+        .call_out = out_scatter_add_1553,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2110 sample 3",
+        .where = "ops.yaml:2119 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1547,
+        .call = call_scatter_add_1554,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1548,
+        .call_out = out_scatter_add_1555,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2110 sample 4",
+        .where = "ops.yaml:2119 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
         .inputs[2] = {.name = "src", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_scatter_add_1549,
+        .call = call_scatter_add_1556,
         .call_inplace = NULL,
-        .call_out = out_scatter_add_1550,
+        .call_out = out_scatter_add_1557,
         .differentiable = true,
         .domain = NULL,
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2129 sample 0",
+        .where = "ops.yaml:2138 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1553,
+        .call = call_embedding_1560,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26024,7 +26132,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2129 sample 1",
+        .where = "ops.yaml:2138 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26034,7 +26142,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I32,
                       .transpose = true,
                       .high = 6},
-        .call = call_embedding_1554,
+        .call = call_embedding_1561,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26042,11 +26150,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2129 sample 2",
+        .where = "ops.yaml:2138 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_embedding_1555,
+        .call = call_embedding_1562,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26054,11 +26162,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2129 sample 3",
+        .where = "ops.yaml:2138 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_1556,
+        .call = call_embedding_1563,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26066,12 +26174,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2143 sample 0",
+        .where = "ops.yaml:2152 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = call_embedding_dense_backward_1560,
+        .call = call_embedding_dense_backward_1567,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26079,11 +26187,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2143 sample 1",
+        .where = "ops.yaml:2152 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_embedding_dense_backward_1561,
+        .call = call_embedding_dense_backward_1568,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26091,10 +26199,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2170 sample 0",
+        .where = "ops.yaml:2179 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
-        .call = call_one_hot_1563,
+        .call = call_one_hot_1570,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26102,10 +26210,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2170 sample 1",
+        .where = "ops.yaml:2179 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_1564,
+        .call = call_one_hot_1571,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26113,10 +26221,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2170 sample 2",
+        .where = "ops.yaml:2179 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_one_hot_1565,
+        .call = call_one_hot_1572,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26124,10 +26232,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2170 sample 3",
+        .where = "ops.yaml:2179 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
-        .call = call_one_hot_1566,
+        .call = call_one_hot_1573,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26135,10 +26243,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2182 sample 0",
+        .where = "ops.yaml:2191 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_1568,
+        .call = call_nonzero_1575,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26146,11 +26254,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2182 sample 1",
+        .where = "ops.yaml:2191 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
-        .call = call_nonzero_1569,
+        .call = call_nonzero_1576,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26158,10 +26266,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2182 sample 2",
+        .where = "ops.yaml:2191 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_nonzero_1570,
+        .call = call_nonzero_1577,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26169,10 +26277,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2182 sample 3",
+        .where = "ops.yaml:2191 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
-        .call = call_nonzero_1571,
+        .call = call_nonzero_1578,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26180,11 +26288,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2195 sample 0",
+        .where = "ops.yaml:2204 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1572,
+        .call = call_masked_select_1579,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26192,11 +26300,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2195 sample 1",
+        .where = "ops.yaml:2204 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1573,
+        .call = call_masked_select_1580,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26204,12 +26312,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2195 sample 2",
+        .where = "ops.yaml:2204 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1574,
+        .call = call_masked_select_1581,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26217,11 +26325,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2195 sample 3",
+        .where = "ops.yaml:2204 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1575,
+        .call = call_masked_select_1582,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26229,11 +26337,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2195 sample 4",
+        .where = "ops.yaml:2204 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
-        .call = call_masked_select_1576,
+        .call = call_masked_select_1583,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26241,10 +26349,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2210 sample 0",
+        .where = "ops.yaml:2219 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1579,
+        .call = call_argsort_1586,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26252,10 +26360,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2210 sample 1",
+        .where = "ops.yaml:2219 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1580,
+        .call = call_argsort_1587,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26263,11 +26371,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2210 sample 2",
+        .where = "ops.yaml:2219 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_1581,
+        .call = call_argsort_1588,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26275,10 +26383,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2210 sample 3",
+        .where = "ops.yaml:2219 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1582,
+        .call = call_argsort_1589,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26286,10 +26394,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2210 sample 4",
+        .where = "ops.yaml:2219 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_1583,
+        .call = call_argsort_1590,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26297,10 +26405,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort.stable",
-        .where = "ops.yaml:2226 sample 0",
+        .where = "ops.yaml:2235 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_argsort_stable_1584,
+        .call = call_argsort_stable_1591,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26308,11 +26416,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort.stable",
-        .where = "ops.yaml:2226 sample 1",
+        .where = "ops.yaml:2235 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_argsort_stable_1585,
+        .call = call_argsort_stable_1592,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26320,7 +26428,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2237 sample 0",
+        .where = "ops.yaml:2246 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26329,7 +26437,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 4,
                       .optional = true},
-        .call = call_index_1586,
+        .call = call_index_1593,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26337,7 +26445,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2237 sample 1",
+        .where = "ops.yaml:2246 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26346,7 +26454,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1587,
+        .call = call_index_1594,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26354,7 +26462,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2237 sample 2",
+        .where = "ops.yaml:2246 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26369,7 +26477,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 2,
                       .optional = true},
-        .call = call_index_1588,
+        .call = call_index_1595,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26377,7 +26485,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2237 sample 3",
+        .where = "ops.yaml:2246 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26386,7 +26494,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {4, 3},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_index_1589,
+        .call = call_index_1596,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26394,12 +26502,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2237 sample 4",
+        .where = "ops.yaml:2246 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL, .optional = true},
-        .call = call_index_1590,
+        .call = call_index_1597,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26407,7 +26515,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2237 sample 5",
+        .where = "ops.yaml:2246 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26416,7 +26524,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_I64,
                       .high = 3,
                       .optional = true},
-        .call = call_index_1591,
+        .call = call_index_1598,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26424,7 +26532,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2252 sample 0",
+        .where = "ops.yaml:2261 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26434,7 +26542,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 4,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1592,
+        .call = call_index_put_1599,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26442,7 +26550,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2252 sample 1",
+        .where = "ops.yaml:2261 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26452,7 +26560,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1593,
+        .call = call_index_put_1600,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26460,7 +26568,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2252 sample 2",
+        .where = "ops.yaml:2261 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26476,7 +26584,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[3] = {.name = "values", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1594,
+        .call = call_index_put_1601,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26484,7 +26592,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2252 sample 3",
+        .where = "ops.yaml:2261 sample 3",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26494,7 +26602,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1595,
+        .call = call_index_put_1602,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26502,7 +26610,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2252 sample 4",
+        .where = "ops.yaml:2261 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26512,7 +26620,7 @@ const yt_op_case yt_op_cases[] = {
                       .high = 3,
                       .optional = true},
         .inputs[2] = {.name = "values", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
-        .call = call_index_put_1596,
+        .call = call_index_put_1603,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26520,10 +26628,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2267 sample 0 result values",
+        .where = "ops.yaml:2276 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1597,
+        .call = call_sort_values_1604,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26531,10 +26639,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2267 sample 0 result indices",
+        .where = "ops.yaml:2276 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1598,
+        .call = call_sort_indices_1605,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26542,10 +26650,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2267 sample 1 result values",
+        .where = "ops.yaml:2276 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1599,
+        .call = call_sort_values_1606,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26553,10 +26661,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2267 sample 1 result indices",
+        .where = "ops.yaml:2276 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1600,
+        .call = call_sort_indices_1607,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26564,11 +26672,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2267 sample 2 result values",
+        .where = "ops.yaml:2276 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_values_1601,
+        .call = call_sort_values_1608,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26576,11 +26684,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2267 sample 2 result indices",
+        .where = "ops.yaml:2276 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_indices_1602,
+        .call = call_sort_indices_1609,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26588,10 +26696,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2267 sample 3 result values",
+        .where = "ops.yaml:2276 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1603,
+        .call = call_sort_values_1610,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26599,10 +26707,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2267 sample 3 result indices",
+        .where = "ops.yaml:2276 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1604,
+        .call = call_sort_indices_1611,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26610,10 +26718,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2267 sample 4 result values",
+        .where = "ops.yaml:2276 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_values_1605,
+        .call = call_sort_values_1612,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26621,10 +26729,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2267 sample 4 result indices",
+        .where = "ops.yaml:2276 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_indices_1606,
+        .call = call_sort_indices_1613,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26632,10 +26740,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2283 sample 0 result values",
+        .where = "ops.yaml:2292 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_values_1607,
+        .call = call_sort_stable_values_1614,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26643,10 +26751,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2283 sample 0 result indices",
+        .where = "ops.yaml:2292 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_sort_stable_indices_1608,
+        .call = call_sort_stable_indices_1615,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26654,11 +26762,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2283 sample 1 result values",
+        .where = "ops.yaml:2292 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_values_1609,
+        .call = call_sort_stable_values_1616,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26666,11 +26774,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2283 sample 1 result indices",
+        .where = "ops.yaml:2292 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_sort_stable_indices_1610,
+        .call = call_sort_stable_indices_1617,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26678,10 +26786,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2297 sample 0 result values",
+        .where = "ops.yaml:2306 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1611,
+        .call = call_topk_values_1618,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26689,10 +26797,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2297 sample 0 result indices",
+        .where = "ops.yaml:2306 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1612,
+        .call = call_topk_indices_1619,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26700,10 +26808,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2297 sample 1 result values",
+        .where = "ops.yaml:2306 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1613,
+        .call = call_topk_values_1620,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26711,10 +26819,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2297 sample 1 result indices",
+        .where = "ops.yaml:2306 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1614,
+        .call = call_topk_indices_1621,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26722,11 +26830,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2297 sample 2 result values",
+        .where = "ops.yaml:2306 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_values_1615,
+        .call = call_topk_values_1622,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26734,11 +26842,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2297 sample 2 result indices",
+        .where = "ops.yaml:2306 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_topk_indices_1616,
+        .call = call_topk_indices_1623,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26746,10 +26854,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2297 sample 3 result values",
+        .where = "ops.yaml:2306 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1617,
+        .call = call_topk_values_1624,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26757,10 +26865,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2297 sample 3 result indices",
+        .where = "ops.yaml:2306 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1618,
+        .call = call_topk_indices_1625,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26768,10 +26876,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2297 sample 4 result values",
+        .where = "ops.yaml:2306 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_values_1619,
+        .call = call_topk_values_1626,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26779,10 +26887,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2297 sample 4 result indices",
+        .where = "ops.yaml:2306 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_topk_indices_1620,
+        .call = call_topk_indices_1627,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -26790,10 +26898,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2319 sample 0",
+        .where = "ops.yaml:2328 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1621,
+        .call = call_avg_pool2d_1628,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26801,10 +26909,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2319 sample 1",
+        .where = "ops.yaml:2328 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1622,
+        .call = call_avg_pool2d_1629,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26812,14 +26920,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2319 sample 2",
+        .where = "ops.yaml:2328 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_avg_pool2d_1623,
+        .call = call_avg_pool2d_1630,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26827,10 +26935,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2319 sample 3",
+        .where = "ops.yaml:2328 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_1624,
+        .call = call_avg_pool2d_1631,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26838,10 +26946,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2338 sample 0",
+        .where = "ops.yaml:2347 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1628,
+        .call = call_adaptive_avg_pool2d_1635,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26849,10 +26957,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2338 sample 1",
+        .where = "ops.yaml:2347 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1629,
+        .call = call_adaptive_avg_pool2d_1636,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26860,14 +26968,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2338 sample 2",
+        .where = "ops.yaml:2347 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_adaptive_avg_pool2d_1630,
+        .call = call_adaptive_avg_pool2d_1637,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26875,10 +26983,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2338 sample 3",
+        .where = "ops.yaml:2347 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_1631,
+        .call = call_adaptive_avg_pool2d_1638,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26886,12 +26994,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2353 sample 0",
+        .where = "ops.yaml:2362 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1635,
+        .call = call_avg_pool2d_backward_1642,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26899,11 +27007,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2353 sample 1",
+        .where = "ops.yaml:2362 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_avg_pool2d_backward_1636,
+        .call = call_avg_pool2d_backward_1643,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26911,12 +27019,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .where = "ops.yaml:2366 sample 0",
+        .where = "ops.yaml:2375 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_adaptive_avg_pool2d_backward_1638,
+        .call = call_adaptive_avg_pool2d_backward_1645,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26924,13 +27032,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2413 sample 0",
+        .where = "ops.yaml:2422 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1640,
+        .call = call_conv2d_1647,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26938,13 +27046,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2413 sample 1",
+        .where = "ops.yaml:2422 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1641,
+        .call = call_conv2d_1648,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26952,13 +27060,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2413 sample 2",
+        .where = "ops.yaml:2422 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1642,
+        .call = call_conv2d_1649,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26966,7 +27074,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2413 sample 3",
+        .where = "ops.yaml:2422 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 4,
@@ -26980,7 +27088,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1643,
+        .call = call_conv2d_1650,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -26988,13 +27096,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2413 sample 4",
+        .where = "ops.yaml:2422 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_1644,
+        .call = call_conv2d_1651,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27002,11 +27110,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2413 sample 5",
+        .where = "ops.yaml:2422 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_1645,
+        .call = call_conv2d_1652,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27014,13 +27122,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2435 sample 0",
+        .where = "ops.yaml:2444 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1650,
+        .call = call_conv2d_padding_1657,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27028,13 +27136,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2435 sample 1",
+        .where = "ops.yaml:2444 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1651,
+        .call = call_conv2d_padding_1658,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27042,13 +27150,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2435 sample 2",
+        .where = "ops.yaml:2444 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv2d_padding_1652,
+        .call = call_conv2d_padding_1659,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27056,13 +27164,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2455 sample 0",
+        .where = "ops.yaml:2464 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1657,
+        .call = call_conv1d_1664,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27070,13 +27178,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2455 sample 1",
+        .where = "ops.yaml:2464 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1658,
+        .call = call_conv1d_1665,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27084,14 +27192,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2455 sample 2",
+        .where = "ops.yaml:2464 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_1659,
+        .call = call_conv1d_1666,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27099,13 +27207,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .where = "ops.yaml:2474 sample 0",
+        .where = "ops.yaml:2483 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv1d_padding_1664,
+        .call = call_conv1d_padding_1671,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27113,13 +27221,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2492 sample 0",
+        .where = "ops.yaml:2501 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1669,
+        .call = call_conv_transpose2d_1676,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27127,13 +27235,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2492 sample 1",
+        .where = "ops.yaml:2501 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1670,
+        .call = call_conv_transpose2d_1677,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27141,7 +27249,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2492 sample 2",
+        .where = "ops.yaml:2501 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27151,7 +27259,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1671,
+        .call = call_conv_transpose2d_1678,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27159,11 +27267,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2492 sample 3",
+        .where = "ops.yaml:2501 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv_transpose2d_1672,
+        .call = call_conv_transpose2d_1679,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27171,13 +27279,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2492 sample 4",
+        .where = "ops.yaml:2501 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_conv_transpose2d_1673,
+        .call = call_conv_transpose2d_1680,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27185,11 +27293,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2492 sample 5",
+        .where = "ops.yaml:2501 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv_transpose2d_1674,
+        .call = call_conv_transpose2d_1681,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27197,12 +27305,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2511 sample 0",
+        .where = "ops.yaml:2520 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1679,
+        .call = call_conv2d_backward_input_1686,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27210,12 +27318,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2511 sample 1",
+        .where = "ops.yaml:2520 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_input_1680,
+        .call = call_conv2d_backward_input_1687,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27223,12 +27331,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2524 sample 0",
+        .where = "ops.yaml:2533 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1682,
+        .call = call_conv2d_backward_weight_1689,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27236,12 +27344,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2524 sample 1",
+        .where = "ops.yaml:2533 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_weight_1683,
+        .call = call_conv2d_backward_weight_1690,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27249,11 +27357,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2538 sample 0",
+        .where = "ops.yaml:2547 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1685,
+        .call = call_conv2d_backward_bias_1692,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27261,10 +27369,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2538 sample 1",
+        .where = "ops.yaml:2547 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_conv2d_backward_bias_1686,
+        .call = call_conv2d_backward_bias_1693,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27272,10 +27380,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2556 sample 0 result values",
+        .where = "ops.yaml:2565 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1689,
+        .call = call_max_pool2d_with_indices_values_1696,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27283,10 +27391,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2556 sample 0 result indices",
+        .where = "ops.yaml:2565 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1690,
+        .call = call_max_pool2d_with_indices_indices_1697,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27294,10 +27402,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2556 sample 1 result values",
+        .where = "ops.yaml:2565 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1691,
+        .call = call_max_pool2d_with_indices_values_1698,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27305,10 +27413,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2556 sample 1 result indices",
+        .where = "ops.yaml:2565 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1692,
+        .call = call_max_pool2d_with_indices_indices_1699,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27316,14 +27424,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2556 sample 2 result values",
+        .where = "ops.yaml:2565 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_values_1693,
+        .call = call_max_pool2d_with_indices_values_1700,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27331,14 +27439,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2556 sample 2 result indices",
+        .where = "ops.yaml:2565 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_with_indices_indices_1694,
+        .call = call_max_pool2d_with_indices_indices_1701,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27346,10 +27454,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2556 sample 3 result values",
+        .where = "ops.yaml:2565 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_values_1695,
+        .call = call_max_pool2d_with_indices_values_1702,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27357,10 +27465,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2556 sample 3 result indices",
+        .where = "ops.yaml:2565 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_with_indices_indices_1696,
+        .call = call_max_pool2d_with_indices_indices_1703,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27368,10 +27476,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2574 sample 0",
+        .where = "ops.yaml:2583 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1700,
+        .call = call_max_pool2d_1707,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27379,10 +27487,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2574 sample 1",
+        .where = "ops.yaml:2583 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
-        .call = call_max_pool2d_1701,
+        .call = call_max_pool2d_1708,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27390,14 +27498,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2574 sample 2",
+        .where = "ops.yaml:2583 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
                       .sizes = {1, 2, 5, 6},
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
-        .call = call_max_pool2d_1702,
+        .call = call_max_pool2d_1709,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27405,14 +27513,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2599 sample 0",
+        .where = "ops.yaml:2608 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1706,
+        .call = call_layer_norm_1713,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27420,12 +27528,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2599 sample 1",
+        .where = "ops.yaml:2608 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1707,
+        .call = call_layer_norm_1714,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27433,13 +27541,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2599 sample 2",
+        .where = "ops.yaml:2608 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1708,
+        .call = call_layer_norm_1715,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27447,14 +27555,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2599 sample 3",
+        .where = "ops.yaml:2608 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_layer_norm_1709,
+        .call = call_layer_norm_1716,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27462,10 +27570,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2599 sample 4",
+        .where = "ops.yaml:2608 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
-        .call = call_layer_norm_1710,
+        .call = call_layer_norm_1717,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27473,14 +27581,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2626 sample 0",
+        .where = "ops.yaml:2635 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1716,
+        .call = call_group_norm_1723,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27488,12 +27596,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2626 sample 1",
+        .where = "ops.yaml:2635 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1717,
+        .call = call_group_norm_1724,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27501,7 +27609,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2626 sample 2",
+        .where = "ops.yaml:2635 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27510,7 +27618,7 @@ const yt_op_case yt_op_cases[] = {
                       .transpose = true},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1718,
+        .call = call_group_norm_1725,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27518,14 +27626,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2626 sample 3",
+        .where = "ops.yaml:2635 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_group_norm_1719,
+        .call = call_group_norm_1726,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27533,10 +27641,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2626 sample 4",
+        .where = "ops.yaml:2635 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_group_norm_1720,
+        .call = call_group_norm_1727,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27544,12 +27652,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2650 sample 0",
+        .where = "ops.yaml:2659 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1728,
+        .call = call_rms_norm_1735,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27557,10 +27665,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2650 sample 1",
+        .where = "ops.yaml:2659 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rms_norm_1729,
+        .call = call_rms_norm_1736,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27568,13 +27676,13 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2650 sample 2",
+        .where = "ops.yaml:2659 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1730,
+        .call = call_rms_norm_1737,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27582,12 +27690,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2650 sample 3",
+        .where = "ops.yaml:2659 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_rms_norm_1731,
+        .call = call_rms_norm_1738,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27595,14 +27703,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2684 sample 0",
+        .where = "ops.yaml:2693 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_1736,
+        .call = call_batch_norm_1743,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27610,7 +27718,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2684 sample 1",
+        .where = "ops.yaml:2693 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -27625,7 +27733,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1737,
+        .call = call_batch_norm_1744,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27633,7 +27741,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2684 sample 2",
+        .where = "ops.yaml:2693 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27654,7 +27762,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1738,
+        .call = call_batch_norm_1745,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27662,7 +27770,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2684 sample 3",
+        .where = "ops.yaml:2693 sample 3",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27679,7 +27787,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1739,
+        .call = call_batch_norm_1746,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27687,7 +27795,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2684 sample 4",
+        .where = "ops.yaml:2693 sample 4",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27708,7 +27816,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1740,
+        .call = call_batch_norm_1747,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27716,7 +27824,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2684 sample 5",
+        .where = "ops.yaml:2693 sample 5",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27733,7 +27841,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_1741,
+        .call = call_batch_norm_1748,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27741,14 +27849,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2717 sample 0",
+        .where = "ops.yaml:2726 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1754,
+        .call = call_row_norm_1761,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27756,12 +27864,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2717 sample 1",
+        .where = "ops.yaml:2726 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_row_norm_1755,
+        .call = call_row_norm_1762,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27769,14 +27877,14 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2748 sample 0",
+        .where = "ops.yaml:2757 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = call_batch_norm_training_1764,
+        .call = call_batch_norm_training_1771,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27784,7 +27892,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2748 sample 1",
+        .where = "ops.yaml:2757 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -27799,7 +27907,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_batch_norm_training_1765,
+        .call = call_batch_norm_training_1772,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27807,10 +27915,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2917 sample 0",
+        .where = "ops.yaml:2926 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1792,
+        .call = call_softmax_1799,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27818,10 +27926,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2917 sample 1",
+        .where = "ops.yaml:2926 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1793,
+        .call = call_softmax_1800,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27829,11 +27937,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2917 sample 2",
+        .where = "ops.yaml:2926 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_softmax_1794,
+        .call = call_softmax_1801,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27841,10 +27949,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2917 sample 3",
+        .where = "ops.yaml:2926 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1795,
+        .call = call_softmax_1802,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27852,10 +27960,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2917 sample 4",
+        .where = "ops.yaml:2926 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_1796,
+        .call = call_softmax_1803,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27863,10 +27971,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2917 sample 5",
+        .where = "ops.yaml:2926 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_softmax_1797,
+        .call = call_softmax_1804,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27874,10 +27982,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2917 sample 6",
+        .where = "ops.yaml:2926 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_softmax_1798,
+        .call = call_softmax_1805,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27885,10 +27993,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2937 sample 0",
+        .where = "ops.yaml:2946 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1801,
+        .call = call_log_softmax_1808,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27896,10 +28004,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2937 sample 1",
+        .where = "ops.yaml:2946 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1802,
+        .call = call_log_softmax_1809,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27907,11 +28015,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2937 sample 2",
+        .where = "ops.yaml:2946 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_log_softmax_1803,
+        .call = call_log_softmax_1810,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27919,10 +28027,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2937 sample 3",
+        .where = "ops.yaml:2946 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1804,
+        .call = call_log_softmax_1811,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27930,10 +28038,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2937 sample 4",
+        .where = "ops.yaml:2946 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_1805,
+        .call = call_log_softmax_1812,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27941,10 +28049,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2937 sample 5",
+        .where = "ops.yaml:2946 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
-        .call = call_log_softmax_1806,
+        .call = call_log_softmax_1813,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27952,10 +28060,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2937 sample 6",
+        .where = "ops.yaml:2946 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = call_log_softmax_1807,
+        .call = call_log_softmax_1814,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -27963,11 +28071,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2957 sample 0",
+        .where = "ops.yaml:2966 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1810,
+        .call = call_softmax_backward_data_1817,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27975,11 +28083,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2957 sample 1",
+        .where = "ops.yaml:2966 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1811,
+        .call = call_softmax_backward_data_1818,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -27987,7 +28095,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2957 sample 2",
+        .where = "ops.yaml:2966 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -27995,7 +28103,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_softmax_backward_data_1812,
+        .call = call_softmax_backward_data_1819,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28003,11 +28111,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2974 sample 0",
+        .where = "ops.yaml:2983 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1816,
+        .call = call_log_softmax_backward_data_1823,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28015,11 +28123,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2974 sample 1",
+        .where = "ops.yaml:2983 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1817,
+        .call = call_log_softmax_backward_data_1824,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28027,7 +28135,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2974 sample 2",
+        .where = "ops.yaml:2983 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -28035,7 +28143,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .transpose = true},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_log_softmax_backward_data_1818,
+        .call = call_log_softmax_backward_data_1825,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28043,10 +28151,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:3013 sample 0",
+        .where = "ops.yaml:3022 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1822,
+        .call = call_dropout_1829,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28054,11 +28162,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:3013 sample 1",
+        .where = "ops.yaml:3022 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_dropout_1823,
+        .call = call_dropout_1830,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28066,10 +28174,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:3013 sample 2",
+        .where = "ops.yaml:3022 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1824,
+        .call = call_dropout_1831,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28077,10 +28185,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:3013 sample 3",
+        .where = "ops.yaml:3022 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1825,
+        .call = call_dropout_1832,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28088,10 +28196,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:3013 sample 4",
+        .where = "ops.yaml:3022 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_dropout_1826,
+        .call = call_dropout_1833,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28099,11 +28207,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3027 sample 0",
+        .where = "ops.yaml:3036 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1828,
+        .call = call_mse_loss_1835,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28111,12 +28219,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3027 sample 1",
+        .where = "ops.yaml:3036 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1829,
+        .call = call_mse_loss_1836,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28124,11 +28232,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3027 sample 2",
+        .where = "ops.yaml:3036 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1830,
+        .call = call_mse_loss_1837,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28136,11 +28244,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3027 sample 3",
+        .where = "ops.yaml:3036 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1831,
+        .call = call_mse_loss_1838,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28148,11 +28256,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3027 sample 4",
+        .where = "ops.yaml:3036 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_mse_loss_1832,
+        .call = call_mse_loss_1839,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28160,11 +28268,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3042 sample 0",
+        .where = "ops.yaml:3051 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1835,
+        .call = call_l1_loss_1842,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28172,12 +28280,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3042 sample 1",
+        .where = "ops.yaml:3051 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1836,
+        .call = call_l1_loss_1843,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28185,11 +28293,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3042 sample 2",
+        .where = "ops.yaml:3051 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1837,
+        .call = call_l1_loss_1844,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28197,11 +28305,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3042 sample 3",
+        .where = "ops.yaml:3051 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1838,
+        .call = call_l1_loss_1845,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28209,11 +28317,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3042 sample 4",
+        .where = "ops.yaml:3051 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_l1_loss_1839,
+        .call = call_l1_loss_1846,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28221,11 +28329,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3057 sample 0",
+        .where = "ops.yaml:3066 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1842,
+        .call = call_smooth_l1_loss_1849,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28233,12 +28341,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3057 sample 1",
+        .where = "ops.yaml:3066 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1843,
+        .call = call_smooth_l1_loss_1850,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28246,11 +28354,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3057 sample 2",
+        .where = "ops.yaml:3066 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1844,
+        .call = call_smooth_l1_loss_1851,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28258,11 +28366,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3057 sample 3",
+        .where = "ops.yaml:3066 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1845,
+        .call = call_smooth_l1_loss_1852,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28270,11 +28378,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3057 sample 4",
+        .where = "ops.yaml:3066 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1846,
+        .call = call_smooth_l1_loss_1853,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28282,11 +28390,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3057 sample 5",
+        .where = "ops.yaml:3066 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_smooth_l1_loss_1847,
+        .call = call_smooth_l1_loss_1854,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28294,11 +28402,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3073 sample 0",
+        .where = "ops.yaml:3082 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1850,
+        .call = call_huber_loss_1857,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28306,12 +28414,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3073 sample 1",
+        .where = "ops.yaml:3082 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1851,
+        .call = call_huber_loss_1858,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28319,11 +28427,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3073 sample 2",
+        .where = "ops.yaml:3082 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1852,
+        .call = call_huber_loss_1859,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28331,11 +28439,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3073 sample 3",
+        .where = "ops.yaml:3082 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1853,
+        .call = call_huber_loss_1860,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28343,11 +28451,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3073 sample 4",
+        .where = "ops.yaml:3082 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_huber_loss_1854,
+        .call = call_huber_loss_1861,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28355,11 +28463,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3090 sample 0",
+        .where = "ops.yaml:3099 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1857,
+        .call = call_binary_cross_entropy_elementwise_1864,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28367,12 +28475,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3090 sample 1",
+        .where = "ops.yaml:3099 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1858,
+        .call = call_binary_cross_entropy_elementwise_1865,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28380,11 +28488,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3090 sample 2",
+        .where = "ops.yaml:3099 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1859,
+        .call = call_binary_cross_entropy_elementwise_1866,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28392,11 +28500,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3090 sample 3",
+        .where = "ops.yaml:3099 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_elementwise_1860,
+        .call = call_binary_cross_entropy_elementwise_1867,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28404,11 +28512,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3105 sample 0",
+        .where = "ops.yaml:3114 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1863,
+        .call = call_binary_cross_entropy_1870,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28416,12 +28524,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3105 sample 1",
+        .where = "ops.yaml:3114 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1864,
+        .call = call_binary_cross_entropy_1871,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28429,7 +28537,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3105 sample 2",
+        .where = "ops.yaml:3114 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28439,7 +28547,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_1865,
+        .call = call_binary_cross_entropy_1872,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28447,11 +28555,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3105 sample 3",
+        .where = "ops.yaml:3114 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_1866,
+        .call = call_binary_cross_entropy_1873,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28459,7 +28567,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3105 sample 4",
+        .where = "ops.yaml:3114 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -28469,7 +28577,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_1867,
+        .call = call_binary_cross_entropy_1874,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28477,7 +28585,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3105 sample 5",
+        .where = "ops.yaml:3114 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -28487,7 +28595,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_1868,
+        .call = call_binary_cross_entropy_1875,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28495,11 +28603,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3121 sample 0",
+        .where = "ops.yaml:3130 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1872,
+        .call = call_binary_cross_entropy_with_logits_1879,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28507,7 +28615,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3121 sample 1",
+        .where = "ops.yaml:3130 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28518,7 +28626,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1873,
+        .call = call_binary_cross_entropy_with_logits_1880,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28526,7 +28634,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3121 sample 2",
+        .where = "ops.yaml:3130 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28542,7 +28650,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1874,
+        .call = call_binary_cross_entropy_with_logits_1881,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28550,7 +28658,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3121 sample 3",
+        .where = "ops.yaml:3130 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28560,7 +28668,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1875,
+        .call = call_binary_cross_entropy_with_logits_1882,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28568,7 +28676,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3121 sample 4",
+        .where = "ops.yaml:3130 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -28578,7 +28686,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_binary_cross_entropy_with_logits_1876,
+        .call = call_binary_cross_entropy_with_logits_1883,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28586,11 +28694,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3121 sample 5",
+        .where = "ops.yaml:3130 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = call_binary_cross_entropy_with_logits_1877,
+        .call = call_binary_cross_entropy_with_logits_1884,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28598,11 +28706,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3144 sample 0",
+        .where = "ops.yaml:3153 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1882,
+        .call = call_nll_loss_1889,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28610,7 +28718,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3144 sample 1",
+        .where = "ops.yaml:3153 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28620,7 +28728,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_nll_loss_1883,
+        .call = call_nll_loss_1890,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28628,7 +28736,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3144 sample 2",
+        .where = "ops.yaml:3153 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -28638,7 +28746,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_nll_loss_1884,
+        .call = call_nll_loss_1891,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28646,12 +28754,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3144 sample 3",
+        .where = "ops.yaml:3153 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1885,
+        .call = call_nll_loss_1892,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28659,7 +28767,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3144 sample 4",
+        .where = "ops.yaml:3153 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -28669,7 +28777,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_nll_loss_1886,
+        .call = call_nll_loss_1893,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28677,11 +28785,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3144 sample 5",
+        .where = "ops.yaml:3153 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_nll_loss_1887,
+        .call = call_nll_loss_1894,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28689,119 +28797,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3167 sample 0",
+        .where = "ops.yaml:3176 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1893,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3167 sample 1",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_loss_1894,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3167 sample 2",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_loss_1895,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3167 sample 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_loss_1896,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3167 sample 4",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1897,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3167 sample 5",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_loss_1898,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3167 sample 6",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .inputs[2] = {.name = "weight",
-                      .dim = 1,
-                      .sizes = {6},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = call_cross_entropy_loss_1899,
-        .call_inplace = NULL,
-        .call_out = NULL,
-        .differentiable = false,
-        .domain = "positive",
-    },
-    {
-        .op = "cross_entropy_loss",
-        .where = "ops.yaml:3167 sample 7",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .call = call_cross_entropy_loss_1900,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28810,12 +28809,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3167 sample 8",
+        .where = "ops.yaml:3176 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1901,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28824,12 +28827,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3167 sample 9",
+        .where = "ops.yaml:3176 sample 2",
         .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1902,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28838,11 +28845,16 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3167 sample 10",
-        .n_inputs = 2,
-        .inputs[0] =
-            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .where = "ops.yaml:3176 sample 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
         .call = call_cross_entropy_loss_1903,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28851,12 +28863,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3167 sample 11",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .inputs[2] =
-            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .where = "ops.yaml:3176 sample 4",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
         .call = call_cross_entropy_loss_1904,
         .call_inplace = NULL,
         .call_out = NULL,
@@ -28864,12 +28875,109 @@ const yt_op_case yt_op_cases[] = {
         .domain = "positive",
     },
     {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3176 sample 5",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .call = call_cross_entropy_loss_1905,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3176 sample 6",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
+        .inputs[2] = {.name = "weight",
+                      .dim = 1,
+                      .sizes = {6},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = call_cross_entropy_loss_1906,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3176 sample 7",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1907,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3176 sample 8",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1908,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3176 sample 9",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1909,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3176 sample 10",
+        .n_inputs = 2,
+        .inputs[0] =
+            {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
+        .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
+        .call = call_cross_entropy_loss_1910,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
+        .op = "cross_entropy_loss",
+        .where = "ops.yaml:3176 sample 11",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
+        .inputs[2] =
+            {.name = "weight", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = call_cross_entropy_loss_1911,
+        .call_inplace = NULL,
+        .call_out = NULL,
+        .differentiable = false,
+        .domain = "positive",
+    },
+    {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3193 sample 0",
+        .where = "ops.yaml:3202 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1910,
+        .call = call_cross_entropy_index_1917,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28877,7 +28985,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3193 sample 1",
+        .where = "ops.yaml:3202 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28887,7 +28995,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_index_1911,
+        .call = call_cross_entropy_index_1918,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28895,12 +29003,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3193 sample 2",
+        .where = "ops.yaml:3202 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1912,
+        .call = call_cross_entropy_index_1919,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28908,7 +29016,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3193 sample 3",
+        .where = "ops.yaml:3202 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -28918,7 +29026,7 @@ const yt_op_case yt_op_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = call_cross_entropy_index_1913,
+        .call = call_cross_entropy_index_1920,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28926,11 +29034,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3193 sample 4",
+        .where = "ops.yaml:3202 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1914,
+        .call = call_cross_entropy_index_1921,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28938,11 +29046,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3193 sample 5",
+        .where = "ops.yaml:3202 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1915,
+        .call = call_cross_entropy_index_1922,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28950,11 +29058,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3193 sample 6",
+        .where = "ops.yaml:3202 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = call_cross_entropy_index_1916,
+        .call = call_cross_entropy_index_1923,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -28962,12 +29070,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3232 sample 0",
+        .where = "ops.yaml:3241 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1920,
+        .call = call_scaled_dot_product_attention_1927,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28975,7 +29083,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3232 sample 1",
+        .where = "ops.yaml:3241 sample 1",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -28985,7 +29093,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_BOOL,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1921,
+        .call = call_scaled_dot_product_attention_1928,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -28993,7 +29101,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3232 sample 2",
+        .where = "ops.yaml:3241 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -29003,7 +29111,7 @@ const yt_op_case yt_op_cases[] = {
                       .sizes = {3, 5},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = call_scaled_dot_product_attention_1922,
+        .call = call_scaled_dot_product_attention_1929,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29011,12 +29119,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3232 sample 3",
+        .where = "ops.yaml:3241 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 4, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1923,
+        .call = call_scaled_dot_product_attention_1930,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29024,7 +29132,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3232 sample 4",
+        .where = "ops.yaml:3241 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -29034,7 +29142,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1924,
+        .call = call_scaled_dot_product_attention_1931,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29042,12 +29150,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3232 sample 5",
+        .where = "ops.yaml:3241 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1925,
+        .call = call_scaled_dot_product_attention_1932,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29055,12 +29163,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3232 sample 6",
+        .where = "ops.yaml:3241 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_1926,
+        .call = call_scaled_dot_product_attention_1933,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29068,12 +29176,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3260 sample 0 result output",
+        .where = "ops.yaml:3269 sample 0 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1933,
+        .call = call_scaled_dot_product_attention_math_output_1940,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -29081,12 +29189,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3260 sample 0 result attn",
+        .where = "ops.yaml:3269 sample 0 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1934,
+        .call = call_scaled_dot_product_attention_math_attn_1941,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29094,7 +29202,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3260 sample 1 result output",
+        .where = "ops.yaml:3269 sample 1 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -29104,7 +29212,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1935,
+        .call = call_scaled_dot_product_attention_math_output_1942,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -29112,7 +29220,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3260 sample 1 result attn",
+        .where = "ops.yaml:3269 sample 1 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -29122,7 +29230,7 @@ const yt_op_case yt_op_cases[] = {
         .inputs[1] =
             {.name = "key", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1936,
+        .call = call_scaled_dot_product_attention_math_attn_1943,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29130,12 +29238,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3260 sample 2 result output",
+        .where = "ops.yaml:3269 sample 2 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1937,
+        .call = call_scaled_dot_product_attention_math_output_1944,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -29143,12 +29251,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3260 sample 2 result attn",
+        .where = "ops.yaml:3269 sample 2 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1938,
+        .call = call_scaled_dot_product_attention_math_attn_1945,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29156,12 +29264,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3260 sample 3 result output",
+        .where = "ops.yaml:3269 sample 3 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_output_1939,
+        .call = call_scaled_dot_product_attention_math_output_1946,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = true,
@@ -29169,12 +29277,12 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3260 sample 3 result attn",
+        .where = "ops.yaml:3269 sample 3 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_scaled_dot_product_attention_math_attn_1940,
+        .call = call_scaled_dot_product_attention_math_attn_1947,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29182,9 +29290,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3290 sample 0",
+        .where = "ops.yaml:3299 sample 0",
         .n_inputs = 0,
-        .call = call_empty_1948,
+        .call = call_empty_1955,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29192,9 +29300,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3290 sample 1",
+        .where = "ops.yaml:3299 sample 1",
         .n_inputs = 0,
-        .call = call_empty_1949,
+        .call = call_empty_1956,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29202,9 +29310,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3290 sample 2",
+        .where = "ops.yaml:3299 sample 2",
         .n_inputs = 0,
-        .call = call_empty_1950,
+        .call = call_empty_1957,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29212,9 +29320,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:3297 sample 0",
+        .where = "ops.yaml:3306 sample 0",
         .n_inputs = 0,
-        .call = call_zeros_1951,
+        .call = call_zeros_1958,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29222,9 +29330,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:3305 sample 0",
+        .where = "ops.yaml:3314 sample 0",
         .n_inputs = 0,
-        .call = call_ones_1952,
+        .call = call_ones_1959,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29232,9 +29340,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3320 sample 0",
+        .where = "ops.yaml:3329 sample 0",
         .n_inputs = 0,
-        .call = call_full_1953,
+        .call = call_full_1960,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29242,9 +29350,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3320 sample 1",
+        .where = "ops.yaml:3329 sample 1",
         .n_inputs = 0,
-        .call = call_full_1954,
+        .call = call_full_1961,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29252,9 +29360,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3320 sample 2",
+        .where = "ops.yaml:3329 sample 2",
         .n_inputs = 0,
-        .call = call_full_1955,
+        .call = call_full_1962,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29262,10 +29370,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3331 sample 0",
+        .where = "ops.yaml:3340 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1956,
+        .call = call_empty_like_1963,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29273,11 +29381,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3331 sample 1",
+        .where = "ops.yaml:3340 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_empty_like_1957,
+        .call = call_empty_like_1964,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29285,10 +29393,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3331 sample 2",
+        .where = "ops.yaml:3340 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_empty_like_1958,
+        .call = call_empty_like_1965,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29296,10 +29404,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3351 sample 0",
+        .where = "ops.yaml:3360 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1959,
+        .call = call_ones_like_1966,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29307,11 +29415,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3351 sample 1",
+        .where = "ops.yaml:3360 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_ones_like_1960,
+        .call = call_ones_like_1967,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29319,10 +29427,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3351 sample 2",
+        .where = "ops.yaml:3360 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1961,
+        .call = call_ones_like_1968,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29330,10 +29438,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3351 sample 3",
+        .where = "ops.yaml:3360 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = call_ones_like_1962,
+        .call = call_ones_like_1969,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29341,10 +29449,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3363 sample 0",
+        .where = "ops.yaml:3372 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1963,
+        .call = call_full_like_1970,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29352,11 +29460,11 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3363 sample 1",
+        .where = "ops.yaml:3372 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_full_like_1964,
+        .call = call_full_like_1971,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29364,10 +29472,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3363 sample 2",
+        .where = "ops.yaml:3372 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_full_like_1965,
+        .call = call_full_like_1972,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29375,9 +29483,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:3368 sample 0",
+        .where = "ops.yaml:3377 sample 0",
         .n_inputs = 0,
-        .call = call_arange_1966,
+        .call = call_arange_1973,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29385,9 +29493,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3383 sample 0",
+        .where = "ops.yaml:3392 sample 0",
         .n_inputs = 0,
-        .call = call_linspace_1967,
+        .call = call_linspace_1974,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29395,9 +29503,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3383 sample 1",
+        .where = "ops.yaml:3392 sample 1",
         .n_inputs = 0,
-        .call = call_linspace_1968,
+        .call = call_linspace_1975,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29405,9 +29513,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3383 sample 2",
+        .where = "ops.yaml:3392 sample 2",
         .n_inputs = 0,
-        .call = call_linspace_1969,
+        .call = call_linspace_1976,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29415,9 +29523,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3395 sample 0",
+        .where = "ops.yaml:3404 sample 0",
         .n_inputs = 0,
-        .call = call_eye_1970,
+        .call = call_eye_1977,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29425,9 +29533,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3395 sample 1",
+        .where = "ops.yaml:3404 sample 1",
         .n_inputs = 0,
-        .call = call_eye_1971,
+        .call = call_eye_1978,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29435,9 +29543,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3406 sample 0",
+        .where = "ops.yaml:3415 sample 0",
         .n_inputs = 0,
-        .call = call_eye_m_1972,
+        .call = call_eye_m_1979,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29445,9 +29553,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3406 sample 1",
+        .where = "ops.yaml:3415 sample 1",
         .n_inputs = 0,
-        .call = call_eye_m_1973,
+        .call = call_eye_m_1980,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29455,9 +29563,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:3410 sample 0",
+        .where = "ops.yaml:3419 sample 0",
         .n_inputs = 0,
-        .call = call_rand_1974,
+        .call = call_rand_1981,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29465,9 +29573,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:3421 sample 0",
+        .where = "ops.yaml:3430 sample 0",
         .n_inputs = 0,
-        .call = call_randn_1976,
+        .call = call_randn_1983,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29475,10 +29583,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3438 sample 0",
+        .where = "ops.yaml:3447 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1978,
+        .call = call_rand_like_1985,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29486,10 +29594,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3438 sample 1",
+        .where = "ops.yaml:3447 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_rand_like_1979,
+        .call = call_rand_like_1986,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29497,10 +29605,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3448 sample 0",
+        .where = "ops.yaml:3457 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1980,
+        .call = call_randn_like_1987,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29508,10 +29616,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3448 sample 1",
+        .where = "ops.yaml:3457 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_randn_like_1981,
+        .call = call_randn_like_1988,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29519,9 +29627,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3459 sample 0",
+        .where = "ops.yaml:3468 sample 0",
         .n_inputs = 0,
-        .call = call_randint_1982,
+        .call = call_randint_1989,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29529,9 +29637,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3459 sample 1",
+        .where = "ops.yaml:3468 sample 1",
         .n_inputs = 0,
-        .call = call_randint_1983,
+        .call = call_randint_1990,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29539,9 +29647,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:3470 sample 0",
+        .where = "ops.yaml:3479 sample 0",
         .n_inputs = 0,
-        .call = call_randint_low_1984,
+        .call = call_randint_low_1991,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29549,9 +29657,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3480 sample 0",
+        .where = "ops.yaml:3489 sample 0",
         .n_inputs = 0,
-        .call = call_randperm_1985,
+        .call = call_randperm_1992,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29559,9 +29667,9 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3480 sample 1",
+        .where = "ops.yaml:3489 sample 1",
         .n_inputs = 0,
-        .call = call_randperm_1986,
+        .call = call_randperm_1993,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29569,112 +29677,112 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3497 sample 0",
+        .where = "ops.yaml:3506 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1987,
-        .call_inplace = inplace_bernoulli_p_1988,
+        .call = call_bernoulli_p_1994,
+        .call_inplace = inplace_bernoulli_p_1995,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3497 sample 1",
+        .where = "ops.yaml:3506 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_bernoulli_p_1989,
-        .call_inplace = inplace_bernoulli_p_1990,
+        .call = call_bernoulli_p_1996,
+        .call_inplace = inplace_bernoulli_p_1997,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3497 sample 2",
+        .where = "ops.yaml:3506 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_bernoulli_p_1991,
-        .call_inplace = inplace_bernoulli_p_1992,
+        .call = call_bernoulli_p_1998,
+        .call_inplace = inplace_bernoulli_p_1999,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3508 sample 0",
+        .where = "ops.yaml:3517 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1993,
-        .call_inplace = inplace_normal_1994,
+        .call = call_normal_2000,
+        .call_inplace = inplace_normal_2001,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3508 sample 1",
+        .where = "ops.yaml:3517 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_normal_1995,
-        .call_inplace = inplace_normal_1996,
+        .call = call_normal_2002,
+        .call_inplace = inplace_normal_2003,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3508 sample 2",
+        .where = "ops.yaml:3517 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_normal_1997,
-        .call_inplace = inplace_normal_1998,
+        .call = call_normal_2004,
+        .call_inplace = inplace_normal_2005,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3520 sample 0",
+        .where = "ops.yaml:3529 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_2000,
-        .call_inplace = inplace_uniform_2001,
+        .call = call_uniform_2007,
+        .call_inplace = inplace_uniform_2008,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3520 sample 1",
+        .where = "ops.yaml:3529 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = call_uniform_2002,
-        .call_inplace = inplace_uniform_2003,
+        .call = call_uniform_2009,
+        .call_inplace = inplace_uniform_2010,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3520 sample 2",
+        .where = "ops.yaml:3529 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
-        .call = call_uniform_2004,
-        .call_inplace = inplace_uniform_2005,
+        .call = call_uniform_2011,
+        .call_inplace = inplace_uniform_2012,
         .call_out = NULL,
         .differentiable = false,
         .domain = NULL,
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3533 sample 0",
+        .where = "ops.yaml:3542 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_2007,
+        .call = call_maybe_multiply_2014,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29682,10 +29790,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3533 sample 1",
+        .where = "ops.yaml:3542 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_maybe_multiply_2008,
+        .call = call_maybe_multiply_2015,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29693,10 +29801,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3544 sample 0",
+        .where = "ops.yaml:3553 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_2010,
+        .call = call_sum_to_2017,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -29704,10 +29812,10 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3544 sample 1",
+        .where = "ops.yaml:3553 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = call_sum_to_2011,
+        .call = call_sum_to_2018,
         .call_inplace = NULL,
         .call_out = NULL,
         .differentiable = false,
@@ -30844,290 +30952,228 @@ const yt_error_case yt_error_cases[] = {
         .expect_prefix = "linalg_vector_norm: ",
     },
     {
+        .op = "cumsum_backward",
+        .what = "ops.yaml:1299: dtype of grad_output",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
+        .call = error_cumsum_backward_1195,
+        .expect = YT_ERR_DTYPE,
+        .expect_prefix = "cumsum_backward: ",
+    },
+    {
+        .op = "cumsum_backward",
+        .what = "ops.yaml:1299: dim out of range",
+        .n_inputs = 1,
+        .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_cumsum_backward_1196,
+        .expect = YT_ERR_VALUE,
+        .expect_prefix = "cumsum_backward: ",
+    },
+    {
         .op = "mm",
-        .what = "ops.yaml:1349: self.dim == 2",
+        .what = "ops.yaml:1358: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1204,
+        .call = error_mm_1211,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1351: mat2.dim == 2",
+        .what = "ops.yaml:1360: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1205,
+        .call = error_mm_1212,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1353: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1362: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1206,
+        .call = error_mm_1213,
         .expect = 0,
         .expect_prefix = "mm: ",
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1343: dtype of self",
+        .what = "ops.yaml:1352: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_1207,
+        .call = error_mm_1214,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1373: self.dim >= 1",
+        .what = "ops.yaml:1382: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1220,
+        .call = error_matmul_1227,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1375: other.dim >= 1",
+        .what = "ops.yaml:1384: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1221,
+        .call = error_matmul_1228,
         .expect = 0,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1367: dtype of self",
+        .what = "ops.yaml:1376: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_matmul_1222,
+        .call = error_matmul_1229,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "matmul: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1399: self.dim == 3",
+        .what = "ops.yaml:1408: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1233,
+        .call = error_bmm_1240,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1401: mat2.dim == 3",
+        .what = "ops.yaml:1410: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1234,
+        .call = error_bmm_1241,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1403: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1412: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1235,
+        .call = error_bmm_1242,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1405: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:1414: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1236,
+        .call = error_bmm_1243,
         .expect = 0,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1393: dtype of self",
+        .what = "ops.yaml:1402: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_bmm_1237,
+        .call = error_bmm_1244,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "bmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1423: mat1.dim == 2",
+        .what = "ops.yaml:1432: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1252,
+        .call = error_addmm_1259,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1425: mat2.dim == 2",
+        .what = "ops.yaml:1434: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1253,
+        .call = error_addmm_1260,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1427: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1436: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1254,
+        .call = error_addmm_1261,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1429: self.dim <= 2",
+        .what = "ops.yaml:1438: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1255,
+        .call = error_addmm_1262,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1431: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+            "ops.yaml:1440: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1256,
+        .call = error_addmm_1263,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1433: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+            "ops.yaml:1442: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1257,
+        .call = error_addmm_1264,
         .expect = 0,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1417: dtype of self",
+        .what = "ops.yaml:1426: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_addmm_1258,
+        .call = error_addmm_1265,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "addmm: ",
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1453: batch1.dim == 3",
+        .what = "ops.yaml:1462: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1271,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:1455: batch2.dim == 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1272,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:1457: batch1.size(0) == batch2.size(0)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1273,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:1459: batch1.size(2) == batch2.size(1)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1274,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what = "ops.yaml:1461: self.dim <= 3",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1275,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what =
-            "ops.yaml:1463: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1276,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what =
-            "ops.yaml:1465: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1277,
-        .expect = 0,
-        .expect_prefix = "baddbmm: ",
-    },
-    {
-        .op = "baddbmm",
-        .what =
-            "ops.yaml:1467: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
-        .n_inputs = 3,
-        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_baddbmm_1278,
         .expect = 0,
@@ -31135,1486 +31181,1566 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1447: dtype of self",
+        .what = "ops.yaml:1464: batch2.dim == 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_1279,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:1466: batch1.size(0) == batch2.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_1280,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:1468: batch1.size(2) == batch2.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_1281,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:1470: self.dim <= 3",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_1282,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:1472: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_1283,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:1474: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_1284,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what =
+            "ops.yaml:1476: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+        .n_inputs = 3,
+        .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
+        .call = error_baddbmm_1285,
+        .expect = 0,
+        .expect_prefix = "baddbmm: ",
+    },
+    {
+        .op = "baddbmm",
+        .what = "ops.yaml:1456: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "batch2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_baddbmm_1279,
+        .call = error_baddbmm_1286,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "baddbmm: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1486: self.dim == 1",
+        .what = "ops.yaml:1495: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1284,
+        .call = error_dot_1291,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1488: tensor.dim == 1",
+        .what = "ops.yaml:1497: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1285,
+        .call = error_dot_1292,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1490: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:1499: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1286,
+        .call = error_dot_1293,
         .expect = 0,
         .expect_prefix = "dot: ",
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1480: dtype of self",
+        .what = "ops.yaml:1489: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
-        .call = error_dot_1287,
+        .call = error_dot_1294,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dot: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1506: self.dim == 1",
+        .what = "ops.yaml:1515: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1292,
+        .call = error_outer_1299,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1508: vec2.dim == 1",
+        .what = "ops.yaml:1517: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1293,
+        .call = error_outer_1300,
         .expect = 0,
         .expect_prefix = "outer: ",
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1500: dtype of self",
+        .what = "ops.yaml:1509: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_outer_1294,
+        .call = error_outer_1301,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "outer: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1524: input.dim >= 1",
+        .what = "ops.yaml:1533: input.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1308,
+        .call = error_linear_1315,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1526: weight.dim == 1 or weight.dim == 2",
+        .what = "ops.yaml:1535: weight.dim == 1 or weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1309,
+        .call = error_linear_1316,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1528: input.size(-1) == weight.size(-1)",
+        .what = "ops.yaml:1537: input.size(-1) == weight.size(-1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_linear_1310,
+        .call = error_linear_1317,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1532: weight.dim == 2 or bias is None",
+        .what = "ops.yaml:1541: weight.dim == 2 or bias is None",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_linear_1311,
+        .call = error_linear_1318,
         .expect = 0,
         .expect_prefix = "linear: ",
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1518: dtype of input",
+        .what = "ops.yaml:1527: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_linear_1312,
+        .call = error_linear_1319,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "linear: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1557: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
+        .what = "ops.yaml:1566: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1317,
+        .call = error_mm_mat1_backward_1324,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1559: grad.size(1) == mat2.size(1)",
+        .what = "ops.yaml:1568: grad.size(1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1318,
+        .call = error_mm_mat1_backward_1325,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1561: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1570: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1319,
+        .call = error_mm_mat1_backward_1326,
         .expect = 0,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1551: dtype of grad",
+        .what = "ops.yaml:1560: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat1_backward_1320,
+        .call = error_mm_mat1_backward_1327,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat1_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1578: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
+        .what = "ops.yaml:1587: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1325,
+        .call = error_mm_mat2_backward_1332,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1580: grad.size(0) == mat1.size(0)",
+        .what = "ops.yaml:1589: grad.size(0) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1326,
+        .call = error_mm_mat2_backward_1333,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1582: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
+        .what = "ops.yaml:1591: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1327,
+        .call = error_mm_mat2_backward_1334,
         .expect = 0,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1572: dtype of grad",
+        .what = "ops.yaml:1581: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_mm_mat2_backward_1328,
+        .call = error_mm_mat2_backward_1335,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mm_mat2_backward: ",
     },
     {
         .op = "t",
-        .what = "ops.yaml:1600: self.dim <= 2",
+        .what = "ops.yaml:1609: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_t_1331,
+        .call = error_t_1338,
         .expect = 0,
         .expect_prefix = "t: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1608: dim0 out of range",
+        .what = "ops.yaml:1617: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1334,
+        .call = error_transpose_1341,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1608: dim1 out of range",
+        .what = "ops.yaml:1617: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_transpose_1335,
+        .call = error_transpose_1342,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "transpose: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1625: len(dims) == self.dim",
+        .what = "ops.yaml:1634: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1337,
+        .call = error_permute_1344,
         .expect = 0,
         .expect_prefix = "permute: ",
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1619: dims out of range",
+        .what = "ops.yaml:1628: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_permute_1338,
+        .call = error_permute_1345,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "permute: ",
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1671: dim out of range",
+        .what = "ops.yaml:1680: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_squeeze_dim_1348,
+        .call = error_squeeze_dim_1355,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "squeeze: ",
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1682: dim out of range",
+        .what = "ops.yaml:1691: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_unsqueeze_1351,
+        .call = error_unsqueeze_1358,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unsqueeze: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1699: step > 0",
+        .what = "ops.yaml:1708: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1354,
+        .call = error_slice_1361,
         .expect = 0,
         .expect_prefix = "slice: ",
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1693: dim out of range",
+        .what = "ops.yaml:1702: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_slice_1355,
+        .call = error_slice_1362,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "slice: ",
     },
     {
         .op = "select",
-        .what = "ops.yaml:1707: dim out of range",
+        .what = "ops.yaml:1716: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_select_1358,
+        .call = error_select_1365,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "select: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1733: start_dim <= end_dim",
+        .what = "ops.yaml:1742: start_dim <= end_dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1365,
+        .call = error_flatten_1372,
         .expect = 0,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1727: start_dim out of range",
+        .what = "ops.yaml:1736: start_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1366,
+        .call = error_flatten_1373,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1727: end_dim out of range",
+        .what = "ops.yaml:1736: end_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flatten_1367,
+        .call = error_flatten_1374,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1750: self.dim >= 1",
+        .what = "ops.yaml:1759: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1372,
+        .call = error_unflatten_1379,
         .expect = 0,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1752: len(sizes) >= 1",
+        .what = "ops.yaml:1761: len(sizes) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1373,
+        .call = error_unflatten_1380,
         .expect = 0,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1744: dim out of range",
+        .what = "ops.yaml:1753: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_unflatten_1374,
+        .call = error_unflatten_1381,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unflatten: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1780: self.dim >= 1",
+        .what = "ops.yaml:1789: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1383,
+        .call = error_narrow_1390,
         .expect = 0,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1782: length >= 0",
+        .what = "ops.yaml:1791: length >= 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1384,
+        .call = error_narrow_1391,
         .expect = 0,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1774: dim out of range",
+        .what = "ops.yaml:1783: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_narrow_1385,
+        .call = error_narrow_1392,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "narrow: ",
     },
     {
         .op = "repeat",
-        .what = "ops.yaml:1797: len(repeats) >= self.dim",
+        .what = "ops.yaml:1806: len(repeats) >= self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_repeat_1392,
+        .call = error_repeat_1399,
         .expect = 0,
         .expect_prefix = "repeat: ",
     },
     {
         .op = "flip",
-        .what = "ops.yaml:1809: dims out of range",
+        .what = "ops.yaml:1818: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_flip_1398,
+        .call = error_flip_1405,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "flip: ",
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1829: len(shifts) >= 1",
+        .what = "ops.yaml:1838: len(shifts) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_1404,
+        .call = error_roll_1411,
         .expect = 0,
         .expect_prefix = "roll: ",
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1823: dims out of range",
+        .what = "ops.yaml:1832: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_roll_1405,
+        .call = error_roll_1412,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "roll: ",
     },
     {
         .op = "tril",
-        .what = "ops.yaml:1853: self.dim >= 2",
+        .what = "ops.yaml:1862: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_tril_1411,
+        .call = error_tril_1418,
         .expect = 0,
         .expect_prefix = "tril: ",
     },
     {
         .op = "triu",
-        .what = "ops.yaml:1869: self.dim >= 2",
+        .what = "ops.yaml:1878: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_triu_1417,
+        .call = error_triu_1424,
         .expect = 0,
         .expect_prefix = "triu: ",
     },
     {
         .op = "pad",
-        .what = "ops.yaml:1880: mode not a choice",
+        .what = "ops.yaml:1889: mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_pad_1429,
+        .call = error_pad_1436,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "pad: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1938: out_capacity below the count",
+        .what = "ops.yaml:1947: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1446,
+        .call = error_split_1453,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1938: out_capacity below the count",
+        .what = "ops.yaml:1947: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1448,
+        .call = error_split_1455,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1938: out_capacity below the count",
+        .what = "ops.yaml:1947: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_split_1450,
+        .call = error_split_1457,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1938: out_capacity below the count",
+        .what = "ops.yaml:1947: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_1452,
+        .call = error_split_1459,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1951: out_capacity below the count",
+        .what = "ops.yaml:1960: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1454,
+        .call = error_split_with_sizes_1461,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1951: out_capacity below the count",
+        .what = "ops.yaml:1960: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1456,
+        .call = error_split_with_sizes_1463,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1951: out_capacity below the count",
+        .what = "ops.yaml:1960: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_split_with_sizes_1458,
+        .call = error_split_with_sizes_1465,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1951: out_capacity below the count",
+        .what = "ops.yaml:1960: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_split_with_sizes_1460,
+        .call = error_split_with_sizes_1467,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "split_with_sizes: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1964: out_capacity below the count",
+        .what = "ops.yaml:1973: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1462,
+        .call = error_chunk_1469,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1964: out_capacity below the count",
+        .what = "ops.yaml:1973: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1464,
+        .call = error_chunk_1471,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1964: out_capacity below the count",
+        .what = "ops.yaml:1973: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_chunk_1466,
+        .call = error_chunk_1473,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1964: out_capacity below the count",
+        .what = "ops.yaml:1973: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_chunk_1468,
+        .call = error_chunk_1475,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "chunk: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1977: out_capacity below the count",
+        .what = "ops.yaml:1986: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1470,
+        .call = error_unbind_1477,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1977: out_capacity below the count",
+        .what = "ops.yaml:1986: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1472,
+        .call = error_unbind_1479,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1977: out_capacity below the count",
+        .what = "ops.yaml:1986: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
-        .call = error_unbind_1474,
+        .call = error_unbind_1481,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1977: out_capacity below the count",
+        .what = "ops.yaml:1986: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_unbind_1476,
+        .call = error_unbind_1483,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "unbind: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1993: dtype of index",
+        .what = "ops.yaml:2002: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_index_select_1489,
+        .call = error_index_select_1496,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:1993: dim out of range",
+        .what = "ops.yaml:2002: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_index_select_1490,
+        .call = error_index_select_1497,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_select: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:2017: dtype of index",
+        .what = "ops.yaml:2026: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1501,
+        .call = error_index_add_1508,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:2017: dim out of range",
+        .what = "ops.yaml:2026: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_add_1502,
+        .call = error_index_add_1509,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_add: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:2032: dtype of index",
+        .what = "ops.yaml:2041: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1509,
+        .call = error_index_copy_1516,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:2032: dim out of range",
+        .what = "ops.yaml:2041: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "source", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_index_copy_1510,
+        .call = error_index_copy_1517,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "index_copy: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2045: dtype of index",
+        .what = "ops.yaml:2054: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_gather_1521,
+        .call = error_gather_1528,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2045: dim out of range",
+        .what = "ops.yaml:2054: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_gather_1522,
+        .call = error_gather_1529,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "gather: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2068: dtype of index",
+        .what = "ops.yaml:2077: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1531,
+        .call = error_scatter_1538,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2068: dim out of range",
+        .what = "ops.yaml:2077: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_1532,
+        .call = error_scatter_1539,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2090: dtype of index",
+        .what = "ops.yaml:2099: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_scatter_value_1539,
+        .call = error_scatter_value_1546,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2090: dim out of range",
+        .what = "ops.yaml:2099: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
-        .call = error_scatter_value_1540,
+        .call = error_scatter_value_1547,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2102: dtype of index",
+        .what = "ops.yaml:2111: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_BOOL, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1551,
+        .call = error_scatter_add_1558,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2102: dim out of range",
+        .what = "ops.yaml:2111: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
         .inputs[2] = {.name = "src", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scatter_add_1552,
+        .call = error_scatter_add_1559,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "scatter_add: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2122: weight.dim == 2",
+        .what = "ops.yaml:2131: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1557,
+        .call = error_embedding_1564,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2124: sparse == 0",
+        .what = "ops.yaml:2133: sparse == 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
-        .call = error_embedding_1558,
+        .call = error_embedding_1565,
         .expect = 0,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2117: dtype of indices",
+        .what = "ops.yaml:2126: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_1559,
+        .call = error_embedding_1566,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding: ",
     },
     {
         .op = "embedding_dense_backward",
-        .what = "ops.yaml:2136: dtype of indices",
+        .what = "ops.yaml:2145: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "indices", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_BOOL, .high = 5},
-        .call = error_embedding_dense_backward_1562,
+        .call = error_embedding_dense_backward_1569,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "embedding_dense_backward: ",
     },
     {
         .op = "one_hot",
-        .what = "ops.yaml:2164: dtype of self",
+        .what = "ops.yaml:2173: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
-        .call = error_one_hot_1567,
+        .call = error_one_hot_1574,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "one_hot: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2188: dtype of mask",
+        .what = "ops.yaml:2197: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
-        .call = error_masked_select_1577,
+        .call = error_masked_select_1584,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2188: broadcast",
+        .what = "ops.yaml:2197: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_masked_select_1578,
+        .call = error_masked_select_1585,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "masked_select: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2312: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2321: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1625,
+        .call = error_avg_pool2d_1632,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2314: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2323: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_1626,
+        .call = error_avg_pool2d_1633,
         .expect = 0,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2307: dtype of self",
+        .what = "ops.yaml:2316: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_avg_pool2d_1627,
+        .call = error_avg_pool2d_1634,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2331: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2340: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1632,
+        .call = error_adaptive_avg_pool2d_1639,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2333: len(output_size) == 1 or len(output_size) == 2",
+        .what = "ops.yaml:2342: len(output_size) == 1 or len(output_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_1633,
+        .call = error_adaptive_avg_pool2d_1640,
         .expect = 0,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2326: dtype of self",
+        .what = "ops.yaml:2335: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_adaptive_avg_pool2d_1634,
+        .call = error_adaptive_avg_pool2d_1641,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d: ",
     },
     {
         .op = "avg_pool2d_backward",
-        .what = "ops.yaml:2345: dtype of grad_output",
+        .what = "ops.yaml:2354: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_avg_pool2d_backward_1637,
+        .call = error_avg_pool2d_backward_1644,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "avg_pool2d_backward: ",
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .what = "ops.yaml:2358: dtype of grad_output",
+        .what = "ops.yaml:2367: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_adaptive_avg_pool2d_backward_1639,
+        .call = error_adaptive_avg_pool2d_backward_1646,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "adaptive_avg_pool2d_backward: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2404: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2413: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1646,
+        .call = error_conv2d_1653,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2406: weight.dim == 4",
+        .what = "ops.yaml:2415: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1647,
+        .call = error_conv2d_1654,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2408: groups > 0",
+        .what = "ops.yaml:2417: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_1648,
+        .call = error_conv2d_1655,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2398: dtype of input",
+        .what = "ops.yaml:2407: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_1649,
+        .call = error_conv2d_1656,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2429: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2438: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1653,
+        .call = error_conv2d_padding_1660,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2431: weight.dim == 4",
+        .what = "ops.yaml:2440: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_padding_1654,
+        .call = error_conv2d_padding_1661,
         .expect = 0,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2422: padding not a choice",
+        .what = "ops.yaml:2431: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1655,
+        .call = error_conv2d_padding_1662,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2422: dtype of input",
+        .what = "ops.yaml:2431: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv2d_padding_1656,
+        .call = error_conv2d_padding_1663,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2447: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2456: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1660,
+        .call = error_conv1d_1667,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2449: weight.dim == 3",
+        .what = "ops.yaml:2458: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1661,
+        .call = error_conv1d_1668,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2451: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
+        .what = "ops.yaml:2460: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_1662,
+        .call = error_conv1d_1669,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2441: dtype of input",
+        .what = "ops.yaml:2450: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_1663,
+        .call = error_conv1d_1670,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2468: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2477: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1665,
+        .call = error_conv1d_padding_1672,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2470: weight.dim == 3",
+        .what = "ops.yaml:2479: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv1d_padding_1666,
+        .call = error_conv1d_padding_1673,
         .expect = 0,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2461: padding not a choice",
+        .what = "ops.yaml:2470: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1667,
+        .call = error_conv1d_padding_1674,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2461: dtype of input",
+        .what = "ops.yaml:2470: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv1d_padding_1668,
+        .call = error_conv1d_padding_1675,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv1d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2484: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2493: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1675,
+        .call = error_conv_transpose2d_1682,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2486: weight.dim == 4",
+        .what = "ops.yaml:2495: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1676,
+        .call = error_conv_transpose2d_1683,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2488: groups > 0",
+        .what = "ops.yaml:2497: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_conv_transpose2d_1677,
+        .call = error_conv_transpose2d_1684,
         .expect = 0,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2478: dtype of input",
+        .what = "ops.yaml:2487: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_conv_transpose2d_1678,
+        .call = error_conv_transpose2d_1685,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv_transpose2d: ",
     },
     {
         .op = "conv2d_backward_input",
-        .what = "ops.yaml:2503: dtype of grad_output",
+        .what = "ops.yaml:2512: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_input_1681,
+        .call = error_conv2d_backward_input_1688,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_input: ",
     },
     {
         .op = "conv2d_backward_weight",
-        .what = "ops.yaml:2516: dtype of grad_output",
+        .what = "ops.yaml:2525: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_weight_1684,
+        .call = error_conv2d_backward_weight_1691,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_weight: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2534: grad_output.dim == 3 or grad_output.dim == 4",
+        .what = "ops.yaml:2543: grad_output.dim == 3 or grad_output.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_conv2d_backward_bias_1687,
+        .call = error_conv2d_backward_bias_1694,
         .expect = 0,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2529: dtype of grad_output",
+        .what = "ops.yaml:2538: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
-        .call = error_conv2d_backward_bias_1688,
+        .call = error_conv2d_backward_bias_1695,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "conv2d_backward_bias: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2548: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2557: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1697,
+        .call = error_max_pool2d_with_indices_1704,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2550: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2559: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_with_indices_1698,
+        .call = error_max_pool2d_with_indices_1705,
         .expect = 0,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2543: dtype of self",
+        .what = "ops.yaml:2552: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_with_indices_1699,
+        .call = error_max_pool2d_with_indices_1706,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d_with_indices: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2568: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2577: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1703,
+        .call = error_max_pool2d_1710,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2570: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2579: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_max_pool2d_1704,
+        .call = error_max_pool2d_1711,
         .expect = 0,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2563: dtype of self",
+        .what = "ops.yaml:2572: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
-        .call = error_max_pool2d_1705,
+        .call = error_max_pool2d_1712,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "max_pool2d: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2589: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2598: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1711,
+        .call = error_layer_norm_1718,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2591: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:2600: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_layer_norm_1712,
+        .call = error_layer_norm_1719,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2593: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2602: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1713,
+        .call = error_layer_norm_1720,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2595: bias.dim == len(normalized_shape)",
+        .what = "ops.yaml:2604: bias.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1714,
+        .call = error_layer_norm_1721,
         .expect = 0,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2583: dtype of input",
+        .what = "ops.yaml:2592: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_layer_norm_1715,
+        .call = error_layer_norm_1722,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "layer_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2612: input.dim >= 2",
+        .what = "ops.yaml:2621: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1721,
+        .call = error_group_norm_1728,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2614: num_groups > 0",
+        .what = "ops.yaml:2623: num_groups > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_group_norm_1722,
+        .call = error_group_norm_1729,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2616: weight.dim == 1",
+        .what = "ops.yaml:2625: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1723,
+        .call = error_group_norm_1730,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2618: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2627: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1724,
+        .call = error_group_norm_1731,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2620: bias.dim == 1",
+        .what = "ops.yaml:2629: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1725,
+        .call = error_group_norm_1732,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2622: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2631: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1726,
+        .call = error_group_norm_1733,
         .expect = 0,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2606: dtype of input",
+        .what = "ops.yaml:2615: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_group_norm_1727,
+        .call = error_group_norm_1734,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "group_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2642: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2651: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1732,
+        .call = error_rms_norm_1739,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2644: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:2653: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
-        .call = error_rms_norm_1733,
+        .call = error_rms_norm_1740,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2646: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2655: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1734,
+        .call = error_rms_norm_1741,
         .expect = 0,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2636: dtype of input",
+        .what = "ops.yaml:2645: dtype of input",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_rms_norm_1735,
+        .call = error_rms_norm_1742,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "rms_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2663: input.dim >= 2",
+        .what = "ops.yaml:2672: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_1742,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2665: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1743,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2667: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1744,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2669: bias.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1745,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2671: bias.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1746,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2673: running_mean.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = error_batch_norm_1747,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2675: running_mean.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = error_batch_norm_1748,
-        .expect = 0,
-        .expect_prefix = "batch_norm: ",
-    },
-    {
-        .op = "batch_norm",
-        .what = "ops.yaml:2677: running_var.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
         .call = error_batch_norm_1749,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2679: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2674: weight.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1750,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2676: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1751,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2678: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1752,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2680: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_1753,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2682: running_mean.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1754,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2684: running_mean.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1755,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2686: running_var.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_1756,
+        .expect = 0,
+        .expect_prefix = "batch_norm: ",
+    },
+    {
+        .op = "batch_norm",
+        .what = "ops.yaml:2688: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -32623,13 +32749,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1750,
+        .call = error_batch_norm_1757,
         .expect = 0,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2657: running_mean requires grad",
+        .what = "ops.yaml:2666: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32643,7 +32769,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {3},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_1751,
+        .call = error_batch_norm_1758,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_mean requires grad, but batch_norm is not differentiable with respect to running_mean",
@@ -32652,7 +32778,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2657: running_var requires grad",
+        .what = "ops.yaml:2666: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32666,7 +32792,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_1752,
+        .call = error_batch_norm_1759,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm: running_var requires grad, but batch_norm is not differentiable with respect to running_var",
@@ -32675,206 +32801,206 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2657: dtype of input",
+        .what = "ops.yaml:2666: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_1753,
+        .call = error_batch_norm_1760,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2701: input.dim == 4",
+        .what = "ops.yaml:2710: input.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_1756,
+        .call = error_row_norm_1763,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2703: weight.dim == 2",
+        .what = "ops.yaml:2712: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1757,
+        .call = error_row_norm_1764,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2705: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2714: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1758,
+        .call = error_row_norm_1765,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2707: weight.size(1) == input.size(2)",
+        .what = "ops.yaml:2716: weight.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1759,
+        .call = error_row_norm_1766,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2709: bias.dim == 2",
+        .what = "ops.yaml:2718: bias.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1760,
+        .call = error_row_norm_1767,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2711: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2720: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1761,
+        .call = error_row_norm_1768,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2713: bias.size(1) == input.size(2)",
+        .what = "ops.yaml:2722: bias.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
             {.name = "bias", .dim = 2, .sizes = {1, 2}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1762,
+        .call = error_row_norm_1769,
         .expect = 0,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2695: dtype of input",
+        .what = "ops.yaml:2704: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_row_norm_1763,
+        .call = error_row_norm_1770,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "row_norm: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2728: input.dim >= 2",
+        .what = "ops.yaml:2737: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_training_1766,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2730: weight.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1767,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2732: weight.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1768,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2734: bias.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1769,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2736: bias.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] =
-            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1770,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2738: running_mean.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = error_batch_norm_training_1771,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2740: running_mean.size(0) == input.size(1)",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_mean",
-                      .dim = 1,
-                      .sizes = {4},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
-        .call = error_batch_norm_training_1772,
-        .expect = 0,
-        .expect_prefix = "batch_norm_training: ",
-    },
-    {
-        .op = "batch_norm_training",
-        .what = "ops.yaml:2742: running_var.dim == 1",
-        .n_inputs = 2,
-        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .inputs[1] = {.name = "running_var",
-                      .dim = 2,
-                      .sizes = {3, 1},
-                      .dtype = YT_DTYPE_F64,
-                      .optional = true,
-                      .no_grad = true},
         .call = error_batch_norm_training_1773,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2744: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2739: weight.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1774,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2741: weight.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1775,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2743: bias.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1776,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2745: bias.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] =
+            {.name = "bias", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64, .optional = true},
+        .call = error_batch_norm_training_1777,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2747: running_mean.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1778,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2749: running_mean.size(0) == input.size(1)",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_mean",
+                      .dim = 1,
+                      .sizes = {4},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1779,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2751: running_var.dim == 1",
+        .n_inputs = 2,
+        .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
+        .inputs[1] = {.name = "running_var",
+                      .dim = 2,
+                      .sizes = {3, 1},
+                      .dtype = YT_DTYPE_F64,
+                      .optional = true,
+                      .no_grad = true},
+        .call = error_batch_norm_training_1780,
+        .expect = 0,
+        .expect_prefix = "batch_norm_training: ",
+    },
+    {
+        .op = "batch_norm_training",
+        .what = "ops.yaml:2753: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -32883,13 +33009,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1774,
+        .call = error_batch_norm_training_1781,
         .expect = 0,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2722: running_mean requires grad",
+        .what = "ops.yaml:2731: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32903,7 +33029,7 @@ const yt_error_case yt_error_cases[] = {
                       .sizes = {2},
                       .dtype = YT_DTYPE_F64,
                       .optional = true},
-        .call = error_batch_norm_training_1775,
+        .call = error_batch_norm_training_1782,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_mean requires grad, but batch_norm_training is not differentiable with respect to running_mean",
@@ -32912,7 +33038,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2722: running_var requires grad",
+        .what = "ops.yaml:2731: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32926,7 +33052,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_batch_norm_training_1776,
+        .call = error_batch_norm_training_1783,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "batch_norm_training: running_var requires grad, but batch_norm_training is not differentiable with respect to running_var",
@@ -32935,363 +33061,363 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2722: dtype of input",
+        .what = "ops.yaml:2731: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
             {.name = "weight", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
         .inputs[2] =
             {.name = "bias", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_batch_norm_training_1777,
+        .call = error_batch_norm_training_1784,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "batch_norm_training: ",
     },
     {
         .op = "row_norm_backward_input",
-        .what = "ops.yaml:2761: input.dim == 4",
+        .what = "ops.yaml:2770: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_input_1778,
+        .call = error_row_norm_backward_input_1785,
         .expect = 0,
         .expect_prefix = "row_norm_backward_input: ",
     },
     {
         .op = "row_norm_backward_weight",
-        .what = "ops.yaml:2772: input.dim == 4",
+        .what = "ops.yaml:2781: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_weight_1779,
+        .call = error_row_norm_backward_weight_1786,
         .expect = 0,
         .expect_prefix = "row_norm_backward_weight: ",
     },
     {
         .op = "row_norm_backward_bias",
-        .what = "ops.yaml:2783: grad_out.dim == 4",
+        .what = "ops.yaml:2792: grad_out.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_bias_1780,
+        .call = error_row_norm_backward_bias_1787,
         .expect = 0,
         .expect_prefix = "row_norm_backward_bias: ",
     },
     {
         .op = "row_norm_backward",
-        .what = "ops.yaml:2795: input.dim == 4",
+        .what = "ops.yaml:2804: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_backward_1781,
+        .call = error_row_norm_backward_1788,
         .expect = 0,
         .expect_prefix = "row_norm_backward: ",
     },
     {
         .op = "row_norm_double_backward_input",
-        .what = "ops.yaml:2807: input.dim == 4",
+        .what = "ops.yaml:2816: input.dim == 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_input_1782,
+        .call = error_row_norm_double_backward_input_1789,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_input: ",
     },
     {
         .op = "row_norm_double_backward_grad_out",
-        .what = "ops.yaml:2818: input.dim == 4",
+        .what = "ops.yaml:2827: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_row_norm_double_backward_grad_out_1783,
+        .call = error_row_norm_double_backward_grad_out_1790,
         .expect = 0,
         .expect_prefix = "row_norm_double_backward_grad_out: ",
     },
     {
         .op = "batch_norm_backward_input",
-        .what = "ops.yaml:2829: input.dim >= 2",
+        .what = "ops.yaml:2838: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_input_1784,
+        .call = error_batch_norm_backward_input_1791,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_input: ",
     },
     {
         .op = "batch_norm_backward_weight",
-        .what = "ops.yaml:2840: input.dim >= 2",
+        .what = "ops.yaml:2849: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_weight_1785,
+        .call = error_batch_norm_backward_weight_1792,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_weight: ",
     },
     {
         .op = "batch_norm_backward_bias",
-        .what = "ops.yaml:2851: grad_out.dim >= 2",
+        .what = "ops.yaml:2860: grad_out.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_1786,
+        .call = error_batch_norm_backward_bias_1793,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias: ",
     },
     {
         .op = "batch_norm_backward",
-        .what = "ops.yaml:2863: input.dim >= 2",
+        .what = "ops.yaml:2872: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_1787,
+        .call = error_batch_norm_backward_1794,
         .expect = 0,
         .expect_prefix = "batch_norm_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2874: grad.dim == 1",
+        .what = "ops.yaml:2883: grad.dim == 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1788,
+        .call = error_batch_norm_backward_bias_backward_1795,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2876: len(sizes) >= 2",
+        .what = "ops.yaml:2885: len(sizes) >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_backward_bias_backward_1789,
+        .call = error_batch_norm_backward_bias_backward_1796,
         .expect = 0,
         .expect_prefix = "batch_norm_backward_bias_backward: ",
     },
     {
         .op = "batch_norm_double_backward_input",
-        .what = "ops.yaml:2887: input.dim >= 2",
+        .what = "ops.yaml:2896: input.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_input_1790,
+        .call = error_batch_norm_double_backward_input_1797,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_input: ",
     },
     {
         .op = "batch_norm_double_backward_grad_out",
-        .what = "ops.yaml:2898: input.dim >= 2",
+        .what = "ops.yaml:2907: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_batch_norm_double_backward_grad_out_1791,
+        .call = error_batch_norm_double_backward_grad_out_1798,
         .expect = 0,
         .expect_prefix = "batch_norm_double_backward_grad_out: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2913: is_floating(result_dtype)",
+        .what = "ops.yaml:2922: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1799,
+        .call = error_softmax_1806,
         .expect = 0,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2906: dim out of range",
+        .what = "ops.yaml:2915: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_1800,
+        .call = error_softmax_1807,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2933: is_floating(result_dtype)",
+        .what = "ops.yaml:2942: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1808,
+        .call = error_log_softmax_1815,
         .expect = 0,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2926: dim out of range",
+        .what = "ops.yaml:2935: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_1809,
+        .call = error_log_softmax_1816,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2953: grad_output.dim == output.dim",
+        .what = "ops.yaml:2962: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1813,
+        .call = error_softmax_backward_data_1820,
         .expect = 0,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2946: dtype of grad_output",
+        .what = "ops.yaml:2955: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1814,
+        .call = error_softmax_backward_data_1821,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2946: dim out of range",
+        .what = "ops.yaml:2955: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_softmax_backward_data_1815,
+        .call = error_softmax_backward_data_1822,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2970: grad_output.dim == output.dim",
+        .what = "ops.yaml:2979: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1819,
+        .call = error_log_softmax_backward_data_1826,
         .expect = 0,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2963: dtype of grad_output",
+        .what = "ops.yaml:2972: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1820,
+        .call = error_log_softmax_backward_data_1827,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2963: dim out of range",
+        .what = "ops.yaml:2972: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_log_softmax_backward_data_1821,
+        .call = error_log_softmax_backward_data_1828,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "log_softmax_backward_data: ",
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:3007: dtype of input",
+        .what = "ops.yaml:3016: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_dropout_1827,
+        .call = error_dropout_1834,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "dropout: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:3020: reduction not a choice",
+        .what = "ops.yaml:3029: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1833,
+        .call = error_mse_loss_1840,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:3020: dtype of self",
+        .what = "ops.yaml:3029: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_mse_loss_1834,
+        .call = error_mse_loss_1841,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "mse_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:3035: reduction not a choice",
+        .what = "ops.yaml:3044: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1840,
+        .call = error_l1_loss_1847,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:3035: dtype of self",
+        .what = "ops.yaml:3044: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_l1_loss_1841,
+        .call = error_l1_loss_1848,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3050: reduction not a choice",
+        .what = "ops.yaml:3059: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1848,
+        .call = error_smooth_l1_loss_1855,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3050: dtype of self",
+        .what = "ops.yaml:3059: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_smooth_l1_loss_1849,
+        .call = error_smooth_l1_loss_1856,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "smooth_l1_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3066: reduction not a choice",
+        .what = "ops.yaml:3075: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1855,
+        .call = error_huber_loss_1862,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3066: dtype of self",
+        .what = "ops.yaml:3075: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_huber_loss_1856,
+        .call = error_huber_loss_1863,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "huber_loss: ",
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .what = "ops.yaml:3081: dtype of self",
+        .what = "ops.yaml:3090: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_elementwise_1861,
+        .call = error_binary_cross_entropy_elementwise_1868,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_elementwise: ",
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .what = "ops.yaml:3081: broadcast",
+        .what = "ops.yaml:3090: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_elementwise_1862,
+        .call = error_binary_cross_entropy_elementwise_1869,
         .expect = YT_ERR_SHAPE,
         .expect_prefix = "binary_cross_entropy_elementwise: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3097: weight requires grad",
+        .what = "ops.yaml:3106: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33301,7 +33427,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_1869,
+        .call = error_binary_cross_entropy_1876,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy: weight requires grad, but binary_cross_entropy is not differentiable with respect to weight",
@@ -33310,27 +33436,27 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3097: reduction not a choice",
+        .what = "ops.yaml:3106: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1870,
+        .call = error_binary_cross_entropy_1877,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3097: dtype of self",
+        .what = "ops.yaml:3106: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_1871,
+        .call = error_binary_cross_entropy_1878,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3114: weight requires grad",
+        .what = "ops.yaml:3123: weight requires grad",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -33341,7 +33467,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1878,
+        .call = error_binary_cross_entropy_with_logits_1885,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to weight",
@@ -33350,7 +33476,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3114: pos_weight requires grad",
+        .what = "ops.yaml:3123: pos_weight requires grad",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33362,7 +33488,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_binary_cross_entropy_with_logits_1879,
+        .call = error_binary_cross_entropy_with_logits_1886,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "binary_cross_entropy_with_logits: pos_weight requires grad, but binary_cross_entropy_with_logits is not differentiable with respect to pos_weight",
@@ -33371,37 +33497,37 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3114: reduction not a choice",
+        .what = "ops.yaml:3123: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1880,
+        .call = error_binary_cross_entropy_with_logits_1887,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3114: dtype of self",
+        .what = "ops.yaml:3123: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
-        .call = error_binary_cross_entropy_with_logits_1881,
+        .call = error_binary_cross_entropy_with_logits_1888,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "binary_cross_entropy_with_logits: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3137: self.dim >= 1",
+        .what = "ops.yaml:3146: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1888,
+        .call = error_nll_loss_1895,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3139: weight.dim == 1",
+        .what = "ops.yaml:3148: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -33411,13 +33537,13 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1889,
+        .call = error_nll_loss_1896,
         .expect = 0,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3130: weight requires grad",
+        .what = "ops.yaml:3139: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33427,7 +33553,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_nll_loss_1890,
+        .call = error_nll_loss_1897,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "nll_loss: weight requires grad, but nll_loss is not differentiable with respect to weight",
@@ -33436,49 +33562,49 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3130: reduction not a choice",
+        .what = "ops.yaml:3139: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1891,
+        .call = error_nll_loss_1898,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3130: dtype of self",
+        .what = "ops.yaml:3139: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_nll_loss_1892,
+        .call = error_nll_loss_1899,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "nll_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3160: self.dim >= 1",
+        .what = "ops.yaml:3169: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1905,
+        .call = error_cross_entropy_loss_1912,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3162: weight.dim == 1",
+        .what = "ops.yaml:3171: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
         .inputs[2] =
             {.name = "weight", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .optional = true},
-        .call = error_cross_entropy_loss_1906,
+        .call = error_cross_entropy_loss_1913,
         .expect = 0,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3153: weight requires grad",
+        .what = "ops.yaml:3162: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33488,7 +33614,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_loss_1907,
+        .call = error_cross_entropy_loss_1914,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_loss: weight requires grad, but cross_entropy_loss is not differentiable with respect to weight",
@@ -33497,27 +33623,27 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3153: reduction not a choice",
+        .what = "ops.yaml:3162: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1908,
+        .call = error_cross_entropy_loss_1915,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3153: dtype of self",
+        .what = "ops.yaml:3162: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_loss_1909,
+        .call = error_cross_entropy_loss_1916,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_loss: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3183: weight requires grad",
+        .what = "ops.yaml:3192: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33527,7 +33653,7 @@ const yt_error_case yt_error_cases[] = {
                       .dtype = YT_DTYPE_F64,
                       .optional = true,
                       .no_grad = true},
-        .call = error_cross_entropy_index_1917,
+        .call = error_cross_entropy_index_1924,
         .expect = YT_ERR_VALUE,
         .expect_prefix =
             "cross_entropy_index: weight requires grad, but cross_entropy_index is not differentiable with respect to weight",
@@ -33536,221 +33662,221 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3183: reduction not a choice",
+        .what = "ops.yaml:3192: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1918,
+        .call = error_cross_entropy_index_1925,
         .expect = YT_ERR_VALUE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3183: dtype of self",
+        .what = "ops.yaml:3192: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
-        .call = error_cross_entropy_index_1919,
+        .call = error_cross_entropy_index_1926,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "cross_entropy_index: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3220: query.dim >= 2",
+        .what = "ops.yaml:3229: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1927,
+        .call = error_scaled_dot_product_attention_1934,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3222: key.dim >= 2",
+        .what = "ops.yaml:3231: key.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1928,
+        .call = error_scaled_dot_product_attention_1935,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3224: value.dim >= 2",
+        .what = "ops.yaml:3233: value.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1929,
+        .call = error_scaled_dot_product_attention_1936,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3226: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3235: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1930,
+        .call = error_scaled_dot_product_attention_1937,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3228: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3237: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1931,
+        .call = error_scaled_dot_product_attention_1938,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3214: dtype of query",
+        .what = "ops.yaml:3223: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_1932,
+        .call = error_scaled_dot_product_attention_1939,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3249: query.dim >= 2",
+        .what = "ops.yaml:3258: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1941,
+        .call = error_scaled_dot_product_attention_math_1948,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3251: key.dim == query.dim and value.dim == query.dim",
+        .what = "ops.yaml:3260: key.dim == query.dim and value.dim == query.dim",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1942,
+        .call = error_scaled_dot_product_attention_math_1949,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3253: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3262: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1943,
+        .call = error_scaled_dot_product_attention_math_1950,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3255: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3264: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1944,
+        .call = error_scaled_dot_product_attention_math_1951,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3243: dtype of query",
+        .what = "ops.yaml:3252: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "value", .dim = 3, .sizes = {2, 5, 6}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_1945,
+        .call = error_scaled_dot_product_attention_math_1952,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "scaled_dot_product_attention_math: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
-        .what = "ops.yaml:3273: query.dim >= 2",
+        .what = "ops.yaml:3282: query.dim >= 2",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1946,
+        .call = error_scaled_dot_product_attention_math_backward_1953,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
         .what =
-            "ops.yaml:3275: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
+            "ops.yaml:3284: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[2] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[3] = {.name = "value", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[4] = {.name = "attn", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
-        .call = error_scaled_dot_product_attention_math_backward_1947,
+        .call = error_scaled_dot_product_attention_math_backward_1954,
         .expect = 0,
         .expect_prefix = "scaled_dot_product_attention_math_backward: ",
     },
     {
         .op = "rand",
-        .what = "ops.yaml:3415: is_floating(result_dtype)",
+        .what = "ops.yaml:3424: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_rand_1975,
+        .call = error_rand_1982,
         .expect = 0,
         .expect_prefix = "rand: ",
     },
     {
         .op = "randn",
-        .what = "ops.yaml:3426: is_floating(result_dtype)",
+        .what = "ops.yaml:3435: is_floating(result_dtype)",
         .n_inputs = 0,
-        .call = error_randn_1977,
+        .call = error_randn_1984,
         .expect = 0,
         .expect_prefix = "randn: ",
     },
     {
         .op = "normal",
-        .what = "ops.yaml:3502: dtype of self",
+        .what = "ops.yaml:3511: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_normal_1999,
+        .call = error_normal_2006,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "normal: ",
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:3514: dtype of self",
+        .what = "ops.yaml:3523: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_uniform_2006,
+        .call = error_uniform_2013,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "uniform: ",
     },
     {
         .op = "maybe_multiply",
-        .what = "ops.yaml:3527: dtype of self",
+        .what = "ops.yaml:3536: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_maybe_multiply_2009,
+        .call = error_maybe_multiply_2016,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "maybe_multiply: ",
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:3538: dtype of self",
+        .what = "ops.yaml:3547: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
-        .call = error_sum_to_2012,
+        .call = error_sum_to_2019,
         .expect = YT_ERR_DTYPE,
         .expect_prefix = "sum_to: ",
     },

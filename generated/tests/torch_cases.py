@@ -2799,473 +2799,503 @@ def case_475(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_476(self, mat2):
-    """mm (ops.yaml:1358 sample 0)"""
-    return torch.ops.aten.mm(self, mat2)
+def case_476(grad_output):
+    """cumsum_backward (ops.yaml:1307 sample 0)"""
+    dim = 1
+    return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_477(self, mat2):
-    """mm (ops.yaml:1358 sample 1)"""
-    return torch.ops.aten.mm(self, mat2)
+def case_477(grad_output):
+    """cumsum_backward (ops.yaml:1307 sample 1)"""
+    dim = -2
+    return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_478(self, mat2):
-    """mm (ops.yaml:1358 sample 2)"""
-    return torch.ops.aten.mm(self, mat2)
+def case_478(grad_output):
+    """cumsum_backward (ops.yaml:1307 sample 2)"""
+    dim = 0
+    return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_479(self, mat2):
-    """mm (ops.yaml:1358 sample 3)"""
-    return torch.ops.aten.mm(self, mat2)
+def case_479(grad_output):
+    """cumsum_backward (ops.yaml:1307 sample 3)"""
+    dim = 0
+    return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_480(self, mat2):
-    """mm (ops.yaml:1358 sample 4)"""
-    return torch.ops.aten.mm(self, mat2)
+def case_480(grad_output):
+    """cumsum_backward (ops.yaml:1307 sample 4)"""
+    dim = 0
+    return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
 def case_481(self, mat2):
-    """mm (ops.yaml:1358 sample 5)"""
+    """mm (ops.yaml:1367 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_482(self, mat2):
-    """mm (ops.yaml:1358 sample 6)"""
+    """mm (ops.yaml:1367 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_483(self, other):
-    """matmul (ops.yaml:1379 sample 0)"""
-    return torch.ops.aten.matmul(self, other)
+def case_483(self, mat2):
+    """mm (ops.yaml:1367 sample 2)"""
+    return torch.ops.aten.mm(self, mat2)
 
 
-def case_484(self, other):
-    """matmul (ops.yaml:1379 sample 1)"""
-    return torch.ops.aten.matmul(self, other)
+def case_484(self, mat2):
+    """mm (ops.yaml:1367 sample 3)"""
+    return torch.ops.aten.mm(self, mat2)
 
 
-def case_485(self, other):
-    """matmul (ops.yaml:1379 sample 2)"""
-    return torch.ops.aten.matmul(self, other)
+def case_485(self, mat2):
+    """mm (ops.yaml:1367 sample 4)"""
+    return torch.ops.aten.mm(self, mat2)
 
 
-def case_486(self, other):
-    """matmul (ops.yaml:1379 sample 3)"""
-    return torch.ops.aten.matmul(self, other)
+def case_486(self, mat2):
+    """mm (ops.yaml:1367 sample 5)"""
+    return torch.ops.aten.mm(self, mat2)
 
 
-def case_487(self, other):
-    """matmul (ops.yaml:1379 sample 4)"""
-    return torch.ops.aten.matmul(self, other)
+def case_487(self, mat2):
+    """mm (ops.yaml:1367 sample 6)"""
+    return torch.ops.aten.mm(self, mat2)
 
 
 def case_488(self, other):
-    """matmul (ops.yaml:1379 sample 5)"""
+    """matmul (ops.yaml:1388 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_489(self, other):
-    """matmul (ops.yaml:1379 sample 6)"""
+    """matmul (ops.yaml:1388 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_490(self, other):
-    """matmul (ops.yaml:1379 sample 7)"""
+    """matmul (ops.yaml:1388 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_491(self, other):
-    """matmul (ops.yaml:1379 sample 8)"""
+    """matmul (ops.yaml:1388 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_492(self, other):
-    """matmul (ops.yaml:1379 sample 9)"""
+    """matmul (ops.yaml:1388 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_493(self, other):
-    """matmul (ops.yaml:1379 sample 10)"""
+    """matmul (ops.yaml:1388 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_494(self, other):
-    """matmul (ops.yaml:1379 sample 11)"""
+    """matmul (ops.yaml:1388 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_495(self, mat2):
-    """bmm (ops.yaml:1410 sample 0)"""
+def case_495(self, other):
+    """matmul (ops.yaml:1388 sample 7)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_496(self, other):
+    """matmul (ops.yaml:1388 sample 8)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_497(self, other):
+    """matmul (ops.yaml:1388 sample 9)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_498(self, other):
+    """matmul (ops.yaml:1388 sample 10)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_499(self, other):
+    """matmul (ops.yaml:1388 sample 11)"""
+    return torch.ops.aten.matmul(self, other)
+
+
+def case_500(self, mat2):
+    """bmm (ops.yaml:1419 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_496(self, mat2):
-    """bmm (ops.yaml:1410 sample 1)"""
+def case_501(self, mat2):
+    """bmm (ops.yaml:1419 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_497(self, mat2):
-    """bmm (ops.yaml:1410 sample 2)"""
+def case_502(self, mat2):
+    """bmm (ops.yaml:1419 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_498(self, mat2):
-    """bmm (ops.yaml:1410 sample 3)"""
+def case_503(self, mat2):
+    """bmm (ops.yaml:1419 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_499(self, mat2):
-    """bmm (ops.yaml:1410 sample 4)"""
+def case_504(self, mat2):
+    """bmm (ops.yaml:1419 sample 4)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_500(self, mat1, mat2):
-    """addmm (ops.yaml:1438 sample 0)"""
+def case_505(self, mat1, mat2):
+    """addmm (ops.yaml:1447 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_501(self, mat1, mat2):
-    """addmm (ops.yaml:1438 sample 1)"""
+def case_506(self, mat1, mat2):
+    """addmm (ops.yaml:1447 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_502(self, mat1, mat2):
-    """addmm (ops.yaml:1438 sample 2)"""
+def case_507(self, mat1, mat2):
+    """addmm (ops.yaml:1447 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_503(self, mat1, mat2):
-    """addmm (ops.yaml:1438 sample 3)"""
+def case_508(self, mat1, mat2):
+    """addmm (ops.yaml:1447 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_504(self, mat1, mat2):
-    """addmm (ops.yaml:1438 sample 4)"""
+def case_509(self, mat1, mat2):
+    """addmm (ops.yaml:1447 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_505(self, mat1, mat2):
-    """addmm (ops.yaml:1438 sample 5)"""
+def case_510(self, mat1, mat2):
+    """addmm (ops.yaml:1447 sample 5)"""
     beta = 2
     alpha = -3
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_506(self, mat1, mat2):
-    """addmm (ops.yaml:1438 sample 6)"""
+def case_511(self, mat1, mat2):
+    """addmm (ops.yaml:1447 sample 6)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_507(self, batch1, batch2):
-    """baddbmm (ops.yaml:1472 sample 0)"""
+def case_512(self, batch1, batch2):
+    """baddbmm (ops.yaml:1481 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_508(self, batch1, batch2):
-    """baddbmm (ops.yaml:1472 sample 1)"""
+def case_513(self, batch1, batch2):
+    """baddbmm (ops.yaml:1481 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_509(self, batch1, batch2):
-    """baddbmm (ops.yaml:1472 sample 2)"""
+def case_514(self, batch1, batch2):
+    """baddbmm (ops.yaml:1481 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_510(self, batch1, batch2):
-    """baddbmm (ops.yaml:1472 sample 3)"""
+def case_515(self, batch1, batch2):
+    """baddbmm (ops.yaml:1481 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_511(self, batch1, batch2):
-    """baddbmm (ops.yaml:1472 sample 4)"""
+def case_516(self, batch1, batch2):
+    """baddbmm (ops.yaml:1481 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_512(self, batch1, batch2):
-    """baddbmm (ops.yaml:1472 sample 5)"""
+def case_517(self, batch1, batch2):
+    """baddbmm (ops.yaml:1481 sample 5)"""
     beta = 0
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_513(self, tensor):
-    """dot (ops.yaml:1494 sample 0)"""
+def case_518(self, tensor):
+    """dot (ops.yaml:1503 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_514(self, tensor):
-    """dot (ops.yaml:1494 sample 1)"""
+def case_519(self, tensor):
+    """dot (ops.yaml:1503 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_515(self, tensor):
-    """dot (ops.yaml:1494 sample 2)"""
+def case_520(self, tensor):
+    """dot (ops.yaml:1503 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_516(self, tensor):
-    """dot (ops.yaml:1494 sample 3)"""
+def case_521(self, tensor):
+    """dot (ops.yaml:1503 sample 3)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_517(self, vec2):
-    """outer (ops.yaml:1512 sample 0)"""
+def case_522(self, vec2):
+    """outer (ops.yaml:1521 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_518(self, vec2):
-    """outer (ops.yaml:1512 sample 1)"""
+def case_523(self, vec2):
+    """outer (ops.yaml:1521 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_519(self, vec2):
-    """outer (ops.yaml:1512 sample 2)"""
+def case_524(self, vec2):
+    """outer (ops.yaml:1521 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_520(self, vec2):
-    """outer (ops.yaml:1512 sample 3)"""
+def case_525(self, vec2):
+    """outer (ops.yaml:1521 sample 3)"""
     return torch.ops.aten.outer(self, vec2)
-
-
-def case_521(input, weight, bias):
-    """linear (ops.yaml:1536 sample 0)"""
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_522(input, weight, bias):
-    """linear (ops.yaml:1536 sample 1)"""
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_523(input, weight):
-    """linear (ops.yaml:1536 sample 2)"""
-    bias = None
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_524(input, weight, bias):
-    """linear (ops.yaml:1536 sample 3)"""
-    return torch.ops.aten.linear(input, weight, bias)
-
-
-def case_525(input, weight, bias):
-    """linear (ops.yaml:1536 sample 4)"""
-    return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_526(input, weight, bias):
-    """linear (ops.yaml:1536 sample 5)"""
+    """linear (ops.yaml:1545 sample 0)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_527(input, weight):
-    """linear (ops.yaml:1536 sample 6)"""
-    bias = None
+def case_527(input, weight, bias):
+    """linear (ops.yaml:1545 sample 1)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_528(input, weight):
-    """linear (ops.yaml:1536 sample 7)"""
+    """linear (ops.yaml:1545 sample 2)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_529(input, weight):
-    """linear (ops.yaml:1536 sample 8)"""
+def case_529(input, weight, bias):
+    """linear (ops.yaml:1545 sample 3)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_530(input, weight, bias):
+    """linear (ops.yaml:1545 sample 4)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_531(input, weight, bias):
+    """linear (ops.yaml:1545 sample 5)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_532(input, weight):
+    """linear (ops.yaml:1545 sample 6)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_530(input, weight):
-    """linear (ops.yaml:1536 sample 9)"""
+def case_533(input, weight):
+    """linear (ops.yaml:1545 sample 7)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_531(input, weight):
-    """linear (ops.yaml:1536 sample 10)"""
+def case_534(input, weight):
+    """linear (ops.yaml:1545 sample 8)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_532(input, weight, bias):
-    """linear (ops.yaml:1536 sample 11)"""
+def case_535(input, weight):
+    """linear (ops.yaml:1545 sample 9)"""
+    bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_533(input, weight, bias):
-    """linear (ops.yaml:1536 sample 12)"""
+def case_536(input, weight):
+    """linear (ops.yaml:1545 sample 10)"""
+    bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_534(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1565 sample 0)"""
+def case_537(input, weight, bias):
+    """linear (ops.yaml:1545 sample 11)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_538(input, weight, bias):
+    """linear (ops.yaml:1545 sample 12)"""
+    return torch.ops.aten.linear(input, weight, bias)
+
+
+def case_539(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1574 sample 0)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_535(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1565 sample 1)"""
+def case_540(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1574 sample 1)"""
     alpha = 2
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_536(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1565 sample 2)"""
+def case_541(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1574 sample 2)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_537(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1565 sample 3)"""
+def case_542(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1574 sample 3)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_538(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1586 sample 0)"""
+def case_543(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1595 sample 0)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_539(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1586 sample 1)"""
+def case_544(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1595 sample 1)"""
     alpha = 2
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_540(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1586 sample 2)"""
+def case_545(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1595 sample 2)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_541(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1586 sample 3)"""
+def case_546(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1595 sample 3)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_542(self):
-    """t (ops.yaml:1604 sample 0)"""
+def case_547(self):
+    """t (ops.yaml:1613 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_543(self):
-    """t (ops.yaml:1604 sample 1)"""
+def case_548(self):
+    """t (ops.yaml:1613 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_544(self):
-    """transpose (ops.yaml:1615 sample 0)"""
+def case_549(self):
+    """transpose (ops.yaml:1624 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_545(self):
-    """transpose (ops.yaml:1615 sample 1)"""
+def case_550(self):
+    """transpose (ops.yaml:1624 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_546(self):
-    """permute (ops.yaml:1629 sample 0)"""
+def case_551(self):
+    """permute (ops.yaml:1638 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_547(self):
-    """view (ops.yaml:1638 sample 0)"""
+def case_552(self):
+    """view (ops.yaml:1647 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_548(self):
-    """view (ops.yaml:1638 sample 1)"""
+def case_553(self):
+    """view (ops.yaml:1647 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_549(self):
-    """reshape (ops.yaml:1648 sample 0)"""
+def case_554(self):
+    """reshape (ops.yaml:1657 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_550(self):
-    """reshape (ops.yaml:1648 sample 1)"""
+def case_555(self):
+    """reshape (ops.yaml:1657 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_551(self):
-    """expand (ops.yaml:1658 sample 0)"""
+def case_556(self):
+    """expand (ops.yaml:1667 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_552(self):
-    """expand (ops.yaml:1658 sample 1)"""
+def case_557(self):
+    """expand (ops.yaml:1667 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_553(self):
-    """squeeze (ops.yaml:1668 sample 0)"""
+def case_558(self):
+    """squeeze (ops.yaml:1677 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_554(self):
-    """squeeze.dim (ops.yaml:1678 sample 0)"""
+def case_559(self):
+    """squeeze.dim (ops.yaml:1687 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_555(self):
-    """squeeze.dim (ops.yaml:1678 sample 1)"""
+def case_560(self):
+    """squeeze.dim (ops.yaml:1687 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_556(self):
-    """unsqueeze (ops.yaml:1689 sample 0)"""
+def case_561(self):
+    """unsqueeze (ops.yaml:1698 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_557(self):
-    """unsqueeze (ops.yaml:1689 sample 1)"""
+def case_562(self):
+    """unsqueeze (ops.yaml:1698 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_558(self):
-    """slice (ops.yaml:1703 sample 0)"""
+def case_563(self):
+    """slice (ops.yaml:1712 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -3273,8 +3303,8 @@ def case_558(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_559(self):
-    """slice (ops.yaml:1703 sample 1)"""
+def case_564(self):
+    """slice (ops.yaml:1712 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -3282,1122 +3312,1122 @@ def case_559(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_560(self):
-    """select (ops.yaml:1714 sample 0)"""
+def case_565(self):
+    """select (ops.yaml:1723 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_561(self):
-    """select (ops.yaml:1714 sample 1)"""
+def case_566(self):
+    """select (ops.yaml:1723 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_562(self):
-    """contiguous (ops.yaml:1724 sample 0)"""
+def case_567(self):
+    """contiguous (ops.yaml:1733 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_563(self):
-    """flatten.using_ints (ops.yaml:1737 sample 0)"""
+def case_568(self):
+    """flatten.using_ints (ops.yaml:1746 sample 0)"""
     start_dim = 1
     end_dim = 2
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_564(self):
-    """flatten.using_ints (ops.yaml:1737 sample 1)"""
+def case_569(self):
+    """flatten.using_ints (ops.yaml:1746 sample 1)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_565(self):
-    """flatten.using_ints (ops.yaml:1737 sample 2)"""
+def case_570(self):
+    """flatten.using_ints (ops.yaml:1746 sample 2)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_566(self):
-    """flatten.using_ints (ops.yaml:1737 sample 3)"""
+def case_571(self):
+    """flatten.using_ints (ops.yaml:1746 sample 3)"""
     start_dim = 0
     end_dim = 1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_567(self):
-    """flatten.using_ints (ops.yaml:1737 sample 4)"""
+def case_572(self):
+    """flatten.using_ints (ops.yaml:1746 sample 4)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_568(self):
-    """unflatten.int (ops.yaml:1756 sample 0)"""
+def case_573(self):
+    """unflatten.int (ops.yaml:1765 sample 0)"""
     dim = 1
     sizes = [2, 3]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_569(self):
-    """unflatten.int (ops.yaml:1756 sample 1)"""
+def case_574(self):
+    """unflatten.int (ops.yaml:1765 sample 1)"""
     dim = 0
     sizes = [-1, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_570(self):
-    """unflatten.int (ops.yaml:1756 sample 2)"""
+def case_575(self):
+    """unflatten.int (ops.yaml:1765 sample 2)"""
     dim = 1
     sizes = [3, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_571(self):
-    """unflatten.int (ops.yaml:1756 sample 3)"""
+def case_576(self):
+    """unflatten.int (ops.yaml:1765 sample 3)"""
     dim = 0
     sizes = [0, 5]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_572(self):
-    """broadcast_to (ops.yaml:1768 sample 0)"""
+def case_577(self):
+    """broadcast_to (ops.yaml:1777 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_573(self):
-    """broadcast_to (ops.yaml:1768 sample 1)"""
+def case_578(self):
+    """broadcast_to (ops.yaml:1777 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_574(self):
-    """broadcast_to (ops.yaml:1768 sample 2)"""
+def case_579(self):
+    """broadcast_to (ops.yaml:1777 sample 2)"""
     size = [2, 3, 5]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_575(self):
-    """broadcast_to (ops.yaml:1768 sample 3)"""
+def case_580(self):
+    """broadcast_to (ops.yaml:1777 sample 3)"""
     size = [2, 0]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_576(self):
-    """narrow (ops.yaml:1786 sample 0)"""
+def case_581(self):
+    """narrow (ops.yaml:1795 sample 0)"""
     dim = 0
     start = 1
     length = 3
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_577(self):
-    """narrow (ops.yaml:1786 sample 1)"""
+def case_582(self):
+    """narrow (ops.yaml:1795 sample 1)"""
     dim = 1
     start = -3
     length = 2
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_578(self):
-    """narrow (ops.yaml:1786 sample 2)"""
+def case_583(self):
+    """narrow (ops.yaml:1795 sample 2)"""
     dim = 0
     start = 2
     length = 0
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_579(self):
-    """narrow (ops.yaml:1786 sample 3)"""
+def case_584(self):
+    """narrow (ops.yaml:1795 sample 3)"""
     dim = 1
     start = 3
     length = 0
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_580(self):
-    """repeat (ops.yaml:1801 sample 0)"""
-    repeats = [2, 2]
-    return torch.ops.aten.repeat(self, repeats)
-
-
-def case_581(self):
-    """repeat (ops.yaml:1801 sample 1)"""
-    repeats = [2, 1, 2]
-    return torch.ops.aten.repeat(self, repeats)
-
-
-def case_582(self):
-    """repeat (ops.yaml:1801 sample 2)"""
-    repeats = [1, 3]
-    return torch.ops.aten.repeat(self, repeats)
-
-
-def case_583(self):
-    """repeat (ops.yaml:1801 sample 3)"""
-    repeats = [2, 2]
-    return torch.ops.aten.repeat(self, repeats)
-
-
-def case_584(self):
-    """repeat (ops.yaml:1801 sample 4)"""
-    repeats = [3]
-    return torch.ops.aten.repeat(self, repeats)
-
-
 def case_585(self):
-    """repeat (ops.yaml:1801 sample 5)"""
-    repeats = [0]
+    """repeat (ops.yaml:1810 sample 0)"""
+    repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_586(self):
-    """flip (ops.yaml:1816 sample 0)"""
+    """repeat (ops.yaml:1810 sample 1)"""
+    repeats = [2, 1, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_587(self):
+    """repeat (ops.yaml:1810 sample 2)"""
+    repeats = [1, 3]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_588(self):
+    """repeat (ops.yaml:1810 sample 3)"""
+    repeats = [2, 2]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_589(self):
+    """repeat (ops.yaml:1810 sample 4)"""
+    repeats = [3]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_590(self):
+    """repeat (ops.yaml:1810 sample 5)"""
+    repeats = [0]
+    return torch.ops.aten.repeat(self, repeats)
+
+
+def case_591(self):
+    """flip (ops.yaml:1825 sample 0)"""
     dims = [0]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_587(self):
-    """flip (ops.yaml:1816 sample 1)"""
+def case_592(self):
+    """flip (ops.yaml:1825 sample 1)"""
     dims = [0, -1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_588(self):
-    """flip (ops.yaml:1816 sample 2)"""
+def case_593(self):
+    """flip (ops.yaml:1825 sample 2)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_589(self):
-    """flip (ops.yaml:1816 sample 3)"""
+def case_594(self):
+    """flip (ops.yaml:1825 sample 3)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_590(self):
-    """flip (ops.yaml:1816 sample 4)"""
+def case_595(self):
+    """flip (ops.yaml:1825 sample 4)"""
     dims = []
     return torch.ops.aten.flip(self, dims)
 
 
-def case_591(self):
-    """roll (ops.yaml:1833 sample 0)"""
+def case_596(self):
+    """roll (ops.yaml:1842 sample 0)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_592(self):
-    """roll (ops.yaml:1833 sample 1)"""
+def case_597(self):
+    """roll (ops.yaml:1842 sample 1)"""
     shifts = [-5]
     dims = []
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_593(self):
-    """roll (ops.yaml:1833 sample 2)"""
+def case_598(self):
+    """roll (ops.yaml:1842 sample 2)"""
     shifts = [1, 2]
     dims = [0, 2]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_594(self):
-    """roll (ops.yaml:1833 sample 3)"""
+def case_599(self):
+    """roll (ops.yaml:1842 sample 3)"""
     shifts = [2]
     dims = [0]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_595(self):
-    """roll (ops.yaml:1833 sample 4)"""
+def case_600(self):
+    """roll (ops.yaml:1842 sample 4)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_596(self):
-    """tril (ops.yaml:1857 sample 0)"""
+def case_601(self):
+    """tril (ops.yaml:1866 sample 0)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_597(self):
-    """tril (ops.yaml:1857 sample 1)"""
+def case_602(self):
+    """tril (ops.yaml:1866 sample 1)"""
     diagonal = 1
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_598(self):
-    """tril (ops.yaml:1857 sample 2)"""
+def case_603(self):
+    """tril (ops.yaml:1866 sample 2)"""
     diagonal = -1
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_599(self):
-    """tril (ops.yaml:1857 sample 3)"""
+def case_604(self):
+    """tril (ops.yaml:1866 sample 3)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_600(self):
-    """tril (ops.yaml:1857 sample 4)"""
+def case_605(self):
+    """tril (ops.yaml:1866 sample 4)"""
     diagonal = -7
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_601(self):
-    """triu (ops.yaml:1873 sample 0)"""
+def case_606(self):
+    """triu (ops.yaml:1882 sample 0)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_602(self):
-    """triu (ops.yaml:1873 sample 1)"""
+def case_607(self):
+    """triu (ops.yaml:1882 sample 1)"""
     diagonal = 1
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_603(self):
-    """triu (ops.yaml:1873 sample 2)"""
+def case_608(self):
+    """triu (ops.yaml:1882 sample 2)"""
     diagonal = -1
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_604(self):
-    """triu (ops.yaml:1873 sample 3)"""
+def case_609(self):
+    """triu (ops.yaml:1882 sample 3)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_605(self):
-    """triu (ops.yaml:1873 sample 4)"""
+def case_610(self):
+    """triu (ops.yaml:1882 sample 4)"""
     diagonal = 9
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_606(self):
-    """pad (ops.yaml:1887 sample 0)"""
+def case_611(self):
+    """pad (ops.yaml:1896 sample 0)"""
     pad = [1, 2]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_607(self):
-    """pad (ops.yaml:1887 sample 1)"""
+def case_612(self):
+    """pad (ops.yaml:1896 sample 1)"""
     pad = [1, 0, -1, 2]
     mode = 'constant'
     value = 1.5
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_608(self):
-    """pad (ops.yaml:1887 sample 2)"""
+def case_613(self):
+    """pad (ops.yaml:1896 sample 2)"""
     pad = [2, 1, 1, 1]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_609(self):
-    """pad (ops.yaml:1887 sample 3)"""
+def case_614(self):
+    """pad (ops.yaml:1896 sample 3)"""
     pad = [1, 1]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_610(self):
-    """pad (ops.yaml:1887 sample 4)"""
+def case_615(self):
+    """pad (ops.yaml:1896 sample 4)"""
     pad = [2, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_611(self):
-    """pad (ops.yaml:1887 sample 5)"""
+def case_616(self):
+    """pad (ops.yaml:1896 sample 5)"""
     pad = [1, 2, 3, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_612(self):
-    """pad (ops.yaml:1887 sample 6)"""
+def case_617(self):
+    """pad (ops.yaml:1896 sample 6)"""
     pad = [2, 3]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_613(self):
-    """pad (ops.yaml:1887 sample 7)"""
+def case_618(self):
+    """pad (ops.yaml:1896 sample 7)"""
     pad = [1, 2]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_614(self):
-    """pad (ops.yaml:1887 sample 8)"""
+def case_619(self):
+    """pad (ops.yaml:1896 sample 8)"""
     pad = [-2, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_615(self):
-    """pad (ops.yaml:1887 sample 9)"""
+def case_620(self):
+    """pad (ops.yaml:1896 sample 9)"""
     pad = [-1, 1, 1, -1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_616(self):
-    """pad (ops.yaml:1887 sample 10)"""
+def case_621(self):
+    """pad (ops.yaml:1896 sample 10)"""
     pad = [2, -3]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_617(tensors_0, tensors_1):
-    """cat (ops.yaml:1910 sample 0)"""
-    tensors = [tensors_0, tensors_1]
-    dim = 0
-    return torch.ops.aten.cat(tensors, dim)
-
-
-def case_618(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1910 sample 1)"""
-    tensors = [tensors_0, tensors_1, tensors_2]
-    dim = -1
-    return torch.ops.aten.cat(tensors, dim)
-
-
-def case_619(tensors_0, tensors_1):
-    """cat (ops.yaml:1910 sample 2)"""
-    tensors = [tensors_0, tensors_1]
-    dim = 1
-    return torch.ops.aten.cat(tensors, dim)
-
-
-def case_620(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1910 sample 3)"""
-    tensors = [tensors_0, tensors_1, tensors_2]
-    dim = 0
-    return torch.ops.aten.cat(tensors, dim)
-
-
-def case_621(tensors_0, tensors_1):
-    """cat (ops.yaml:1910 sample 4)"""
-    tensors = [tensors_0, tensors_1]
-    dim = 0
-    return torch.ops.aten.cat(tensors, dim)
-
-
 def case_622(tensors_0, tensors_1):
-    """stack (ops.yaml:1931 sample 0)"""
+    """cat (ops.yaml:1919 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
-    return torch.ops.aten.stack(tensors, dim)
+    return torch.ops.aten.cat(tensors, dim)
 
 
 def case_623(tensors_0, tensors_1, tensors_2):
-    """stack (ops.yaml:1931 sample 1)"""
+    """cat (ops.yaml:1919 sample 1)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = -1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_624(tensors_0, tensors_1):
+    """cat (ops.yaml:1919 sample 2)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 1
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_625(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1919 sample 3)"""
+    tensors = [tensors_0, tensors_1, tensors_2]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_626(tensors_0, tensors_1):
+    """cat (ops.yaml:1919 sample 4)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.cat(tensors, dim)
+
+
+def case_627(tensors_0, tensors_1):
+    """stack (ops.yaml:1940 sample 0)"""
+    tensors = [tensors_0, tensors_1]
+    dim = 0
+    return torch.ops.aten.stack(tensors, dim)
+
+
+def case_628(tensors_0, tensors_1, tensors_2):
+    """stack (ops.yaml:1940 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_624(tensors_0, tensors_1):
-    """stack (ops.yaml:1931 sample 2)"""
+def case_629(tensors_0, tensors_1):
+    """stack (ops.yaml:1940 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_625(tensors_0, tensors_1):
-    """stack (ops.yaml:1931 sample 3)"""
+def case_630(tensors_0, tensors_1):
+    """stack (ops.yaml:1940 sample 3)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_626(tensors_0, tensors_1):
-    """stack (ops.yaml:1931 sample 4)"""
+def case_631(tensors_0, tensors_1):
+    """stack (ops.yaml:1940 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_627(self):
-    """split.Tensor (ops.yaml:1945 sample 0)"""
+def case_632(self):
+    """split.Tensor (ops.yaml:1954 sample 0)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_628(self):
-    """split.Tensor (ops.yaml:1945 sample 1)"""
+def case_633(self):
+    """split.Tensor (ops.yaml:1954 sample 1)"""
     split_size = 3
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_629(self):
-    """split.Tensor (ops.yaml:1945 sample 2)"""
+def case_634(self):
+    """split.Tensor (ops.yaml:1954 sample 2)"""
     split_size = 4
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_630(self):
-    """split.Tensor (ops.yaml:1945 sample 3)"""
+def case_635(self):
+    """split.Tensor (ops.yaml:1954 sample 3)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_631(self):
-    """split_with_sizes (ops.yaml:1958 sample 0)"""
+def case_636(self):
+    """split_with_sizes (ops.yaml:1967 sample 0)"""
     split_sizes = [2, 3]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_632(self):
-    """split_with_sizes (ops.yaml:1958 sample 1)"""
+def case_637(self):
+    """split_with_sizes (ops.yaml:1967 sample 1)"""
     split_sizes = [1, 0, 5]
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_633(self):
-    """split_with_sizes (ops.yaml:1958 sample 2)"""
+def case_638(self):
+    """split_with_sizes (ops.yaml:1967 sample 2)"""
     split_sizes = [1, 3]
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_634(self):
-    """split_with_sizes (ops.yaml:1958 sample 3)"""
+def case_639(self):
+    """split_with_sizes (ops.yaml:1967 sample 3)"""
     split_sizes = [0, 0]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_635(self):
-    """chunk (ops.yaml:1971 sample 0)"""
+def case_640(self):
+    """chunk (ops.yaml:1980 sample 0)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_636(self):
-    """chunk (ops.yaml:1971 sample 1)"""
+def case_641(self):
+    """chunk (ops.yaml:1980 sample 1)"""
     chunks = 4
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_637(self):
-    """chunk (ops.yaml:1971 sample 2)"""
+def case_642(self):
+    """chunk (ops.yaml:1980 sample 2)"""
     chunks = 3
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_638(self):
-    """chunk (ops.yaml:1971 sample 3)"""
+def case_643(self):
+    """chunk (ops.yaml:1980 sample 3)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_639(self):
-    """unbind.int (ops.yaml:1984 sample 0)"""
+def case_644(self):
+    """unbind.int (ops.yaml:1993 sample 0)"""
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_640(self):
-    """unbind.int (ops.yaml:1984 sample 1)"""
+def case_645(self):
+    """unbind.int (ops.yaml:1993 sample 1)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_641(self):
-    """unbind.int (ops.yaml:1984 sample 2)"""
+def case_646(self):
+    """unbind.int (ops.yaml:1993 sample 2)"""
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_642(self):
-    """unbind.int (ops.yaml:1984 sample 3)"""
+def case_647(self):
+    """unbind.int (ops.yaml:1993 sample 3)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_643(self, index):
-    """index_select (ops.yaml:2001 sample 0)"""
-    dim = 0
-    return torch.ops.aten.index_select(self, dim, index)
-
-
-def case_644(self, index):
-    """index_select (ops.yaml:2001 sample 1)"""
-    dim = 1
-    return torch.ops.aten.index_select(self, dim, index)
-
-
-def case_645(self, index):
-    """index_select (ops.yaml:2001 sample 2)"""
-    dim = 1
-    return torch.ops.aten.index_select(self, dim, index)
-
-
-def case_646(self, index):
-    """index_select (ops.yaml:2001 sample 3)"""
-    dim = 0
-    return torch.ops.aten.index_select(self, dim, index)
-
-
-def case_647(self, index):
-    """index_select (ops.yaml:2001 sample 4)"""
-    dim = 0
-    return torch.ops.aten.index_select(self, dim, index)
-
-
 def case_648(self, index):
-    """index_select (ops.yaml:2001 sample 5)"""
+    """index_select (ops.yaml:2010 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_649(self, index, source):
-    """index_add (ops.yaml:2025 sample 0)"""
+def case_649(self, index):
+    """index_select (ops.yaml:2010 sample 1)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_650(self, index):
+    """index_select (ops.yaml:2010 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_651(self, index):
+    """index_select (ops.yaml:2010 sample 3)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_652(self, index):
+    """index_select (ops.yaml:2010 sample 4)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_653(self, index):
+    """index_select (ops.yaml:2010 sample 5)"""
+    dim = 0
+    return torch.ops.aten.index_select(self, dim, index)
+
+
+def case_654(self, index, source):
+    """index_add (ops.yaml:2034 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_650(self, index, source):
-    """index_add (ops.yaml:2025 sample 1)"""
+def case_655(self, index, source):
+    """index_add (ops.yaml:2034 sample 1)"""
     dim = 1
     alpha = 2.5
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_651(self, index, source):
-    """index_add (ops.yaml:2025 sample 2)"""
-    dim = 0
-    alpha = 1
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
-
-
-def case_652(self, index, source):
-    """index_add (ops.yaml:2025 sample 3)"""
-    dim = 0
-    alpha = 1
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
-
-
-def case_653(self, index, source):
-    """index_add (ops.yaml:2025 sample 4)"""
-    dim = 0
-    alpha = 1
-    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
-
-
-def case_654(self, index, source):
-    """index_copy (ops.yaml:2040 sample 0)"""
-    dim = 0
-    return torch.ops.aten.index_copy(self, dim, index, source)
-
-
-def case_655(self, index, source):
-    """index_copy (ops.yaml:2040 sample 1)"""
-    dim = 1
-    return torch.ops.aten.index_copy(self, dim, index, source)
-
-
 def case_656(self, index, source):
-    """index_copy (ops.yaml:2040 sample 2)"""
+    """index_add (ops.yaml:2034 sample 2)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_657(self, index, source):
+    """index_add (ops.yaml:2034 sample 3)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_658(self, index, source):
+    """index_add (ops.yaml:2034 sample 4)"""
+    dim = 0
+    alpha = 1
+    return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
+
+
+def case_659(self, index, source):
+    """index_copy (ops.yaml:2049 sample 0)"""
+    dim = 0
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_660(self, index, source):
+    """index_copy (ops.yaml:2049 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_657(self, index):
-    """gather (ops.yaml:2053 sample 0)"""
+def case_661(self, index, source):
+    """index_copy (ops.yaml:2049 sample 2)"""
+    dim = 1
+    return torch.ops.aten.index_copy(self, dim, index, source)
+
+
+def case_662(self, index):
+    """gather (ops.yaml:2062 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_658(self, index):
-    """gather (ops.yaml:2053 sample 1)"""
+def case_663(self, index):
+    """gather (ops.yaml:2062 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_659(self, index):
-    """gather (ops.yaml:2053 sample 2)"""
+def case_664(self, index):
+    """gather (ops.yaml:2062 sample 2)"""
     dim = -1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_660(self, index):
-    """gather (ops.yaml:2053 sample 3)"""
+def case_665(self, index):
+    """gather (ops.yaml:2062 sample 3)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
-
-
-def case_661(self, index):
-    """gather (ops.yaml:2053 sample 4)"""
-    dim = 0
-    sparse_grad = False
-    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
-
-
-def case_662(self, index, src):
-    """scatter.src (ops.yaml:2076 sample 0)"""
-    dim = 1
-    return torch.ops.aten.scatter(self, dim, index, src)
-
-
-def case_663(self, index, src):
-    """scatter.src (ops.yaml:2076 sample 1)"""
-    dim = 0
-    return torch.ops.aten.scatter(self, dim, index, src)
-
-
-def case_664(self, index, src):
-    """scatter.src (ops.yaml:2076 sample 2)"""
-    dim = 0
-    return torch.ops.aten.scatter(self, dim, index, src)
-
-
-def case_665(self, index, src):
-    """scatter.src (ops.yaml:2076 sample 3)"""
-    dim = 0
-    return torch.ops.aten.scatter(self, dim, index, src)
 
 
 def case_666(self, index):
-    """scatter.value (ops.yaml:2097 sample 0)"""
+    """gather (ops.yaml:2062 sample 4)"""
+    dim = 0
+    sparse_grad = False
+    return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
+
+
+def case_667(self, index, src):
+    """scatter.src (ops.yaml:2085 sample 0)"""
+    dim = 1
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_668(self, index, src):
+    """scatter.src (ops.yaml:2085 sample 1)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_669(self, index, src):
+    """scatter.src (ops.yaml:2085 sample 2)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_670(self, index, src):
+    """scatter.src (ops.yaml:2085 sample 3)"""
+    dim = 0
+    return torch.ops.aten.scatter(self, dim, index, src)
+
+
+def case_671(self, index):
+    """scatter.value (ops.yaml:2106 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_667(self, index):
-    """scatter.value (ops.yaml:2097 sample 1)"""
+def case_672(self, index):
+    """scatter.value (ops.yaml:2106 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_668(self, index):
-    """scatter.value (ops.yaml:2097 sample 2)"""
+def case_673(self, index):
+    """scatter.value (ops.yaml:2106 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_669(self, index, src):
-    """scatter_add (ops.yaml:2110 sample 0)"""
+def case_674(self, index, src):
+    """scatter_add (ops.yaml:2119 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_670(self, index, src):
-    """scatter_add (ops.yaml:2110 sample 1)"""
+def case_675(self, index, src):
+    """scatter_add (ops.yaml:2119 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_671(self, index, src):
-    """scatter_add (ops.yaml:2110 sample 2)"""
+def case_676(self, index, src):
+    """scatter_add (ops.yaml:2119 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_672(self, index, src):
-    """scatter_add (ops.yaml:2110 sample 3)"""
+def case_677(self, index, src):
+    """scatter_add (ops.yaml:2119 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_673(self, index, src):
-    """scatter_add (ops.yaml:2110 sample 4)"""
+def case_678(self, index, src):
+    """scatter_add (ops.yaml:2119 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_674(weight, indices):
-    """embedding (ops.yaml:2129 sample 0)"""
+def case_679(weight, indices):
+    """embedding (ops.yaml:2138 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_675(weight, indices):
-    """embedding (ops.yaml:2129 sample 1)"""
+def case_680(weight, indices):
+    """embedding (ops.yaml:2138 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_676(weight, indices):
-    """embedding (ops.yaml:2129 sample 2)"""
+def case_681(weight, indices):
+    """embedding (ops.yaml:2138 sample 2)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_677(weight, indices):
-    """embedding (ops.yaml:2129 sample 3)"""
+def case_682(weight, indices):
+    """embedding (ops.yaml:2138 sample 3)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_678(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2143 sample 0)"""
+def case_683(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2152 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_679(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2143 sample 1)"""
+def case_684(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2152 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_680(self):
-    """one_hot (ops.yaml:2170 sample 0)"""
+def case_685(self):
+    """one_hot (ops.yaml:2179 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_681(self):
-    """one_hot (ops.yaml:2170 sample 1)"""
+def case_686(self):
+    """one_hot (ops.yaml:2179 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_682(self):
-    """one_hot (ops.yaml:2170 sample 2)"""
-    num_classes = 3
-    return torch.ops.aten.one_hot(self, num_classes)
-
-
-def case_683(self):
-    """one_hot (ops.yaml:2170 sample 3)"""
-    num_classes = 3
-    return torch.ops.aten.one_hot(self, num_classes)
-
-
-def case_684(self):
-    """nonzero (ops.yaml:2182 sample 0)"""
-    return torch.ops.aten.nonzero(self)
-
-
-def case_685(self):
-    """nonzero (ops.yaml:2182 sample 1)"""
-    return torch.ops.aten.nonzero(self)
-
-
-def case_686(self):
-    """nonzero (ops.yaml:2182 sample 2)"""
-    return torch.ops.aten.nonzero(self)
-
-
 def case_687(self):
-    """nonzero (ops.yaml:2182 sample 3)"""
+    """one_hot (ops.yaml:2179 sample 2)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_688(self):
+    """one_hot (ops.yaml:2179 sample 3)"""
+    num_classes = 3
+    return torch.ops.aten.one_hot(self, num_classes)
+
+
+def case_689(self):
+    """nonzero (ops.yaml:2191 sample 0)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_688(self, mask):
-    """masked_select (ops.yaml:2195 sample 0)"""
+def case_690(self):
+    """nonzero (ops.yaml:2191 sample 1)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_691(self):
+    """nonzero (ops.yaml:2191 sample 2)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_692(self):
+    """nonzero (ops.yaml:2191 sample 3)"""
+    return torch.ops.aten.nonzero(self)
+
+
+def case_693(self, mask):
+    """masked_select (ops.yaml:2204 sample 0)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_689(self, mask):
-    """masked_select (ops.yaml:2195 sample 1)"""
+def case_694(self, mask):
+    """masked_select (ops.yaml:2204 sample 1)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_690(self, mask):
-    """masked_select (ops.yaml:2195 sample 2)"""
+def case_695(self, mask):
+    """masked_select (ops.yaml:2204 sample 2)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_691(self, mask):
-    """masked_select (ops.yaml:2195 sample 3)"""
+def case_696(self, mask):
+    """masked_select (ops.yaml:2204 sample 3)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_692(self, mask):
-    """masked_select (ops.yaml:2195 sample 4)"""
+def case_697(self, mask):
+    """masked_select (ops.yaml:2204 sample 4)"""
     return torch.ops.aten.masked_select(self, mask)
-
-
-def case_693(self):
-    """argsort (ops.yaml:2210 sample 0)"""
-    dim = -1
-    descending = False
-    return torch.argsort(self, dim=dim, descending=descending, stable=True)
-
-
-def case_694(self):
-    """argsort (ops.yaml:2210 sample 1)"""
-    dim = 0
-    descending = True
-    return torch.argsort(self, dim=dim, descending=descending, stable=True)
-
-
-def case_695(self):
-    """argsort (ops.yaml:2210 sample 2)"""
-    dim = 1
-    descending = False
-    return torch.argsort(self, dim=dim, descending=descending, stable=True)
-
-
-def case_696(self):
-    """argsort (ops.yaml:2210 sample 3)"""
-    dim = -1
-    descending = False
-    return torch.argsort(self, dim=dim, descending=descending, stable=True)
-
-
-def case_697(self):
-    """argsort (ops.yaml:2210 sample 4)"""
-    dim = -1
-    descending = False
-    return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_698(self):
-    """argsort.stable (ops.yaml:2226 sample 0)"""
-    stable = True
+    """argsort (ops.yaml:2219 sample 0)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_699(self):
-    """argsort.stable (ops.yaml:2226 sample 1)"""
+    """argsort (ops.yaml:2219 sample 1)"""
+    dim = 0
+    descending = True
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_700(self):
+    """argsort (ops.yaml:2219 sample 2)"""
+    dim = 1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_701(self):
+    """argsort (ops.yaml:2219 sample 3)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_702(self):
+    """argsort (ops.yaml:2219 sample 4)"""
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_703(self):
+    """argsort.stable (ops.yaml:2235 sample 0)"""
+    stable = True
+    dim = -1
+    descending = False
+    return torch.argsort(self, dim=dim, descending=descending, stable=True)
+
+
+def case_704(self):
+    """argsort.stable (ops.yaml:2235 sample 1)"""
     stable = False
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_700(self, indices_0):
-    """index.Tensor (ops.yaml:2237 sample 0)"""
+def case_705(self, indices_0):
+    """index.Tensor (ops.yaml:2246 sample 0)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_701(self, indices_1):
-    """index.Tensor (ops.yaml:2237 sample 1)"""
+def case_706(self, indices_1):
+    """index.Tensor (ops.yaml:2246 sample 1)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_702(self, indices_0, indices_2):
-    """index.Tensor (ops.yaml:2237 sample 2)"""
+def case_707(self, indices_0, indices_2):
+    """index.Tensor (ops.yaml:2246 sample 2)"""
     indices = [indices_0, None, indices_2]
     return torch.ops.aten.index(self, indices)
 
 
-def case_703(self, indices_0):
-    """index.Tensor (ops.yaml:2237 sample 3)"""
+def case_708(self, indices_0):
+    """index.Tensor (ops.yaml:2246 sample 3)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_704(self, indices_1):
-    """index.Tensor (ops.yaml:2237 sample 4)"""
+def case_709(self, indices_1):
+    """index.Tensor (ops.yaml:2246 sample 4)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_705(self, indices_1):
-    """index.Tensor (ops.yaml:2237 sample 5)"""
+def case_710(self, indices_1):
+    """index.Tensor (ops.yaml:2246 sample 5)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_706(self, indices_0, values):
-    """index_put (ops.yaml:2252 sample 0)"""
+def case_711(self, indices_0, values):
+    """index_put (ops.yaml:2261 sample 0)"""
     indices = [indices_0]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_707(self, indices_1, values):
-    """index_put (ops.yaml:2252 sample 1)"""
+def case_712(self, indices_1, values):
+    """index_put (ops.yaml:2261 sample 1)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_708(self, indices_0, indices_1, values):
-    """index_put (ops.yaml:2252 sample 2)"""
+def case_713(self, indices_0, indices_1, values):
+    """index_put (ops.yaml:2261 sample 2)"""
     indices = [indices_0, indices_1]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_709(self, indices_0, values):
-    """index_put (ops.yaml:2252 sample 3)"""
+def case_714(self, indices_0, values):
+    """index_put (ops.yaml:2261 sample 3)"""
     indices = [indices_0]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_710(self, indices_1, values):
-    """index_put (ops.yaml:2252 sample 4)"""
+def case_715(self, indices_1, values):
+    """index_put (ops.yaml:2261 sample 4)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_711(self):
-    """sort (ops.yaml:2267 sample 0 result values)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_712(self):
-    """sort (ops.yaml:2267 sample 0 result indices)"""
-    dim = -1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_713(self):
-    """sort (ops.yaml:2267 sample 1 result values)"""
-    dim = 0
-    descending = True
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
-def case_714(self):
-    """sort (ops.yaml:2267 sample 1 result indices)"""
-    dim = 0
-    descending = True
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
-
-
-def case_715(self):
-    """sort (ops.yaml:2267 sample 2 result values)"""
-    dim = 1
-    descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
-
-
 def case_716(self):
-    """sort (ops.yaml:2267 sample 2 result indices)"""
-    dim = 1
+    """sort (ops.yaml:2276 sample 0 result values)"""
+    dim = -1
     descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_717(self):
-    """sort (ops.yaml:2267 sample 3 result values)"""
+    """sort (ops.yaml:2276 sample 0 result indices)"""
     dim = -1
     descending = False
-    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_718(self):
-    """sort (ops.yaml:2267 sample 3 result indices)"""
-    dim = -1
+    """sort (ops.yaml:2276 sample 1 result values)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_719(self):
+    """sort (ops.yaml:2276 sample 1 result indices)"""
+    dim = 0
+    descending = True
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
+
+
+def case_720(self):
+    """sort (ops.yaml:2276 sample 2 result values)"""
+    dim = 1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
+
+
+def case_721(self):
+    """sort (ops.yaml:2276 sample 2 result indices)"""
+    dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_719(self):
-    """sort (ops.yaml:2267 sample 4 result values)"""
+def case_722(self):
+    """sort (ops.yaml:2276 sample 3 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_720(self):
-    """sort (ops.yaml:2267 sample 4 result indices)"""
+def case_723(self):
+    """sort (ops.yaml:2276 sample 3 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_721(self):
-    """sort.stable (ops.yaml:2283 sample 0 result values)"""
-    stable = True
-    dim = -1
-    descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
-
-
-def case_722(self):
-    """sort.stable (ops.yaml:2283 sample 0 result indices)"""
-    stable = True
-    dim = -1
-    descending = False
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
-
-
-def case_723(self):
-    """sort.stable (ops.yaml:2283 sample 1 result values)"""
-    stable = True
-    dim = 0
-    descending = True
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
-
-
 def case_724(self):
-    """sort.stable (ops.yaml:2283 sample 1 result indices)"""
-    stable = True
-    dim = 0
-    descending = True
-    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+    """sort (ops.yaml:2276 sample 4 result values)"""
+    dim = -1
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_725(self):
-    """topk (ops.yaml:2297 sample 0 result values)"""
-    k = 2
+    """sort (ops.yaml:2276 sample 4 result indices)"""
     dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+    descending = False
+    return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_726(self):
-    """topk (ops.yaml:2297 sample 0 result indices)"""
+    """sort.stable (ops.yaml:2292 sample 0 result values)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_727(self):
+    """sort.stable (ops.yaml:2292 sample 0 result indices)"""
+    stable = True
+    dim = -1
+    descending = False
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_728(self):
+    """sort.stable (ops.yaml:2292 sample 1 result values)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
+
+
+def case_729(self):
+    """sort.stable (ops.yaml:2292 sample 1 result indices)"""
+    stable = True
+    dim = 0
+    descending = True
+    return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
+
+
+def case_730(self):
+    """topk (ops.yaml:2306 sample 0 result values)"""
+    k = 2
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_731(self):
+    """topk (ops.yaml:2306 sample 0 result indices)"""
     k = 2
     dim = -1
     largest = True
@@ -4405,62 +4435,62 @@ def case_726(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_727(self):
-    """topk (ops.yaml:2297 sample 1 result values)"""
-    k = 3
-    dim = 0
-    largest = False
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
-
-
-def case_728(self):
-    """topk (ops.yaml:2297 sample 1 result indices)"""
-    k = 3
-    dim = 0
-    largest = False
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
-
-
-def case_729(self):
-    """topk (ops.yaml:2297 sample 2 result values)"""
-    k = 1
-    dim = 1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
-
-
-def case_730(self):
-    """topk (ops.yaml:2297 sample 2 result indices)"""
-    k = 1
-    dim = 1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
-
-
-def case_731(self):
-    """topk (ops.yaml:2297 sample 3 result values)"""
-    k = 0
-    dim = -1
-    largest = True
-    sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
-
-
 def case_732(self):
-    """topk (ops.yaml:2297 sample 3 result indices)"""
-    k = 0
-    dim = -1
-    largest = True
+    """topk (ops.yaml:2306 sample 1 result values)"""
+    k = 3
+    dim = 0
+    largest = False
     sorted = True
-    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
 def case_733(self):
-    """topk (ops.yaml:2297 sample 4 result values)"""
+    """topk (ops.yaml:2306 sample 1 result indices)"""
+    k = 3
+    dim = 0
+    largest = False
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_734(self):
+    """topk (ops.yaml:2306 sample 2 result values)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_735(self):
+    """topk (ops.yaml:2306 sample 2 result indices)"""
+    k = 1
+    dim = 1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_736(self):
+    """topk (ops.yaml:2306 sample 3 result values)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_737(self):
+    """topk (ops.yaml:2306 sample 3 result indices)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_738(self):
+    """topk (ops.yaml:2306 sample 4 result values)"""
     k = 1
     dim = -1
     largest = True
@@ -4468,8 +4498,8 @@ def case_733(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_734(self):
-    """topk (ops.yaml:2297 sample 4 result indices)"""
+def case_739(self):
+    """topk (ops.yaml:2306 sample 4 result indices)"""
     k = 1
     dim = -1
     largest = True
@@ -4477,8 +4507,8 @@ def case_734(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_735(self):
-    """avg_pool2d (ops.yaml:2319 sample 0)"""
+def case_740(self):
+    """avg_pool2d (ops.yaml:2328 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4488,8 +4518,8 @@ def case_735(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_736(self):
-    """avg_pool2d (ops.yaml:2319 sample 1)"""
+def case_741(self):
+    """avg_pool2d (ops.yaml:2328 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4499,8 +4529,8 @@ def case_736(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_737(self):
-    """avg_pool2d (ops.yaml:2319 sample 2)"""
+def case_742(self):
+    """avg_pool2d (ops.yaml:2328 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4510,8 +4540,8 @@ def case_737(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_738(self):
-    """avg_pool2d (ops.yaml:2319 sample 3)"""
+def case_743(self):
+    """avg_pool2d (ops.yaml:2328 sample 3)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4521,32 +4551,32 @@ def case_738(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_739(self):
-    """adaptive_avg_pool2d (ops.yaml:2338 sample 0)"""
+def case_744(self):
+    """adaptive_avg_pool2d (ops.yaml:2347 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_740(self):
-    """adaptive_avg_pool2d (ops.yaml:2338 sample 1)"""
+def case_745(self):
+    """adaptive_avg_pool2d (ops.yaml:2347 sample 1)"""
     output_size = [4]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_741(self):
-    """adaptive_avg_pool2d (ops.yaml:2338 sample 2)"""
+def case_746(self):
+    """adaptive_avg_pool2d (ops.yaml:2347 sample 2)"""
     output_size = [4, 3]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_742(self):
-    """adaptive_avg_pool2d (ops.yaml:2338 sample 3)"""
+def case_747(self):
+    """adaptive_avg_pool2d (ops.yaml:2347 sample 3)"""
     output_size = [2, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_743(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2353 sample 0)"""
+def case_748(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2362 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4556,8 +4586,8 @@ def case_743(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_744(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2353 sample 1)"""
+def case_749(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2362 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4567,14 +4597,14 @@ def case_744(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_745(grad_output, self):
-    """adaptive_avg_pool2d_backward (ops.yaml:2366 sample 0)"""
+def case_750(grad_output, self):
+    """adaptive_avg_pool2d_backward (ops.yaml:2375 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
-def case_746(input, weight, bias):
-    """conv2d (ops.yaml:2413 sample 0)"""
+def case_751(input, weight, bias):
+    """conv2d (ops.yaml:2422 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4582,8 +4612,8 @@ def case_746(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_747(input, weight, bias):
-    """conv2d (ops.yaml:2413 sample 1)"""
+def case_752(input, weight, bias):
+    """conv2d (ops.yaml:2422 sample 1)"""
     stride = [2, 1]
     padding = [1, 2]
     dilation = [1, 2]
@@ -4591,8 +4621,8 @@ def case_747(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_748(input, weight, bias):
-    """conv2d (ops.yaml:2413 sample 2)"""
+def case_753(input, weight, bias):
+    """conv2d (ops.yaml:2422 sample 2)"""
     stride = [2]
     padding = [1]
     dilation = []
@@ -4600,8 +4630,8 @@ def case_748(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_749(input, weight, bias):
-    """conv2d (ops.yaml:2413 sample 3)"""
+def case_754(input, weight, bias):
+    """conv2d (ops.yaml:2422 sample 3)"""
     stride = []
     padding = [1, 0]
     dilation = []
@@ -4609,8 +4639,8 @@ def case_749(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_750(input, weight, bias):
-    """conv2d (ops.yaml:2413 sample 4)"""
+def case_755(input, weight, bias):
+    """conv2d (ops.yaml:2422 sample 4)"""
     stride = []
     padding = []
     dilation = []
@@ -4618,8 +4648,8 @@ def case_750(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_751(input, weight):
-    """conv2d (ops.yaml:2413 sample 5)"""
+def case_756(input, weight):
+    """conv2d (ops.yaml:2422 sample 5)"""
     bias = None
     stride = [1, 2]
     padding = []
@@ -4628,8 +4658,8 @@ def case_751(input, weight):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_752(input, weight, bias):
-    """conv2d.padding (ops.yaml:2435 sample 0)"""
+def case_757(input, weight, bias):
+    """conv2d.padding (ops.yaml:2444 sample 0)"""
     stride = []
     padding = 'same'
     dilation = []
@@ -4637,8 +4667,8 @@ def case_752(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_753(input, weight, bias):
-    """conv2d.padding (ops.yaml:2435 sample 1)"""
+def case_758(input, weight, bias):
+    """conv2d.padding (ops.yaml:2444 sample 1)"""
     stride = []
     padding = 'same'
     dilation = [3, 1]
@@ -4646,8 +4676,8 @@ def case_753(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_754(input, weight, bias):
-    """conv2d.padding (ops.yaml:2435 sample 2)"""
+def case_759(input, weight, bias):
+    """conv2d.padding (ops.yaml:2444 sample 2)"""
     stride = [2]
     padding = 'valid'
     dilation = []
@@ -4655,8 +4685,8 @@ def case_754(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_755(input, weight, bias):
-    """conv1d (ops.yaml:2455 sample 0)"""
+def case_760(input, weight, bias):
+    """conv1d (ops.yaml:2464 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4664,8 +4694,8 @@ def case_755(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_756(input, weight, bias):
-    """conv1d (ops.yaml:2455 sample 1)"""
+def case_761(input, weight, bias):
+    """conv1d (ops.yaml:2464 sample 1)"""
     stride = [2]
     padding = [1]
     dilation = [3]
@@ -4673,8 +4703,8 @@ def case_756(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_757(input, weight, bias):
-    """conv1d (ops.yaml:2455 sample 2)"""
+def case_762(input, weight, bias):
+    """conv1d (ops.yaml:2464 sample 2)"""
     stride = []
     padding = []
     dilation = []
@@ -4682,8 +4712,8 @@ def case_757(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_758(input, weight, bias):
-    """conv1d.padding (ops.yaml:2474 sample 0)"""
+def case_763(input, weight, bias):
+    """conv1d.padding (ops.yaml:2483 sample 0)"""
     stride = []
     padding = 'same'
     dilation = [1]
@@ -4691,8 +4721,8 @@ def case_758(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_759(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2492 sample 0)"""
+def case_764(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2501 sample 0)"""
     stride = []
     padding = []
     output_padding = []
@@ -4701,8 +4731,8 @@ def case_759(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_760(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2492 sample 1)"""
+def case_765(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2501 sample 1)"""
     stride = [2, 3]
     padding = [1, 2]
     output_padding = [1, 2]
@@ -4711,8 +4741,8 @@ def case_760(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_761(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2492 sample 2)"""
+def case_766(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2501 sample 2)"""
     stride = [2]
     padding = []
     output_padding = []
@@ -4721,8 +4751,8 @@ def case_761(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_762(input, weight):
-    """conv_transpose2d.input (ops.yaml:2492 sample 3)"""
+def case_767(input, weight):
+    """conv_transpose2d.input (ops.yaml:2501 sample 3)"""
     bias = None
     stride = [2]
     padding = [1]
@@ -4732,8 +4762,8 @@ def case_762(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_763(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2492 sample 4)"""
+def case_768(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2501 sample 4)"""
     stride = [1, 2]
     padding = [1, 1]
     output_padding = [1, 2]
@@ -4742,8 +4772,8 @@ def case_763(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_764(input, weight):
-    """conv_transpose2d.input (ops.yaml:2492 sample 5)"""
+def case_769(input, weight):
+    """conv_transpose2d.input (ops.yaml:2501 sample 5)"""
     bias = None
     stride = []
     padding = []
@@ -4753,8 +4783,8 @@ def case_764(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_765(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2511 sample 0)"""
+def case_770(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2520 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
     padding = [0, 0]
@@ -4763,8 +4793,8 @@ def case_765(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_766(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2511 sample 1)"""
+def case_771(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2520 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
     padding = [1, 2]
@@ -4773,8 +4803,8 @@ def case_766(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_767(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2524 sample 0)"""
+def case_772(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2533 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
     padding = [0, 0]
@@ -4783,8 +4813,8 @@ def case_767(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_768(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2524 sample 1)"""
+def case_773(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2533 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
     padding = [1, 2]
@@ -4793,68 +4823,68 @@ def case_768(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_769(grad_output):
-    """conv2d_backward_bias (ops.yaml:2538 sample 0)"""
+def case_774(grad_output):
+    """conv2d_backward_bias (ops.yaml:2547 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_770(grad_output):
-    """conv2d_backward_bias (ops.yaml:2538 sample 1)"""
+def case_775(grad_output):
+    """conv2d_backward_bias (ops.yaml:2547 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
-
-
-def case_771(self):
-    """max_pool2d_with_indices (ops.yaml:2556 sample 0 result values)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_772(self):
-    """max_pool2d_with_indices (ops.yaml:2556 sample 0 result indices)"""
-    kernel_size = [2, 2]
-    stride = []
-    padding = []
-    dilation = []
-    ceil_mode = False
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
-
-
-def case_773(self):
-    """max_pool2d_with_indices (ops.yaml:2556 sample 1 result values)"""
-    kernel_size = [3, 2]
-    stride = [2, 1]
-    padding = [1, 1]
-    dilation = [1, 2]
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
-
-
-def case_774(self):
-    """max_pool2d_with_indices (ops.yaml:2556 sample 1 result indices)"""
-    kernel_size = [3, 2]
-    stride = [2, 1]
-    padding = [1, 1]
-    dilation = [1, 2]
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
-
-
-def case_775(self):
-    """max_pool2d_with_indices (ops.yaml:2556 sample 2 result values)"""
-    kernel_size = [3]
-    stride = [2]
-    padding = [1]
-    dilation = []
-    ceil_mode = True
-    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
 def case_776(self):
-    """max_pool2d_with_indices (ops.yaml:2556 sample 2 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2565 sample 0 result values)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_777(self):
+    """max_pool2d_with_indices (ops.yaml:2565 sample 0 result indices)"""
+    kernel_size = [2, 2]
+    stride = []
+    padding = []
+    dilation = []
+    ceil_mode = False
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_778(self):
+    """max_pool2d_with_indices (ops.yaml:2565 sample 1 result values)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_779(self):
+    """max_pool2d_with_indices (ops.yaml:2565 sample 1 result indices)"""
+    kernel_size = [3, 2]
+    stride = [2, 1]
+    padding = [1, 1]
+    dilation = [1, 2]
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
+
+
+def case_780(self):
+    """max_pool2d_with_indices (ops.yaml:2565 sample 2 result values)"""
+    kernel_size = [3]
+    stride = [2]
+    padding = [1]
+    dilation = []
+    ceil_mode = True
+    return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
+
+
+def case_781(self):
+    """max_pool2d_with_indices (ops.yaml:2565 sample 2 result indices)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4863,8 +4893,8 @@ def case_776(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_777(self):
-    """max_pool2d_with_indices (ops.yaml:2556 sample 3 result values)"""
+def case_782(self):
+    """max_pool2d_with_indices (ops.yaml:2565 sample 3 result values)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4873,8 +4903,8 @@ def case_777(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_778(self):
-    """max_pool2d_with_indices (ops.yaml:2556 sample 3 result indices)"""
+def case_783(self):
+    """max_pool2d_with_indices (ops.yaml:2565 sample 3 result indices)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4883,8 +4913,8 @@ def case_778(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_779(self):
-    """max_pool2d (ops.yaml:2574 sample 0)"""
+def case_784(self):
+    """max_pool2d (ops.yaml:2583 sample 0)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4893,8 +4923,8 @@ def case_779(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_780(self):
-    """max_pool2d (ops.yaml:2574 sample 1)"""
+def case_785(self):
+    """max_pool2d (ops.yaml:2583 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4903,8 +4933,8 @@ def case_780(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_781(self):
-    """max_pool2d (ops.yaml:2574 sample 2)"""
+def case_786(self):
+    """max_pool2d (ops.yaml:2583 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4913,16 +4943,16 @@ def case_781(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_782(input, weight, bias):
-    """layer_norm (ops.yaml:2599 sample 0)"""
+def case_787(input, weight, bias):
+    """layer_norm (ops.yaml:2608 sample 0)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_783(input, weight):
-    """layer_norm (ops.yaml:2599 sample 1)"""
+def case_788(input, weight):
+    """layer_norm (ops.yaml:2608 sample 1)"""
     normalized_shape = [3, 4]
     bias = None
     eps = 1e-05
@@ -4930,8 +4960,8 @@ def case_783(input, weight):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_784(input, bias):
-    """layer_norm (ops.yaml:2599 sample 2)"""
+def case_789(input, bias):
+    """layer_norm (ops.yaml:2608 sample 2)"""
     normalized_shape = [5]
     weight = None
     eps = 1e-05
@@ -4939,16 +4969,16 @@ def case_784(input, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_785(input, weight, bias):
-    """layer_norm (ops.yaml:2599 sample 3)"""
+def case_790(input, weight, bias):
+    """layer_norm (ops.yaml:2608 sample 3)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_786(input):
-    """layer_norm (ops.yaml:2599 sample 4)"""
+def case_791(input):
+    """layer_norm (ops.yaml:2608 sample 4)"""
     normalized_shape = [5]
     weight = None
     bias = None
@@ -4957,16 +4987,16 @@ def case_786(input):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_787(input, weight, bias):
-    """group_norm (ops.yaml:2626 sample 0)"""
+def case_792(input, weight, bias):
+    """group_norm (ops.yaml:2635 sample 0)"""
     num_groups = 2
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_788(input, weight):
-    """group_norm (ops.yaml:2626 sample 1)"""
+def case_793(input, weight):
+    """group_norm (ops.yaml:2635 sample 1)"""
     num_groups = 3
     bias = None
     eps = 1e-05
@@ -4974,8 +5004,8 @@ def case_788(input, weight):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_789(input, bias):
-    """group_norm (ops.yaml:2626 sample 2)"""
+def case_794(input, bias):
+    """group_norm (ops.yaml:2635 sample 2)"""
     num_groups = 2
     weight = None
     eps = 1e-05
@@ -4983,16 +5013,16 @@ def case_789(input, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_790(input, weight, bias):
-    """group_norm (ops.yaml:2626 sample 3)"""
+def case_795(input, weight, bias):
+    """group_norm (ops.yaml:2635 sample 3)"""
     num_groups = 4
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_791(input):
-    """group_norm (ops.yaml:2626 sample 4)"""
+def case_796(input):
+    """group_norm (ops.yaml:2635 sample 4)"""
     num_groups = 1
     weight = None
     bias = None
@@ -5001,37 +5031,37 @@ def case_791(input):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_792(input, weight):
-    """rms_norm (ops.yaml:2650 sample 0)"""
+def case_797(input, weight):
+    """rms_norm (ops.yaml:2659 sample 0)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_793(input):
-    """rms_norm (ops.yaml:2650 sample 1)"""
+def case_798(input):
+    """rms_norm (ops.yaml:2659 sample 1)"""
     normalized_shape = [3, 4]
     weight = None
     eps = 1e-06
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_794(input, weight):
-    """rms_norm (ops.yaml:2650 sample 2)"""
+def case_799(input, weight):
+    """rms_norm (ops.yaml:2659 sample 2)"""
     normalized_shape = [5]
     eps = 0.01
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_795(input, weight):
-    """rms_norm (ops.yaml:2650 sample 3)"""
+def case_800(input, weight):
+    """rms_norm (ops.yaml:2659 sample 3)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_796(input, weight, bias):
-    """batch_norm (ops.yaml:2684 sample 0)"""
+def case_801(input, weight, bias):
+    """batch_norm (ops.yaml:2693 sample 0)"""
     running_mean = None
     running_var = None
     training = True
@@ -5041,8 +5071,8 @@ def case_796(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_797(input, running_mean, running_var):
-    """batch_norm (ops.yaml:2684 sample 1)"""
+def case_802(input, running_mean, running_var):
+    """batch_norm (ops.yaml:2693 sample 1)"""
     weight = None
     bias = None
     training = True
@@ -5052,8 +5082,8 @@ def case_797(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_798(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2684 sample 2)"""
+def case_803(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2693 sample 2)"""
     bias = None
     training = True
     momentum = 0.3
@@ -5062,8 +5092,8 @@ def case_798(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_799(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2684 sample 3)"""
+def case_804(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2693 sample 3)"""
     bias = None
     training = False
     momentum = 0.1
@@ -5072,8 +5102,8 @@ def case_799(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_800(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2684 sample 4)"""
+def case_805(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2693 sample 4)"""
     weight = None
     training = False
     momentum = 0.1
@@ -5082,8 +5112,8 @@ def case_800(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_801(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2684 sample 5)"""
+def case_806(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2693 sample 5)"""
     weight = None
     training = False
     momentum = 0.1
@@ -5092,23 +5122,23 @@ def case_801(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_802(input, weight, bias):
-    """row_norm (ops.yaml:2717 sample 0)"""
+def case_807(input, weight, bias):
+    """row_norm (ops.yaml:2726 sample 0)"""
     center = True
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_803(input, weight):
-    """row_norm (ops.yaml:2717 sample 1)"""
+def case_808(input, weight):
+    """row_norm (ops.yaml:2726 sample 1)"""
     bias = None
     center = False
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_804(input, weight, bias):
-    """batch_norm_training (ops.yaml:2748 sample 0)"""
+def case_809(input, weight, bias):
+    """batch_norm_training (ops.yaml:2757 sample 0)"""
     running_mean = None
     running_var = None
     momentum = 0.1
@@ -5116,8 +5146,8 @@ def case_804(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_805(input, running_mean, running_var):
-    """batch_norm_training (ops.yaml:2748 sample 1)"""
+def case_810(input, running_mean, running_var):
+    """batch_norm_training (ops.yaml:2757 sample 1)"""
     weight = None
     bias = None
     momentum = 0.1
@@ -5125,466 +5155,466 @@ def case_805(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_806(self):
-    """softmax.int (ops.yaml:2917 sample 0)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_807(self):
-    """softmax.int (ops.yaml:2917 sample 1)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_808(self):
-    """softmax.int (ops.yaml:2917 sample 2)"""
-    dim = -1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_809(self):
-    """softmax.int (ops.yaml:2917 sample 3)"""
-    dim = 1
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
-def case_810(self):
-    """softmax.int (ops.yaml:2917 sample 4)"""
-    dim = 0
-    dtype = None
-    return torch.ops.aten.softmax(self, dim, dtype)
-
-
 def case_811(self):
-    """softmax.int (ops.yaml:2917 sample 5)"""
+    """softmax.int (ops.yaml:2926 sample 0)"""
     dim = 1
-    dtype = torch.float32
+    dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_812(self):
-    """softmax.int (ops.yaml:2917 sample 6)"""
+    """softmax.int (ops.yaml:2926 sample 1)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_813(self):
+    """softmax.int (ops.yaml:2926 sample 2)"""
+    dim = -1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_814(self):
+    """softmax.int (ops.yaml:2926 sample 3)"""
+    dim = 1
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_815(self):
+    """softmax.int (ops.yaml:2926 sample 4)"""
+    dim = 0
+    dtype = None
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_816(self):
+    """softmax.int (ops.yaml:2926 sample 5)"""
+    dim = 1
+    dtype = torch.float32
+    return torch.ops.aten.softmax(self, dim, dtype)
+
+
+def case_817(self):
+    """softmax.int (ops.yaml:2926 sample 6)"""
     dim = 0
     dtype = torch.float64
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_813(self):
-    """log_softmax.int (ops.yaml:2937 sample 0)"""
+def case_818(self):
+    """log_softmax.int (ops.yaml:2946 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_814(self):
-    """log_softmax.int (ops.yaml:2937 sample 1)"""
+def case_819(self):
+    """log_softmax.int (ops.yaml:2946 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_815(self):
-    """log_softmax.int (ops.yaml:2937 sample 2)"""
+def case_820(self):
+    """log_softmax.int (ops.yaml:2946 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_816(self):
-    """log_softmax.int (ops.yaml:2937 sample 3)"""
+def case_821(self):
+    """log_softmax.int (ops.yaml:2946 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_817(self):
-    """log_softmax.int (ops.yaml:2937 sample 4)"""
+def case_822(self):
+    """log_softmax.int (ops.yaml:2946 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_818(self):
-    """log_softmax.int (ops.yaml:2937 sample 5)"""
+def case_823(self):
+    """log_softmax.int (ops.yaml:2946 sample 5)"""
     dim = 1
     dtype = torch.float32
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_819(self):
-    """log_softmax.int (ops.yaml:2937 sample 6)"""
+def case_824(self):
+    """log_softmax.int (ops.yaml:2946 sample 6)"""
     dim = 0
     dtype = torch.float64
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_820(grad_output, output):
-    """softmax_backward_data (ops.yaml:2957 sample 0)"""
-    dim = 1
-    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
-
-
-def case_821(grad_output, output):
-    """softmax_backward_data (ops.yaml:2957 sample 1)"""
-    dim = 1
-    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
-
-
-def case_822(grad_output, output):
-    """softmax_backward_data (ops.yaml:2957 sample 2)"""
-    dim = 0
-    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
-
-
-def case_823(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2974 sample 0)"""
-    dim = 1
-    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
-
-
-def case_824(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2974 sample 1)"""
-    dim = 1
-    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
-
-
 def case_825(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2974 sample 2)"""
+    """softmax_backward_data (ops.yaml:2966 sample 0)"""
+    dim = 1
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_826(grad_output, output):
+    """softmax_backward_data (ops.yaml:2966 sample 1)"""
+    dim = 1
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_827(grad_output, output):
+    """softmax_backward_data (ops.yaml:2966 sample 2)"""
+    dim = 0
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_828(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2983 sample 0)"""
+    dim = 1
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_829(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2983 sample 1)"""
+    dim = 1
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def case_830(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2983 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_826(input):
-    """dropout (ops.yaml:3013 sample 0)"""
+def case_831(input):
+    """dropout (ops.yaml:3022 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_827(input):
-    """dropout (ops.yaml:3013 sample 1)"""
+def case_832(input):
+    """dropout (ops.yaml:3022 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_828(input):
-    """dropout (ops.yaml:3013 sample 2)"""
+def case_833(input):
+    """dropout (ops.yaml:3022 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_829(input):
-    """dropout (ops.yaml:3013 sample 3)"""
+def case_834(input):
+    """dropout (ops.yaml:3022 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_830(input):
-    """dropout (ops.yaml:3013 sample 4)"""
+def case_835(input):
+    """dropout (ops.yaml:3022 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_831(self, target):
-    """mse_loss (ops.yaml:3027 sample 0)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_832(self, target):
-    """mse_loss (ops.yaml:3027 sample 1)"""
-    reduction = 'none'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_833(self, target):
-    """mse_loss (ops.yaml:3027 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_834(self, target):
-    """mse_loss (ops.yaml:3027 sample 3)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
-def case_835(self, target):
-    """mse_loss (ops.yaml:3027 sample 4)"""
-    reduction = 'mean'
-    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
-
-
 def case_836(self, target):
-    """l1_loss (ops.yaml:3042 sample 0)"""
+    """mse_loss (ops.yaml:3036 sample 0)"""
     reduction = 'mean'
-    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_837(self, target):
-    """l1_loss (ops.yaml:3042 sample 1)"""
+    """mse_loss (ops.yaml:3036 sample 1)"""
+    reduction = 'none'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_838(self, target):
+    """mse_loss (ops.yaml:3036 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_839(self, target):
+    """mse_loss (ops.yaml:3036 sample 3)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_840(self, target):
+    """mse_loss (ops.yaml:3036 sample 4)"""
+    reduction = 'mean'
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def case_841(self, target):
+    """l1_loss (ops.yaml:3051 sample 0)"""
+    reduction = 'mean'
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def case_842(self, target):
+    """l1_loss (ops.yaml:3051 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_838(self, target):
-    """l1_loss (ops.yaml:3042 sample 2)"""
+def case_843(self, target):
+    """l1_loss (ops.yaml:3051 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_839(self, target):
-    """l1_loss (ops.yaml:3042 sample 3)"""
+def case_844(self, target):
+    """l1_loss (ops.yaml:3051 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_840(self, target):
-    """l1_loss (ops.yaml:3042 sample 4)"""
+def case_845(self, target):
+    """l1_loss (ops.yaml:3051 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_841(self, target):
-    """smooth_l1_loss (ops.yaml:3057 sample 0)"""
+def case_846(self, target):
+    """smooth_l1_loss (ops.yaml:3066 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_842(self, target):
-    """smooth_l1_loss (ops.yaml:3057 sample 1)"""
+def case_847(self, target):
+    """smooth_l1_loss (ops.yaml:3066 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_843(self, target):
-    """smooth_l1_loss (ops.yaml:3057 sample 2)"""
+def case_848(self, target):
+    """smooth_l1_loss (ops.yaml:3066 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_844(self, target):
-    """smooth_l1_loss (ops.yaml:3057 sample 3)"""
+def case_849(self, target):
+    """smooth_l1_loss (ops.yaml:3066 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_845(self, target):
-    """smooth_l1_loss (ops.yaml:3057 sample 4)"""
+def case_850(self, target):
+    """smooth_l1_loss (ops.yaml:3066 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_846(self, target):
-    """smooth_l1_loss (ops.yaml:3057 sample 5)"""
+def case_851(self, target):
+    """smooth_l1_loss (ops.yaml:3066 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_847(self, target):
-    """huber_loss (ops.yaml:3073 sample 0)"""
+def case_852(self, target):
+    """huber_loss (ops.yaml:3082 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_848(self, target):
-    """huber_loss (ops.yaml:3073 sample 1)"""
+def case_853(self, target):
+    """huber_loss (ops.yaml:3082 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_849(self, target):
-    """huber_loss (ops.yaml:3073 sample 2)"""
+def case_854(self, target):
+    """huber_loss (ops.yaml:3082 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_850(self, target):
-    """huber_loss (ops.yaml:3073 sample 3)"""
-    reduction = 'sum'
-    delta = 1.0
-    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
-
-
-def case_851(self, target):
-    """huber_loss (ops.yaml:3073 sample 4)"""
-    reduction = 'sum'
-    delta = 1.0
-    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
-
-
-def case_852(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3090 sample 0)"""
-    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
-
-
-def case_853(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3090 sample 1)"""
-    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
-
-
-def case_854(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3090 sample 2)"""
-    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
-
-
 def case_855(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3090 sample 3)"""
-    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
+    """huber_loss (ops.yaml:3082 sample 3)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_856(self, target):
-    """binary_cross_entropy (ops.yaml:3105 sample 0)"""
-    weight = None
-    reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+    """huber_loss (ops.yaml:3082 sample 4)"""
+    reduction = 'sum'
+    delta = 1.0
+    return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_857(self, target):
-    """binary_cross_entropy (ops.yaml:3105 sample 1)"""
-    weight = None
-    reduction = 'none'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+    """binary_cross_entropy_elementwise (ops.yaml:3099 sample 0)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
-def case_858(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3105 sample 2)"""
-    reduction = 'sum'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+def case_858(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3099 sample 1)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
 def case_859(self, target):
-    """binary_cross_entropy (ops.yaml:3105 sample 3)"""
+    """binary_cross_entropy_elementwise (ops.yaml:3099 sample 2)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
+
+
+def case_860(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3099 sample 3)"""
+    return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
+
+
+def case_861(self, target):
+    """binary_cross_entropy (ops.yaml:3114 sample 0)"""
     weight = None
     reduction = 'mean'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_860(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3105 sample 4)"""
-    reduction = 'sum'
-    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
-
-
-def case_861(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3105 sample 5)"""
-    reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
 def case_862(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3121 sample 0)"""
+    """binary_cross_entropy (ops.yaml:3114 sample 1)"""
+    weight = None
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_863(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3114 sample 2)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_864(self, target):
+    """binary_cross_entropy (ops.yaml:3114 sample 3)"""
+    weight = None
+    reduction = 'mean'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_865(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3114 sample 4)"""
+    reduction = 'sum'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_866(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3114 sample 5)"""
+    reduction = 'none'
+    return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
+
+
+def case_867(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3130 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_863(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3121 sample 1)"""
+def case_868(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3130 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_864(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3121 sample 2)"""
+def case_869(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3130 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_865(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3121 sample 3)"""
+def case_870(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3130 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_866(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3121 sample 4)"""
+def case_871(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3130 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_867(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3121 sample 5)"""
+def case_872(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3130 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_868(self, target):
-    """nll_loss (ops.yaml:3144 sample 0)"""
+def case_873(self, target):
+    """nll_loss (ops.yaml:3153 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_869(self, target, weight):
-    """nll_loss (ops.yaml:3144 sample 1)"""
+def case_874(self, target, weight):
+    """nll_loss (ops.yaml:3153 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_870(self, target, weight):
-    """nll_loss (ops.yaml:3144 sample 2)"""
+def case_875(self, target, weight):
+    """nll_loss (ops.yaml:3153 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_871(self, target):
-    """nll_loss (ops.yaml:3144 sample 3)"""
+def case_876(self, target):
+    """nll_loss (ops.yaml:3153 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_872(self, target, weight):
-    """nll_loss (ops.yaml:3144 sample 4)"""
+def case_877(self, target, weight):
+    """nll_loss (ops.yaml:3153 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_873(self, target):
-    """nll_loss (ops.yaml:3144 sample 5)"""
+def case_878(self, target):
+    """nll_loss (ops.yaml:3153 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_874(self, target):
-    """cross_entropy_loss (ops.yaml:3167 sample 0)"""
+def case_879(self, target):
+    """cross_entropy_loss (ops.yaml:3176 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5592,32 +5622,32 @@ def case_874(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_875(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3167 sample 1)"""
+def case_880(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3176 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_876(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3167 sample 2)"""
+def case_881(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3176 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_877(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3167 sample 3)"""
+def case_882(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3176 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_878(self, target):
-    """cross_entropy_loss (ops.yaml:3167 sample 4)"""
+def case_883(self, target):
+    """cross_entropy_loss (ops.yaml:3176 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5625,8 +5655,8 @@ def case_878(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_879(self, target):
-    """cross_entropy_loss (ops.yaml:3167 sample 5)"""
+def case_884(self, target):
+    """cross_entropy_loss (ops.yaml:3176 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5634,50 +5664,8 @@ def case_879(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_880(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3167 sample 6)"""
-    reduction = 'mean'
-    ignore_index = -100
-    label_smoothing = 0.0
-    return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
-
-
-def case_881(self, target):
-    """cross_entropy_loss (ops.yaml:3167 sample 7)"""
-    weight = None
-    reduction = 'mean'
-    ignore_index = -100
-    label_smoothing = 0.0
-    return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
-
-
-def case_882(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3167 sample 8)"""
-    reduction = 'sum'
-    ignore_index = -100
-    label_smoothing = 0.25
-    return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
-
-
-def case_883(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3167 sample 9)"""
-    reduction = 'none'
-    ignore_index = -100
-    label_smoothing = 0.0
-    return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
-
-
-def case_884(self, target):
-    """cross_entropy_loss (ops.yaml:3167 sample 10)"""
-    weight = None
-    reduction = 'mean'
-    ignore_index = -100
-    label_smoothing = 0.1
-    return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
-
-
 def case_885(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3167 sample 11)"""
+    """cross_entropy_loss (ops.yaml:3176 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -5685,7 +5673,49 @@ def case_885(self, target, weight):
 
 
 def case_886(self, target):
-    """cross_entropy_index (ops.yaml:3193 sample 0)"""
+    """cross_entropy_loss (ops.yaml:3176 sample 7)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_887(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3176 sample 8)"""
+    reduction = 'sum'
+    ignore_index = -100
+    label_smoothing = 0.25
+    return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_888(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3176 sample 9)"""
+    reduction = 'none'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_889(self, target):
+    """cross_entropy_loss (ops.yaml:3176 sample 10)"""
+    weight = None
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.1
+    return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_890(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3176 sample 11)"""
+    reduction = 'mean'
+    ignore_index = -100
+    label_smoothing = 0.0
+    return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def case_891(self, target):
+    """cross_entropy_index (ops.yaml:3202 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -5693,16 +5723,16 @@ def case_886(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_887(self, target, weight):
-    """cross_entropy_index (ops.yaml:3193 sample 1)"""
+def case_892(self, target, weight):
+    """cross_entropy_index (ops.yaml:3202 sample 1)"""
     reduction = 'mean'
     ignore_index = 1
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_888(self, target):
-    """cross_entropy_index (ops.yaml:3193 sample 2)"""
+def case_893(self, target):
+    """cross_entropy_index (ops.yaml:3202 sample 2)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -5710,16 +5740,16 @@ def case_888(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_889(self, target, weight):
-    """cross_entropy_index (ops.yaml:3193 sample 3)"""
+def case_894(self, target, weight):
+    """cross_entropy_index (ops.yaml:3202 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_890(self, target):
-    """cross_entropy_index (ops.yaml:3193 sample 4)"""
+def case_895(self, target):
+    """cross_entropy_index (ops.yaml:3202 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5727,8 +5757,8 @@ def case_890(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_891(self, target):
-    """cross_entropy_index (ops.yaml:3193 sample 5)"""
+def case_896(self, target):
+    """cross_entropy_index (ops.yaml:3202 sample 5)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5736,8 +5766,8 @@ def case_891(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_892(self, target):
-    """cross_entropy_index (ops.yaml:3193 sample 6)"""
+def case_897(self, target):
+    """cross_entropy_index (ops.yaml:3202 sample 6)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5745,8 +5775,8 @@ def case_892(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_893(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3232 sample 0)"""
+def case_898(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3241 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5754,24 +5784,24 @@ def case_893(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_894(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3232 sample 1)"""
+def case_899(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3241 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_895(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3232 sample 2)"""
+def case_900(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3241 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_896(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3232 sample 3)"""
+def case_901(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3241 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = True
@@ -5779,123 +5809,123 @@ def case_896(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_897(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3232 sample 4)"""
-    attn_mask = None
-    dropout_p = 0.0
-    is_causal = False
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
-def case_898(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3232 sample 5)"""
-    attn_mask = None
-    dropout_p = 0.0
-    is_causal = False
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
-def case_899(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3232 sample 6)"""
-    attn_mask = None
-    dropout_p = 0.0
-    is_causal = False
-    generator = None
-    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
-
-
-def case_900(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3260 sample 0 result output)"""
-    scale = 0.5
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
-
-
-def case_901(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3260 sample 0 result attn)"""
-    scale = 0.5
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
-
-
 def case_902(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3260 sample 1 result output)"""
-    scale = 1.5
-    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+    """scaled_dot_product_attention (ops.yaml:3241 sample 4)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
 def case_903(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3260 sample 1 result attn)"""
+    """scaled_dot_product_attention (ops.yaml:3241 sample 5)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_904(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3241 sample 6)"""
+    attn_mask = None
+    dropout_p = 0.0
+    is_causal = False
+    generator = None
+    return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
+
+
+def case_905(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3269 sample 0 result output)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_906(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3269 sample 0 result attn)"""
+    scale = 0.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
+
+
+def case_907(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3269 sample 1 result output)"""
+    scale = 1.5
+    return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
+
+
+def case_908(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3269 sample 1 result attn)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_904(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3260 sample 2 result output)"""
+def case_909(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3269 sample 2 result output)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_905(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3260 sample 2 result attn)"""
+def case_910(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3269 sample 2 result attn)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_906(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3260 sample 3 result output)"""
+def case_911(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3269 sample 3 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_907(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3260 sample 3 result attn)"""
+def case_912(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3269 sample 3 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_908():
-    """empty (ops.yaml:3290 sample 0)"""
+def case_913():
+    """empty (ops.yaml:3299 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_909():
-    """empty (ops.yaml:3290 sample 1)"""
+def case_914():
+    """empty (ops.yaml:3299 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_910():
-    """empty (ops.yaml:3290 sample 2)"""
+def case_915():
+    """empty (ops.yaml:3299 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_911():
-    """zeros (ops.yaml:3297 sample 0)"""
+def case_916():
+    """zeros (ops.yaml:3306 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_912():
-    """ones (ops.yaml:3305 sample 0)"""
+def case_917():
+    """ones (ops.yaml:3314 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_913():
-    """full (ops.yaml:3320 sample 0)"""
+def case_918():
+    """full (ops.yaml:3329 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -5903,8 +5933,8 @@ def case_913():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_914():
-    """full (ops.yaml:3320 sample 1)"""
+def case_919():
+    """full (ops.yaml:3329 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -5912,8 +5942,8 @@ def case_914():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_915():
-    """full (ops.yaml:3320 sample 2)"""
+def case_920():
+    """full (ops.yaml:3329 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5921,71 +5951,71 @@ def case_915():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_916(self):
-    """empty_like (ops.yaml:3331 sample 0)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
-def case_917(self):
-    """empty_like (ops.yaml:3331 sample 1)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
-def case_918(self):
-    """empty_like (ops.yaml:3331 sample 2)"""
-    dtype = None
-    return torch.zeros_like(self, dtype=dtype)
-
-
-def case_919(self):
-    """ones_like (ops.yaml:3351 sample 0)"""
-    dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
-
-
-def case_920(self):
-    """ones_like (ops.yaml:3351 sample 1)"""
-    dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
-
-
 def case_921(self):
-    """ones_like (ops.yaml:3351 sample 2)"""
+    """empty_like (ops.yaml:3340 sample 0)"""
     dtype = None
-    return torch.ops.aten.ones_like(self, dtype=dtype)
+    return torch.zeros_like(self, dtype=dtype)
 
 
 def case_922(self):
-    """ones_like (ops.yaml:3351 sample 3)"""
+    """empty_like (ops.yaml:3340 sample 1)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_923(self):
+    """empty_like (ops.yaml:3340 sample 2)"""
+    dtype = None
+    return torch.zeros_like(self, dtype=dtype)
+
+
+def case_924(self):
+    """ones_like (ops.yaml:3360 sample 0)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_925(self):
+    """ones_like (ops.yaml:3360 sample 1)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_926(self):
+    """ones_like (ops.yaml:3360 sample 2)"""
+    dtype = None
+    return torch.ops.aten.ones_like(self, dtype=dtype)
+
+
+def case_927(self):
+    """ones_like (ops.yaml:3360 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_923(self):
-    """full_like (ops.yaml:3363 sample 0)"""
+def case_928(self):
+    """full_like (ops.yaml:3372 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_924(self):
-    """full_like (ops.yaml:3363 sample 1)"""
+def case_929(self):
+    """full_like (ops.yaml:3372 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_925(self):
-    """full_like (ops.yaml:3363 sample 2)"""
+def case_930(self):
+    """full_like (ops.yaml:3372 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_926():
-    """arange (ops.yaml:3368 sample 0)"""
+def case_931():
+    """arange (ops.yaml:3377 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -5994,8 +6024,8 @@ def case_926():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_927():
-    """linspace (ops.yaml:3383 sample 0)"""
+def case_932():
+    """linspace (ops.yaml:3392 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -6004,8 +6034,8 @@ def case_927():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_928():
-    """linspace (ops.yaml:3383 sample 1)"""
+def case_933():
+    """linspace (ops.yaml:3392 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -6014,8 +6044,8 @@ def case_928():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_929():
-    """linspace (ops.yaml:3383 sample 2)"""
+def case_934():
+    """linspace (ops.yaml:3392 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -6024,24 +6054,24 @@ def case_929():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_930():
-    """eye (ops.yaml:3395 sample 0)"""
+def case_935():
+    """eye (ops.yaml:3404 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_931():
-    """eye (ops.yaml:3395 sample 1)"""
+def case_936():
+    """eye (ops.yaml:3404 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_932():
-    """eye.m (ops.yaml:3406 sample 0)"""
+def case_937():
+    """eye.m (ops.yaml:3415 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -6049,8 +6079,8 @@ def case_932():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_933():
-    """eye.m (ops.yaml:3406 sample 1)"""
+def case_938():
+    """eye.m (ops.yaml:3415 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -6058,8 +6088,8 @@ def case_933():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_934():
-    """rand (ops.yaml:3410 sample 0)"""
+def case_939():
+    """rand (ops.yaml:3419 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -6067,8 +6097,8 @@ def case_934():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_935():
-    """randn (ops.yaml:3421 sample 0)"""
+def case_940():
+    """randn (ops.yaml:3430 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -6076,36 +6106,36 @@ def case_935():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_936(self):
-    """rand_like (ops.yaml:3438 sample 0)"""
+def case_941(self):
+    """rand_like (ops.yaml:3447 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_937(self):
-    """rand_like (ops.yaml:3438 sample 1)"""
+def case_942(self):
+    """rand_like (ops.yaml:3447 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_938(self):
-    """randn_like (ops.yaml:3448 sample 0)"""
+def case_943(self):
+    """randn_like (ops.yaml:3457 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_939(self):
-    """randn_like (ops.yaml:3448 sample 1)"""
+def case_944(self):
+    """randn_like (ops.yaml:3457 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_940():
-    """randint (ops.yaml:3459 sample 0)"""
+def case_945():
+    """randint (ops.yaml:3468 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -6114,8 +6144,8 @@ def case_940():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_941():
-    """randint (ops.yaml:3459 sample 1)"""
+def case_946():
+    """randint (ops.yaml:3468 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -6124,8 +6154,8 @@ def case_941():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_942():
-    """randint.low (ops.yaml:3470 sample 0)"""
+def case_947():
+    """randint.low (ops.yaml:3479 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -6135,8 +6165,8 @@ def case_942():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_943():
-    """randperm (ops.yaml:3480 sample 0)"""
+def case_948():
+    """randperm (ops.yaml:3489 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -6144,8 +6174,8 @@ def case_943():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_944():
-    """randperm (ops.yaml:3480 sample 1)"""
+def case_949():
+    """randperm (ops.yaml:3489 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -6153,95 +6183,95 @@ def case_944():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_945(self):
-    """bernoulli.p (ops.yaml:3497 sample 0)"""
+def case_950(self):
+    """bernoulli.p (ops.yaml:3506 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_946(self):
-    """bernoulli.p (ops.yaml:3497 sample 1)"""
+def case_951(self):
+    """bernoulli.p (ops.yaml:3506 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_947(self):
-    """bernoulli.p (ops.yaml:3497 sample 2)"""
+def case_952(self):
+    """bernoulli.p (ops.yaml:3506 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_948(self):
-    """normal (ops.yaml:3508 sample 0)"""
+def case_953(self):
+    """normal (ops.yaml:3517 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_949(self):
-    """normal (ops.yaml:3508 sample 1)"""
+def case_954(self):
+    """normal (ops.yaml:3517 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_950(self):
-    """normal (ops.yaml:3508 sample 2)"""
+def case_955(self):
+    """normal (ops.yaml:3517 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_951(self):
-    """uniform (ops.yaml:3520 sample 0)"""
+def case_956(self):
+    """uniform (ops.yaml:3529 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_952(self):
-    """uniform (ops.yaml:3520 sample 1)"""
+def case_957(self):
+    """uniform (ops.yaml:3529 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_953(self):
-    """uniform (ops.yaml:3520 sample 2)"""
+def case_958(self):
+    """uniform (ops.yaml:3529 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_954(self):
-    """maybe_multiply (ops.yaml:3533 sample 0)"""
+def case_959(self):
+    """maybe_multiply (ops.yaml:3542 sample 0)"""
     other = 2.5
     return self * other
 
 
-def case_955(self):
-    """maybe_multiply (ops.yaml:3533 sample 1)"""
+def case_960(self):
+    """maybe_multiply (ops.yaml:3542 sample 1)"""
     other = 1
     return self * other
 
 
-def case_956(self):
-    """sum_to (ops.yaml:3544 sample 0)"""
+def case_961(self):
+    """sum_to (ops.yaml:3553 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_957(self):
-    """sum_to (ops.yaml:3544 sample 1)"""
+def case_962(self):
+    """sum_to (ops.yaml:3553 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -8627,2412 +8657,2437 @@ CASES = [
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1358 sample 0", fn=case_476, tensors=["self", "mat2"],
+    dict(op="cumsum_backward", where="ops.yaml:1307 sample 0", fn=case_476, tensors=["grad_output"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum_backward", where="ops.yaml:1307 sample 1", fn=case_477, tensors=["grad_output"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum_backward", where="ops.yaml:1307 sample 2", fn=case_478, tensors=["grad_output"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum_backward", where="ops.yaml:1307 sample 3", fn=case_479, tensors=["grad_output"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cumsum_backward", where="ops.yaml:1307 sample 4", fn=case_480, tensors=["grad_output"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mm", where="ops.yaml:1367 sample 0", fn=case_481, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1358 sample 1", fn=case_477, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1367 sample 1", fn=case_482, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1358 sample 2", fn=case_478, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:1358 sample 3", fn=case_479, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:1358 sample 4", fn=case_480, tensors=["self", "mat2"],
-         free=[False, False],
-         no_grad=[False, False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="mm", where="ops.yaml:1358 sample 5", fn=case_481, tensors=["self", "mat2"],
-         free=[False, False],
-         no_grad=[False, False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="mm", where="ops.yaml:1358 sample 6", fn=case_482, tensors=["self", "mat2"],
-         free=[False, False],
-         no_grad=[False, False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1379 sample 0", fn=case_483, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1379 sample 1", fn=case_484, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1379 sample 2", fn=case_485, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1379 sample 3", fn=case_486, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1379 sample 4", fn=case_487, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1379 sample 5", fn=case_488, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1379 sample 6", fn=case_489, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1379 sample 7", fn=case_490, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1379 sample 8", fn=case_491, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1379 sample 9", fn=case_492, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1379 sample 10", fn=case_493, tensors=["self", "other"],
+    dict(op="mm", where="ops.yaml:1367 sample 2", fn=case_483, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1379 sample 11", fn=case_494, tensors=["self", "other"],
-         free=[False, False],
-         no_grad=[False, False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1410 sample 0", fn=case_495, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1410 sample 1", fn=case_496, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1410 sample 2", fn=case_497, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1367 sample 3", fn=case_484, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="bmm", where="ops.yaml:1410 sample 3", fn=case_498, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1410 sample 4", fn=case_499, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1367 sample 4", fn=case_485, tensors=["self", "mat2"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="addmm", where="ops.yaml:1438 sample 0", fn=case_500, tensors=["self", "mat1", "mat2"],
+    dict(op="mm", where="ops.yaml:1367 sample 5", fn=case_486, tensors=["self", "mat2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="mm", where="ops.yaml:1367 sample 6", fn=case_487, tensors=["self", "mat2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1388 sample 0", fn=case_488, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1388 sample 1", fn=case_489, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1388 sample 2", fn=case_490, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1388 sample 3", fn=case_491, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1388 sample 4", fn=case_492, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1388 sample 5", fn=case_493, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1388 sample 6", fn=case_494, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1388 sample 7", fn=case_495, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1388 sample 8", fn=case_496, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1388 sample 9", fn=case_497, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1388 sample 10", fn=case_498, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1388 sample 11", fn=case_499, tensors=["self", "other"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1419 sample 0", fn=case_500, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1419 sample 1", fn=case_501, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1419 sample 2", fn=case_502, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1419 sample 3", fn=case_503, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1419 sample 4", fn=case_504, tensors=["self", "mat2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1447 sample 0", fn=case_505, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1438 sample 1", fn=case_501, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1447 sample 1", fn=case_506, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1438 sample 2", fn=case_502, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1447 sample 2", fn=case_507, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1438 sample 3", fn=case_503, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1447 sample 3", fn=case_508, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1438 sample 4", fn=case_504, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1447 sample 4", fn=case_509, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1438 sample 5", fn=case_505, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1447 sample 5", fn=case_510, tensors=["self", "mat1", "mat2"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="addmm", where="ops.yaml:1438 sample 6", fn=case_506, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1447 sample 6", fn=case_511, tensors=["self", "mat1", "mat2"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1472 sample 0", fn=case_507, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1481 sample 0", fn=case_512, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1472 sample 1", fn=case_508, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1481 sample 1", fn=case_513, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1472 sample 2", fn=case_509, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1481 sample 2", fn=case_514, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1472 sample 3", fn=case_510, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1481 sample 3", fn=case_515, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1472 sample 4", fn=case_511, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1481 sample 4", fn=case_516, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1472 sample 5", fn=case_512, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1481 sample 5", fn=case_517, tensors=["self", "batch1", "batch2"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="dot", where="ops.yaml:1494 sample 0", fn=case_513, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1503 sample 0", fn=case_518, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1494 sample 1", fn=case_514, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1503 sample 1", fn=case_519, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1494 sample 2", fn=case_515, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1503 sample 2", fn=case_520, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1494 sample 3", fn=case_516, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1503 sample 3", fn=case_521, tensors=["self", "tensor"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="outer", where="ops.yaml:1512 sample 0", fn=case_517, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1521 sample 0", fn=case_522, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1512 sample 1", fn=case_518, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1521 sample 1", fn=case_523, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1512 sample 2", fn=case_519, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1521 sample 2", fn=case_524, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1512 sample 3", fn=case_520, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1521 sample 3", fn=case_525, tensors=["self", "vec2"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linear", where="ops.yaml:1536 sample 0", fn=case_521, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1545 sample 0", fn=case_526, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1536 sample 1", fn=case_522, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1545 sample 1", fn=case_527, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1536 sample 2", fn=case_523, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1545 sample 2", fn=case_528, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1536 sample 3", fn=case_524, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1545 sample 3", fn=case_529, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1536 sample 4", fn=case_525, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1545 sample 4", fn=case_530, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1536 sample 5", fn=case_526, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1545 sample 5", fn=case_531, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1536 sample 6", fn=case_527, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1545 sample 6", fn=case_532, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1536 sample 7", fn=case_528, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1545 sample 7", fn=case_533, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1536 sample 8", fn=case_529, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1545 sample 8", fn=case_534, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1536 sample 9", fn=case_530, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1545 sample 9", fn=case_535, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1536 sample 10", fn=case_531, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1545 sample 10", fn=case_536, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1536 sample 11", fn=case_532, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1545 sample 11", fn=case_537, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1536 sample 12", fn=case_533, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1545 sample 12", fn=case_538, tensors=["input", "weight", "bias"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1565 sample 0", fn=case_534, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1574 sample 0", fn=case_539, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1565 sample 1", fn=case_535, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1574 sample 1", fn=case_540, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1565 sample 2", fn=case_536, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1574 sample 2", fn=case_541, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1565 sample 3", fn=case_537, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1574 sample 3", fn=case_542, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1586 sample 0", fn=case_538, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1595 sample 0", fn=case_543, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1586 sample 1", fn=case_539, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1595 sample 1", fn=case_544, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1586 sample 2", fn=case_540, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1595 sample 2", fn=case_545, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1586 sample 3", fn=case_541, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1595 sample 3", fn=case_546, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1604 sample 0", fn=case_542, tensors=["self"],
+    dict(op="t", where="ops.yaml:1613 sample 0", fn=case_547, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1604 sample 1", fn=case_543, tensors=["self"],
+    dict(op="t", where="ops.yaml:1613 sample 1", fn=case_548, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1615 sample 0", fn=case_544, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1624 sample 0", fn=case_549, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1615 sample 1", fn=case_545, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1624 sample 1", fn=case_550, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1629 sample 0", fn=case_546, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1638 sample 0", fn=case_551, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1638 sample 0", fn=case_547, tensors=["self"],
+    dict(op="view", where="ops.yaml:1647 sample 0", fn=case_552, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1638 sample 1", fn=case_548, tensors=["self"],
+    dict(op="view", where="ops.yaml:1647 sample 1", fn=case_553, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1648 sample 0", fn=case_549, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1657 sample 0", fn=case_554, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1648 sample 1", fn=case_550, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1657 sample 1", fn=case_555, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1658 sample 0", fn=case_551, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1667 sample 0", fn=case_556, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1658 sample 1", fn=case_552, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1667 sample 1", fn=case_557, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1668 sample 0", fn=case_553, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1677 sample 0", fn=case_558, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1678 sample 0", fn=case_554, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1687 sample 0", fn=case_559, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1678 sample 1", fn=case_555, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1687 sample 1", fn=case_560, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1689 sample 0", fn=case_556, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1698 sample 0", fn=case_561, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1689 sample 1", fn=case_557, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1698 sample 1", fn=case_562, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1703 sample 0", fn=case_558, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1712 sample 0", fn=case_563, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1703 sample 1", fn=case_559, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1712 sample 1", fn=case_564, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1714 sample 0", fn=case_560, tensors=["self"],
+    dict(op="select", where="ops.yaml:1723 sample 0", fn=case_565, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1714 sample 1", fn=case_561, tensors=["self"],
+    dict(op="select", where="ops.yaml:1723 sample 1", fn=case_566, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1724 sample 0", fn=case_562, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1733 sample 0", fn=case_567, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1737 sample 0", fn=case_563, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1746 sample 0", fn=case_568, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1737 sample 1", fn=case_564, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1746 sample 1", fn=case_569, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1737 sample 2", fn=case_565, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1746 sample 2", fn=case_570, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1737 sample 3", fn=case_566, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1746 sample 3", fn=case_571, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1737 sample 4", fn=case_567, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1746 sample 4", fn=case_572, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1756 sample 0", fn=case_568, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1765 sample 0", fn=case_573, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1756 sample 1", fn=case_569, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1765 sample 1", fn=case_574, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1756 sample 2", fn=case_570, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1765 sample 2", fn=case_575, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1756 sample 3", fn=case_571, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1765 sample 3", fn=case_576, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1768 sample 0", fn=case_572, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1777 sample 0", fn=case_577, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1768 sample 1", fn=case_573, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1777 sample 1", fn=case_578, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1768 sample 2", fn=case_574, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1777 sample 2", fn=case_579, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1768 sample 3", fn=case_575, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1777 sample 3", fn=case_580, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1786 sample 0", fn=case_576, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1795 sample 0", fn=case_581, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1786 sample 1", fn=case_577, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1795 sample 1", fn=case_582, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1786 sample 2", fn=case_578, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1795 sample 2", fn=case_583, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1786 sample 3", fn=case_579, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1795 sample 3", fn=case_584, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1801 sample 0", fn=case_580, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1810 sample 0", fn=case_585, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1801 sample 1", fn=case_581, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1810 sample 1", fn=case_586, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1801 sample 2", fn=case_582, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1810 sample 2", fn=case_587, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1801 sample 3", fn=case_583, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1810 sample 3", fn=case_588, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1801 sample 4", fn=case_584, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1810 sample 4", fn=case_589, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1801 sample 5", fn=case_585, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1810 sample 5", fn=case_590, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1816 sample 0", fn=case_586, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1825 sample 0", fn=case_591, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1816 sample 1", fn=case_587, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1825 sample 1", fn=case_592, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1816 sample 2", fn=case_588, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1825 sample 2", fn=case_593, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1816 sample 3", fn=case_589, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1825 sample 3", fn=case_594, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1816 sample 4", fn=case_590, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1825 sample 4", fn=case_595, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1833 sample 0", fn=case_591, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1842 sample 0", fn=case_596, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1833 sample 1", fn=case_592, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1842 sample 1", fn=case_597, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1833 sample 2", fn=case_593, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1842 sample 2", fn=case_598, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1833 sample 3", fn=case_594, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1842 sample 3", fn=case_599, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1833 sample 4", fn=case_595, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1842 sample 4", fn=case_600, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1857 sample 0", fn=case_596, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1866 sample 0", fn=case_601, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1857 sample 1", fn=case_597, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1866 sample 1", fn=case_602, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1857 sample 2", fn=case_598, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1866 sample 2", fn=case_603, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1857 sample 3", fn=case_599, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1866 sample 3", fn=case_604, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1857 sample 4", fn=case_600, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1866 sample 4", fn=case_605, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1873 sample 0", fn=case_601, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1882 sample 0", fn=case_606, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1873 sample 1", fn=case_602, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1882 sample 1", fn=case_607, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1873 sample 2", fn=case_603, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1882 sample 2", fn=case_608, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1873 sample 3", fn=case_604, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1882 sample 3", fn=case_609, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1873 sample 4", fn=case_605, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1882 sample 4", fn=case_610, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1887 sample 0", fn=case_606, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1896 sample 0", fn=case_611, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1887 sample 1", fn=case_607, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1896 sample 1", fn=case_612, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1887 sample 2", fn=case_608, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1896 sample 2", fn=case_613, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1887 sample 3", fn=case_609, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1896 sample 3", fn=case_614, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1887 sample 4", fn=case_610, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1896 sample 4", fn=case_615, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1887 sample 5", fn=case_611, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1896 sample 5", fn=case_616, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1887 sample 6", fn=case_612, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1896 sample 6", fn=case_617, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1887 sample 7", fn=case_613, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1896 sample 7", fn=case_618, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1887 sample 8", fn=case_614, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1896 sample 8", fn=case_619, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1887 sample 9", fn=case_615, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1896 sample 9", fn=case_620, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1887 sample 10", fn=case_616, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1896 sample 10", fn=case_621, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="cat", where="ops.yaml:1910 sample 0", fn=case_617, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1919 sample 0", fn=case_622, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1910 sample 1", fn=case_618, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1919 sample 1", fn=case_623, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1910 sample 2", fn=case_619, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1919 sample 2", fn=case_624, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1910 sample 3", fn=case_620, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1919 sample 3", fn=case_625, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1910 sample 4", fn=case_621, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1919 sample 4", fn=case_626, tensors=["tensors_0", "tensors_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1931 sample 0", fn=case_622, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1940 sample 0", fn=case_627, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1931 sample 1", fn=case_623, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="stack", where="ops.yaml:1940 sample 1", fn=case_628, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1931 sample 2", fn=case_624, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1940 sample 2", fn=case_629, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1931 sample 3", fn=case_625, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1940 sample 3", fn=case_630, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1931 sample 4", fn=case_626, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1940 sample 4", fn=case_631, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1945 sample 0", fn=case_627, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1954 sample 0", fn=case_632, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1945 sample 1", fn=case_628, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1954 sample 1", fn=case_633, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1945 sample 2", fn=case_629, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1954 sample 2", fn=case_634, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1945 sample 3", fn=case_630, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1954 sample 3", fn=case_635, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1958 sample 0", fn=case_631, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1967 sample 0", fn=case_636, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1958 sample 1", fn=case_632, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1967 sample 1", fn=case_637, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1958 sample 2", fn=case_633, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1967 sample 2", fn=case_638, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1958 sample 3", fn=case_634, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1967 sample 3", fn=case_639, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1971 sample 0", fn=case_635, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1980 sample 0", fn=case_640, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1971 sample 1", fn=case_636, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1980 sample 1", fn=case_641, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1971 sample 2", fn=case_637, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1980 sample 2", fn=case_642, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1971 sample 3", fn=case_638, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1980 sample 3", fn=case_643, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1984 sample 0", fn=case_639, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1993 sample 0", fn=case_644, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1984 sample 1", fn=case_640, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1993 sample 1", fn=case_645, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1984 sample 2", fn=case_641, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1993 sample 2", fn=case_646, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1984 sample 3", fn=case_642, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1993 sample 3", fn=case_647, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2001 sample 0", fn=case_643, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2010 sample 0", fn=case_648, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2001 sample 1", fn=case_644, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2010 sample 1", fn=case_649, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2001 sample 2", fn=case_645, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2010 sample 2", fn=case_650, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2001 sample 3", fn=case_646, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2010 sample 3", fn=case_651, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2001 sample 4", fn=case_647, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2010 sample 4", fn=case_652, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2001 sample 5", fn=case_648, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2010 sample 5", fn=case_653, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2025 sample 0", fn=case_649, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2034 sample 0", fn=case_654, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2025 sample 1", fn=case_650, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2034 sample 1", fn=case_655, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2025 sample 2", fn=case_651, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2034 sample 2", fn=case_656, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2025 sample 3", fn=case_652, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2034 sample 3", fn=case_657, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2025 sample 4", fn=case_653, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2034 sample 4", fn=case_658, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2040 sample 0", fn=case_654, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2049 sample 0", fn=case_659, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2040 sample 1", fn=case_655, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2049 sample 1", fn=case_660, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2040 sample 2", fn=case_656, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2049 sample 2", fn=case_661, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2053 sample 0", fn=case_657, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2062 sample 0", fn=case_662, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2053 sample 1", fn=case_658, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2062 sample 1", fn=case_663, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2053 sample 2", fn=case_659, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2062 sample 2", fn=case_664, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2053 sample 3", fn=case_660, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2062 sample 3", fn=case_665, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2053 sample 4", fn=case_661, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2062 sample 4", fn=case_666, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2076 sample 0", fn=case_662, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2085 sample 0", fn=case_667, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2076 sample 1", fn=case_663, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2085 sample 1", fn=case_668, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2076 sample 2", fn=case_664, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2085 sample 2", fn=case_669, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2076 sample 3", fn=case_665, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2085 sample 3", fn=case_670, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2097 sample 0", fn=case_666, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2106 sample 0", fn=case_671, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2097 sample 1", fn=case_667, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2106 sample 1", fn=case_672, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2097 sample 2", fn=case_668, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2106 sample 2", fn=case_673, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2110 sample 0", fn=case_669, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2119 sample 0", fn=case_674, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2110 sample 1", fn=case_670, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2119 sample 1", fn=case_675, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2110 sample 2", fn=case_671, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2119 sample 2", fn=case_676, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2110 sample 3", fn=case_672, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2119 sample 3", fn=case_677, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2110 sample 4", fn=case_673, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2119 sample 4", fn=case_678, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2129 sample 0", fn=case_674, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2138 sample 0", fn=case_679, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2129 sample 1", fn=case_675, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2138 sample 1", fn=case_680, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2129 sample 2", fn=case_676, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2138 sample 2", fn=case_681, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2129 sample 3", fn=case_677, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2138 sample 3", fn=case_682, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2143 sample 0", fn=case_678, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2152 sample 0", fn=case_683, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2143 sample 1", fn=case_679, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2152 sample 1", fn=case_684, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2170 sample 0", fn=case_680, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2179 sample 0", fn=case_685, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2170 sample 1", fn=case_681, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2179 sample 1", fn=case_686, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2170 sample 2", fn=case_682, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2179 sample 2", fn=case_687, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2170 sample 3", fn=case_683, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2179 sample 3", fn=case_688, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2182 sample 0", fn=case_684, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2191 sample 0", fn=case_689, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2182 sample 1", fn=case_685, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2191 sample 1", fn=case_690, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2182 sample 2", fn=case_686, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2191 sample 2", fn=case_691, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2182 sample 3", fn=case_687, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2191 sample 3", fn=case_692, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2195 sample 0", fn=case_688, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2204 sample 0", fn=case_693, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2195 sample 1", fn=case_689, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2204 sample 1", fn=case_694, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2195 sample 2", fn=case_690, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2204 sample 2", fn=case_695, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2195 sample 3", fn=case_691, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2204 sample 3", fn=case_696, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2195 sample 4", fn=case_692, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2204 sample 4", fn=case_697, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2210 sample 0", fn=case_693, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2219 sample 0", fn=case_698, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2210 sample 1", fn=case_694, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2219 sample 1", fn=case_699, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2210 sample 2", fn=case_695, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2219 sample 2", fn=case_700, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2210 sample 3", fn=case_696, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2219 sample 3", fn=case_701, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2210 sample 4", fn=case_697, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2219 sample 4", fn=case_702, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2226 sample 0", fn=case_698, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2235 sample 0", fn=case_703, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2226 sample 1", fn=case_699, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2235 sample 1", fn=case_704, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2237 sample 0", fn=case_700, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2246 sample 0", fn=case_705, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2237 sample 1", fn=case_701, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2246 sample 1", fn=case_706, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2237 sample 2", fn=case_702, tensors=["self", "indices_0", "indices_2"],
+    dict(op="index.Tensor", where="ops.yaml:2246 sample 2", fn=case_707, tensors=["self", "indices_0", "indices_2"],
          free=[True, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2237 sample 3", fn=case_703, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2246 sample 3", fn=case_708, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2237 sample 4", fn=case_704, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2246 sample 4", fn=case_709, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2237 sample 5", fn=case_705, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2246 sample 5", fn=case_710, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2252 sample 0", fn=case_706, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2261 sample 0", fn=case_711, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2252 sample 1", fn=case_707, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2261 sample 1", fn=case_712, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2252 sample 2", fn=case_708, tensors=["self", "indices_0", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2261 sample 2", fn=case_713, tensors=["self", "indices_0", "indices_1", "values"],
          free=[True, False, False, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2252 sample 3", fn=case_709, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2261 sample 3", fn=case_714, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2252 sample 4", fn=case_710, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2261 sample 4", fn=case_715, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2267 sample 0 result values", fn=case_711, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2276 sample 0 result values", fn=case_716, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2267 sample 0 result indices", fn=case_712, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2276 sample 0 result indices", fn=case_717, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2267 sample 1 result values", fn=case_713, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2276 sample 1 result values", fn=case_718, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2267 sample 1 result indices", fn=case_714, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2276 sample 1 result indices", fn=case_719, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2267 sample 2 result values", fn=case_715, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2276 sample 2 result values", fn=case_720, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2267 sample 2 result indices", fn=case_716, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2276 sample 2 result indices", fn=case_721, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2267 sample 3 result values", fn=case_717, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2276 sample 3 result values", fn=case_722, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2267 sample 3 result indices", fn=case_718, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2276 sample 3 result indices", fn=case_723, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2267 sample 4 result values", fn=case_719, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2276 sample 4 result values", fn=case_724, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2267 sample 4 result indices", fn=case_720, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2276 sample 4 result indices", fn=case_725, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2283 sample 0 result values", fn=case_721, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2292 sample 0 result values", fn=case_726, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2283 sample 0 result indices", fn=case_722, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2292 sample 0 result indices", fn=case_727, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2283 sample 1 result values", fn=case_723, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2292 sample 1 result values", fn=case_728, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2283 sample 1 result indices", fn=case_724, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2292 sample 1 result indices", fn=case_729, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="topk", where="ops.yaml:2297 sample 0 result values", fn=case_725, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2306 sample 0 result values", fn=case_730, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2297 sample 0 result indices", fn=case_726, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2306 sample 0 result indices", fn=case_731, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2297 sample 1 result values", fn=case_727, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2306 sample 1 result values", fn=case_732, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2297 sample 1 result indices", fn=case_728, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2306 sample 1 result indices", fn=case_733, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2297 sample 2 result values", fn=case_729, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2306 sample 2 result values", fn=case_734, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2297 sample 2 result indices", fn=case_730, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2306 sample 2 result indices", fn=case_735, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2297 sample 3 result values", fn=case_731, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2306 sample 3 result values", fn=case_736, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2297 sample 3 result indices", fn=case_732, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2306 sample 3 result indices", fn=case_737, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2297 sample 4 result values", fn=case_733, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2306 sample 4 result values", fn=case_738, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2297 sample 4 result indices", fn=case_734, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2306 sample 4 result indices", fn=case_739, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2319 sample 0", fn=case_735, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2328 sample 0", fn=case_740, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2319 sample 1", fn=case_736, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2328 sample 1", fn=case_741, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2319 sample 2", fn=case_737, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2328 sample 2", fn=case_742, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2319 sample 3", fn=case_738, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2328 sample 3", fn=case_743, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2338 sample 0", fn=case_739, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2347 sample 0", fn=case_744, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2338 sample 1", fn=case_740, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2347 sample 1", fn=case_745, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2338 sample 2", fn=case_741, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2347 sample 2", fn=case_746, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2338 sample 3", fn=case_742, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2347 sample 3", fn=case_747, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2353 sample 0", fn=case_743, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2362 sample 0", fn=case_748, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2353 sample 1", fn=case_744, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2362 sample 1", fn=case_749, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2366 sample 0", fn=case_745, tensors=["grad_output", "self"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2375 sample 0", fn=case_750, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2413 sample 0", fn=case_746, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2422 sample 0", fn=case_751, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2413 sample 1", fn=case_747, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2422 sample 1", fn=case_752, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2413 sample 2", fn=case_748, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2422 sample 2", fn=case_753, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2413 sample 3", fn=case_749, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2422 sample 3", fn=case_754, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2413 sample 4", fn=case_750, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2422 sample 4", fn=case_755, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2413 sample 5", fn=case_751, tensors=["input", "weight"],
+    dict(op="conv2d", where="ops.yaml:2422 sample 5", fn=case_756, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2435 sample 0", fn=case_752, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2444 sample 0", fn=case_757, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2435 sample 1", fn=case_753, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2444 sample 1", fn=case_758, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2435 sample 2", fn=case_754, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2444 sample 2", fn=case_759, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2455 sample 0", fn=case_755, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2464 sample 0", fn=case_760, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2455 sample 1", fn=case_756, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2464 sample 1", fn=case_761, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2455 sample 2", fn=case_757, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2464 sample 2", fn=case_762, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d.padding", where="ops.yaml:2474 sample 0", fn=case_758, tensors=["input", "weight", "bias"],
+    dict(op="conv1d.padding", where="ops.yaml:2483 sample 0", fn=case_763, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2492 sample 0", fn=case_759, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2501 sample 0", fn=case_764, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2492 sample 1", fn=case_760, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2501 sample 1", fn=case_765, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2492 sample 2", fn=case_761, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2501 sample 2", fn=case_766, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2492 sample 3", fn=case_762, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2501 sample 3", fn=case_767, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2492 sample 4", fn=case_763, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2501 sample 4", fn=case_768, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2492 sample 5", fn=case_764, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2501 sample 5", fn=case_769, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2511 sample 0", fn=case_765, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2520 sample 0", fn=case_770, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2511 sample 1", fn=case_766, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2520 sample 1", fn=case_771, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2524 sample 0", fn=case_767, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2533 sample 0", fn=case_772, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2524 sample 1", fn=case_768, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2533 sample 1", fn=case_773, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2538 sample 0", fn=case_769, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2547 sample 0", fn=case_774, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2538 sample 1", fn=case_770, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2547 sample 1", fn=case_775, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2556 sample 0 result values", fn=case_771, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 0 result values", fn=case_776, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2556 sample 0 result indices", fn=case_772, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 0 result indices", fn=case_777, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2556 sample 1 result values", fn=case_773, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 1 result values", fn=case_778, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2556 sample 1 result indices", fn=case_774, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 1 result indices", fn=case_779, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2556 sample 2 result values", fn=case_775, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 2 result values", fn=case_780, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2556 sample 2 result indices", fn=case_776, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 2 result indices", fn=case_781, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2556 sample 3 result values", fn=case_777, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 3 result values", fn=case_782, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2556 sample 3 result indices", fn=case_778, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 3 result indices", fn=case_783, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2574 sample 0", fn=case_779, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2583 sample 0", fn=case_784, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2574 sample 1", fn=case_780, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2583 sample 1", fn=case_785, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2574 sample 2", fn=case_781, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2583 sample 2", fn=case_786, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2599 sample 0", fn=case_782, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2608 sample 0", fn=case_787, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2599 sample 1", fn=case_783, tensors=["input", "weight"],
+    dict(op="layer_norm", where="ops.yaml:2608 sample 1", fn=case_788, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2599 sample 2", fn=case_784, tensors=["input", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2608 sample 2", fn=case_789, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2599 sample 3", fn=case_785, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2608 sample 3", fn=case_790, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2599 sample 4", fn=case_786, tensors=["input"],
+    dict(op="layer_norm", where="ops.yaml:2608 sample 4", fn=case_791, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2626 sample 0", fn=case_787, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2635 sample 0", fn=case_792, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2626 sample 1", fn=case_788, tensors=["input", "weight"],
+    dict(op="group_norm", where="ops.yaml:2635 sample 1", fn=case_793, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2626 sample 2", fn=case_789, tensors=["input", "bias"],
+    dict(op="group_norm", where="ops.yaml:2635 sample 2", fn=case_794, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2626 sample 3", fn=case_790, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2635 sample 3", fn=case_795, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2626 sample 4", fn=case_791, tensors=["input"],
+    dict(op="group_norm", where="ops.yaml:2635 sample 4", fn=case_796, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2650 sample 0", fn=case_792, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2659 sample 0", fn=case_797, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2650 sample 1", fn=case_793, tensors=["input"],
+    dict(op="rms_norm", where="ops.yaml:2659 sample 1", fn=case_798, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2650 sample 2", fn=case_794, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2659 sample 2", fn=case_799, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2650 sample 3", fn=case_795, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2659 sample 3", fn=case_800, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2684 sample 0", fn=case_796, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm", where="ops.yaml:2693 sample 0", fn=case_801, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2684 sample 1", fn=case_797, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2693 sample 1", fn=case_802, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2684 sample 2", fn=case_798, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2693 sample 2", fn=case_803, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2684 sample 3", fn=case_799, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2693 sample 3", fn=case_804, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2684 sample 4", fn=case_800, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2693 sample 4", fn=case_805, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2684 sample 5", fn=case_801, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2693 sample 5", fn=case_806, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2717 sample 0", fn=case_802, tensors=["input", "weight", "bias"],
+    dict(op="row_norm", where="ops.yaml:2726 sample 0", fn=case_807, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2717 sample 1", fn=case_803, tensors=["input", "weight"],
+    dict(op="row_norm", where="ops.yaml:2726 sample 1", fn=case_808, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2748 sample 0", fn=case_804, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm_training", where="ops.yaml:2757 sample 0", fn=case_809, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2748 sample 1", fn=case_805, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm_training", where="ops.yaml:2757 sample 1", fn=case_810, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2917 sample 0", fn=case_806, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2926 sample 0", fn=case_811, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2917 sample 1", fn=case_807, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2926 sample 1", fn=case_812, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2917 sample 2", fn=case_808, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2926 sample 2", fn=case_813, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2917 sample 3", fn=case_809, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2917 sample 4", fn=case_810, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2917 sample 5", fn=case_811, tensors=["self"],
-         free=[False],
-         no_grad=[False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2917 sample 6", fn=case_812, tensors=["self"],
-         free=[False],
-         no_grad=[False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2937 sample 0", fn=case_813, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2937 sample 1", fn=case_814, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2937 sample 2", fn=case_815, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2937 sample 3", fn=case_816, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2926 sample 3", fn=case_814, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2937 sample 4", fn=case_817, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2926 sample 4", fn=case_815, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2937 sample 5", fn=case_818, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2926 sample 5", fn=case_816, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2937 sample 6", fn=case_819, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2926 sample 6", fn=case_817, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2957 sample 0", fn=case_820, tensors=["grad_output", "output"],
+    dict(op="log_softmax.int", where="ops.yaml:2946 sample 0", fn=case_818, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2946 sample 1", fn=case_819, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2946 sample 2", fn=case_820, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2946 sample 3", fn=case_821, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2946 sample 4", fn=case_822, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2946 sample 5", fn=case_823, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2946 sample 6", fn=case_824, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2966 sample 0", fn=case_825, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2957 sample 1", fn=case_821, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2966 sample 1", fn=case_826, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2957 sample 2", fn=case_822, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2966 sample 2", fn=case_827, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2974 sample 0", fn=case_823, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2983 sample 0", fn=case_828, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2974 sample 1", fn=case_824, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2983 sample 1", fn=case_829, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2974 sample 2", fn=case_825, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2983 sample 2", fn=case_830, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:3013 sample 0", fn=case_826, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3022 sample 0", fn=case_831, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3013 sample 1", fn=case_827, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3022 sample 1", fn=case_832, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3013 sample 2", fn=case_828, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3022 sample 2", fn=case_833, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3013 sample 3", fn=case_829, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3022 sample 3", fn=case_834, tensors=["input"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3013 sample 4", fn=case_830, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3022 sample 4", fn=case_835, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:3027 sample 0", fn=case_831, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3036 sample 0", fn=case_836, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3027 sample 1", fn=case_832, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3036 sample 1", fn=case_837, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3027 sample 2", fn=case_833, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3036 sample 2", fn=case_838, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3027 sample 3", fn=case_834, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3036 sample 3", fn=case_839, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3027 sample 4", fn=case_835, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3036 sample 4", fn=case_840, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3042 sample 0", fn=case_836, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3051 sample 0", fn=case_841, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3042 sample 1", fn=case_837, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3051 sample 1", fn=case_842, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3042 sample 2", fn=case_838, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3051 sample 2", fn=case_843, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3042 sample 3", fn=case_839, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3051 sample 3", fn=case_844, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3042 sample 4", fn=case_840, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3051 sample 4", fn=case_845, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3057 sample 0", fn=case_841, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3066 sample 0", fn=case_846, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3057 sample 1", fn=case_842, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3066 sample 1", fn=case_847, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3057 sample 2", fn=case_843, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3066 sample 2", fn=case_848, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3057 sample 3", fn=case_844, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3066 sample 3", fn=case_849, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3057 sample 4", fn=case_845, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3066 sample 4", fn=case_850, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3057 sample 5", fn=case_846, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3066 sample 5", fn=case_851, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3073 sample 0", fn=case_847, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3082 sample 0", fn=case_852, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3073 sample 1", fn=case_848, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3082 sample 1", fn=case_853, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3073 sample 2", fn=case_849, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3082 sample 2", fn=case_854, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3073 sample 3", fn=case_850, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3082 sample 3", fn=case_855, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3073 sample 4", fn=case_851, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3082 sample 4", fn=case_856, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3090 sample 0", fn=case_852, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3099 sample 0", fn=case_857, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3090 sample 1", fn=case_853, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3099 sample 1", fn=case_858, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3090 sample 2", fn=case_854, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3099 sample 2", fn=case_859, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3090 sample 3", fn=case_855, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3099 sample 3", fn=case_860, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3105 sample 0", fn=case_856, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3114 sample 0", fn=case_861, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3105 sample 1", fn=case_857, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3114 sample 1", fn=case_862, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3105 sample 2", fn=case_858, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3114 sample 2", fn=case_863, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3105 sample 3", fn=case_859, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3114 sample 3", fn=case_864, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3105 sample 4", fn=case_860, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3114 sample 4", fn=case_865, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3105 sample 5", fn=case_861, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3114 sample 5", fn=case_866, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3121 sample 0", fn=case_862, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3130 sample 0", fn=case_867, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3121 sample 1", fn=case_863, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3130 sample 1", fn=case_868, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3121 sample 2", fn=case_864, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3130 sample 2", fn=case_869, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3121 sample 3", fn=case_865, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3130 sample 3", fn=case_870, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3121 sample 4", fn=case_866, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3130 sample 4", fn=case_871, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3121 sample 5", fn=case_867, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3130 sample 5", fn=case_872, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3144 sample 0", fn=case_868, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3153 sample 0", fn=case_873, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3144 sample 1", fn=case_869, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3153 sample 1", fn=case_874, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3144 sample 2", fn=case_870, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3153 sample 2", fn=case_875, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3144 sample 3", fn=case_871, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3153 sample 3", fn=case_876, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3144 sample 4", fn=case_872, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3153 sample 4", fn=case_877, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3144 sample 5", fn=case_873, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3153 sample 5", fn=case_878, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3167 sample 0", fn=case_874, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 0", fn=case_879, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3167 sample 1", fn=case_875, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 1", fn=case_880, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3167 sample 2", fn=case_876, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 2", fn=case_881, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3167 sample 3", fn=case_877, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 3", fn=case_882, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3167 sample 4", fn=case_878, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 4", fn=case_883, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3167 sample 5", fn=case_879, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 5", fn=case_884, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3167 sample 6", fn=case_880, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 6", fn=case_885, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3167 sample 7", fn=case_881, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 7", fn=case_886, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3167 sample 8", fn=case_882, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 8", fn=case_887, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3167 sample 9", fn=case_883, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 9", fn=case_888, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3167 sample 10", fn=case_884, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 10", fn=case_889, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3167 sample 11", fn=case_885, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 11", fn=case_890, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3193 sample 0", fn=case_886, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 0", fn=case_891, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3193 sample 1", fn=case_887, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 1", fn=case_892, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3193 sample 2", fn=case_888, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 2", fn=case_893, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3193 sample 3", fn=case_889, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 3", fn=case_894, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3193 sample 4", fn=case_890, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 4", fn=case_895, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3193 sample 5", fn=case_891, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 5", fn=case_896, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3193 sample 6", fn=case_892, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 6", fn=case_897, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3232 sample 0", fn=case_893, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 0", fn=case_898, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3232 sample 1", fn=case_894, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 1", fn=case_899, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3232 sample 2", fn=case_895, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 2", fn=case_900, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3232 sample 3", fn=case_896, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 3", fn=case_901, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3232 sample 4", fn=case_897, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 4", fn=case_902, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3232 sample 5", fn=case_898, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 5", fn=case_903, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3232 sample 6", fn=case_899, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 6", fn=case_904, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3260 sample 0 result output", fn=case_900, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 0 result output", fn=case_905, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3260 sample 0 result attn", fn=case_901, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 0 result attn", fn=case_906, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3260 sample 1 result output", fn=case_902, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 1 result output", fn=case_907, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3260 sample 1 result attn", fn=case_903, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 1 result attn", fn=case_908, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3260 sample 2 result output", fn=case_904, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 2 result output", fn=case_909, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3260 sample 2 result attn", fn=case_905, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 2 result attn", fn=case_910, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3260 sample 3 result output", fn=case_906, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 3 result output", fn=case_911, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3260 sample 3 result attn", fn=case_907, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 3 result attn", fn=case_912, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3290 sample 0", fn=case_908, tensors=[],
+    dict(op="empty", where="ops.yaml:3299 sample 0", fn=case_913, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3290 sample 1", fn=case_909, tensors=[],
+    dict(op="empty", where="ops.yaml:3299 sample 1", fn=case_914, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3290 sample 2", fn=case_910, tensors=[],
+    dict(op="empty", where="ops.yaml:3299 sample 2", fn=case_915, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3297 sample 0", fn=case_911, tensors=[],
+    dict(op="zeros", where="ops.yaml:3306 sample 0", fn=case_916, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3305 sample 0", fn=case_912, tensors=[],
+    dict(op="ones", where="ops.yaml:3314 sample 0", fn=case_917, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3320 sample 0", fn=case_913, tensors=[],
+    dict(op="full", where="ops.yaml:3329 sample 0", fn=case_918, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3320 sample 1", fn=case_914, tensors=[],
+    dict(op="full", where="ops.yaml:3329 sample 1", fn=case_919, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3320 sample 2", fn=case_915, tensors=[],
+    dict(op="full", where="ops.yaml:3329 sample 2", fn=case_920, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3331 sample 0", fn=case_916, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3340 sample 0", fn=case_921, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3331 sample 1", fn=case_917, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3340 sample 1", fn=case_922, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3331 sample 2", fn=case_918, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3340 sample 2", fn=case_923, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3351 sample 0", fn=case_919, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3360 sample 0", fn=case_924, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3351 sample 1", fn=case_920, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3360 sample 1", fn=case_925, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3351 sample 2", fn=case_921, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3360 sample 2", fn=case_926, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3351 sample 3", fn=case_922, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3360 sample 3", fn=case_927, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3363 sample 0", fn=case_923, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3372 sample 0", fn=case_928, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3363 sample 1", fn=case_924, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3372 sample 1", fn=case_929, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3363 sample 2", fn=case_925, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3372 sample 2", fn=case_930, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3368 sample 0", fn=case_926, tensors=[],
+    dict(op="arange", where="ops.yaml:3377 sample 0", fn=case_931, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3383 sample 0", fn=case_927, tensors=[],
+    dict(op="linspace", where="ops.yaml:3392 sample 0", fn=case_932, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3383 sample 1", fn=case_928, tensors=[],
+    dict(op="linspace", where="ops.yaml:3392 sample 1", fn=case_933, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3383 sample 2", fn=case_929, tensors=[],
+    dict(op="linspace", where="ops.yaml:3392 sample 2", fn=case_934, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3395 sample 0", fn=case_930, tensors=[],
+    dict(op="eye", where="ops.yaml:3404 sample 0", fn=case_935, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3395 sample 1", fn=case_931, tensors=[],
+    dict(op="eye", where="ops.yaml:3404 sample 1", fn=case_936, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3406 sample 0", fn=case_932, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3415 sample 0", fn=case_937, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3406 sample 1", fn=case_933, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3415 sample 1", fn=case_938, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3410 sample 0", fn=case_934, tensors=[],
+    dict(op="rand", where="ops.yaml:3419 sample 0", fn=case_939, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3421 sample 0", fn=case_935, tensors=[],
+    dict(op="randn", where="ops.yaml:3430 sample 0", fn=case_940, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3438 sample 0", fn=case_936, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3447 sample 0", fn=case_941, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3438 sample 1", fn=case_937, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3447 sample 1", fn=case_942, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3448 sample 0", fn=case_938, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3457 sample 0", fn=case_943, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3448 sample 1", fn=case_939, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3457 sample 1", fn=case_944, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3459 sample 0", fn=case_940, tensors=[],
+    dict(op="randint", where="ops.yaml:3468 sample 0", fn=case_945, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3459 sample 1", fn=case_941, tensors=[],
+    dict(op="randint", where="ops.yaml:3468 sample 1", fn=case_946, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3470 sample 0", fn=case_942, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3479 sample 0", fn=case_947, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3480 sample 0", fn=case_943, tensors=[],
+    dict(op="randperm", where="ops.yaml:3489 sample 0", fn=case_948, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3480 sample 1", fn=case_944, tensors=[],
+    dict(op="randperm", where="ops.yaml:3489 sample 1", fn=case_949, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3497 sample 0", fn=case_945, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3506 sample 0", fn=case_950, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3497 sample 1", fn=case_946, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3506 sample 1", fn=case_951, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3497 sample 2", fn=case_947, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3506 sample 2", fn=case_952, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3508 sample 0", fn=case_948, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3517 sample 0", fn=case_953, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3508 sample 1", fn=case_949, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3517 sample 1", fn=case_954, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3508 sample 2", fn=case_950, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3517 sample 2", fn=case_955, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3520 sample 0", fn=case_951, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3529 sample 0", fn=case_956, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3520 sample 1", fn=case_952, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3529 sample 1", fn=case_957, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3520 sample 2", fn=case_953, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3529 sample 2", fn=case_958, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="maybe_multiply", where="ops.yaml:3533 sample 0", fn=case_954, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3542 sample 0", fn=case_959, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maybe_multiply", where="ops.yaml:3533 sample 1", fn=case_955, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3542 sample 1", fn=case_960, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3544 sample 0", fn=case_956, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3553 sample 0", fn=case_961, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3544 sample 1", fn=case_957, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3553 sample 1", fn=case_962, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],

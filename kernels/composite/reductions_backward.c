@@ -217,20 +217,6 @@ yt__composite_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
     return result;
 }
 
-/* Reversed running sums: sum(grad) - cumsum(grad) + grad along `dim`. */
-yt_tensor *
-yt__composite_cumsum_backward(yt_tensor *grad, int64_t dim)
-{
-    yt_tensor *total = yt_sum_dim_ex(grad, &dim, 1, true, YT_DTYPE_NONE);
-    yt_tensor *run = yt_cumsum(grad, dim);
-    yt_tensor *rest = yt_sub(total, run);
-    yt_tensor *result = yt_add(rest, grad);
-    yt_release(rest);
-    yt_release(run);
-    yt_release(total);
-    return result;
-}
-
 /* sign(x) as x's dtype: (x > 0) - (x < 0). */
 static yt_tensor *
 sign_of(yt_tensor *x)

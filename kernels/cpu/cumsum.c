@@ -1,72 +1,133 @@
-/* cumsum on the CPU: running sums along one dim, accumulated in double for floating results and
- * in wrapping 64-bit integers for integral ones (PyTorch accumulates f32 in double on the CPU
- * too). The input is converted to the result's dtype first (f32/f64/i64 are used directly;
- * other dtypes go through an f64 or i64 copy) and seen as contiguous [outer, n, inner]; inner > 1
- * runs down blocks of COLS columns so every loop reads contiguous memory. Large inputs split
- * the (outer, column block) units over the kernel pool: each unit is a whole run, so the split
- * never changes a value. */
+/* cumsum and its gradient on the CPU: running sums along one dim, forward (cumsum) or from the
+ * end back (cumsum_backward: the gradient of x[i] is the sum of the gradients of y[i..n), as in
+ * PyTorch, which flips, runs cumsum and flips back; `sum - cumsum + grad` instead loses the small
+ * elements next to a large one: [1e8, 1, 1] f32 -> [1e8, 1, 1] for [1e8, 2, 1]).
+ *
+ * Sums accumulate in double for floating results and in wrapping 64-bit integers for integral
+ * ones (PyTorch accumulates f32 in double on the CPU too). The input is converted to the result's
+ * dtype first (f32/f64/i64 are used directly; other dtypes go through an f64 or i64 copy) and
+ * seen as contiguous [outer, n, inner]. Every element is its predecessor's sum plus itself, in
+ * order, so values never depend on the layout or the split.
+ *
+ * From RUN_INNER columns on, blocks of COLS columns run down together, the sums in an array, so
+ * every loop reads contiguous memory and vectorises across columns. Fewer columns (the scan along
+ * the last dim above all) run as separate runs, RUNS side by side with their sums in registers,
+ * so that their dependent adds overlap instead of each waiting on the one before through memory
+ * (one at a time, one thread: [1024, 1000] f32 along dim 1 3.4 ms -> 0.45 ms, torch 0.96 ms;
+ * [512, 1000, 2] along dim 1 1.69 -> 0.45 ms, torch 0.96 ms). Large inputs split the units
+ * (column blocks or runs) over the kernel pool: each unit is a whole run, so the split never
+ * changes a value. */
 #include "kernels.h"
 #include "parallel.h"
 
-#define COLS 256
+#define COLS      256
+#define RUNS      4
+#define RUN_INNER 8
 
 typedef struct job {
     int64_t outer, n, inner;
     yt_dtype d; /* f32, f64 or i64 */
     const char *x;
     char *out;
+    int64_t first; /* offset of a run's first element from its start: (n - 1) * inner reversed */
+    int64_t step;  /* from one element of a run to the next: inner, or -inner reversed */
     int64_t units, chunks;
 } job;
 
-static void
-run_block(const job *jb, int64_t u)
+/* First element of run q, the runs being the (outer, column) pairs. */
+static int64_t
+run_start(const job *jb, int64_t q)
 {
-    int64_t blocks = (jb->inner + COLS - 1) / COLS;
-    int64_t o = u / blocks, j0 = (u % blocks) * COLS;
-    int64_t w = jb->inner - j0 < COLS ? jb->inner - j0 : COLS;
-    int64_t base = o * jb->n * jb->inner + j0;
-    if (jb->d == YT_DTYPE_I64) {
-        uint64_t acc[COLS] = {0};
-        const int64_t *x = (const int64_t *)jb->x + base;
-        int64_t *y = (int64_t *)jb->out + base;
-        for (int64_t i = 0; i < jb->n; i++)
-            for (int64_t j = 0; j < w; j++) {
-                acc[j] += (uint64_t)x[i * jb->inner + j];
-                y[i * jb->inner + j] = (int64_t)acc[j];
-            }
-    } else if (jb->d == YT_DTYPE_F64) {
-        double acc[COLS] = {0};
-        const double *x = (const double *)jb->x + base;
-        double *y = (double *)jb->out + base;
-        for (int64_t i = 0; i < jb->n; i++)
-            for (int64_t j = 0; j < w; j++) {
-                acc[j] += x[i * jb->inner + j];
-                y[i * jb->inner + j] = acc[j];
-            }
-    } else {
-        double acc[COLS] = {0};
-        const float *x = (const float *)jb->x + base;
-        float *y = (float *)jb->out + base;
-        for (int64_t i = 0; i < jb->n; i++)
-            for (int64_t j = 0; j < w; j++) {
-                acc[j] += x[i * jb->inner + j];
-                y[i * jb->inner + j] = (float)acc[j];
-            }
-    }
+    return q / jb->inner * jb->n * jb->inner + q % jb->inner + jb->first;
 }
+
+/* scan_runs_SFX(jb, q0, q1): runs [q0, q1), RUNS at a time, the sums in ACC. */
+#define DEFINE_SCAN_RUNS(SFX, T, ACC)                                                              \
+    static void scan_runs_##SFX(const job *jb, int64_t q0, int64_t q1)                             \
+    {                                                                                              \
+        const T *x = (const T *)jb->x;                                                             \
+        T *y = (T *)jb->out;                                                                       \
+        const int64_t n = jb->n, step = jb->step;                                                  \
+        int64_t q = q0;                                                                            \
+        for (; q + RUNS <= q1; q += RUNS) {                                                        \
+            const int64_t s0 = run_start(jb, q), s1 = run_start(jb, q + 1);                        \
+            const int64_t s2 = run_start(jb, q + 2), s3 = run_start(jb, q + 3);                    \
+            ACC a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                                    \
+            for (int64_t k = 0, i = 0; k < n; k++, i += step) {                                    \
+                a0 += (ACC)x[s0 + i];                                                              \
+                a1 += (ACC)x[s1 + i];                                                              \
+                a2 += (ACC)x[s2 + i];                                                              \
+                a3 += (ACC)x[s3 + i];                                                              \
+                y[s0 + i] = (T)a0;                                                                 \
+                y[s1 + i] = (T)a1;                                                                 \
+                y[s2 + i] = (T)a2;                                                                 \
+                y[s3 + i] = (T)a3;                                                                 \
+            }                                                                                      \
+        }                                                                                          \
+        for (; q < q1; q++) {                                                                      \
+            const int64_t s0 = run_start(jb, q);                                                   \
+            ACC a = 0;                                                                             \
+            for (int64_t k = 0, i = 0; k < n; k++, i += step) {                                    \
+                a += (ACC)x[s0 + i];                                                               \
+                y[s0 + i] = (T)a;                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+/* scan_block_SFX(jb, u): column block u, its sums in an array of ACC. */
+#define DEFINE_SCAN_BLOCK(SFX, T, ACC)                                                             \
+    static void scan_block_##SFX(const job *jb, int64_t u)                                         \
+    {                                                                                              \
+        const int64_t blocks = (jb->inner + COLS - 1) / COLS;                                      \
+        const int64_t o = u / blocks, j0 = (u % blocks) * COLS;                                    \
+        const int64_t w = jb->inner - j0 < COLS ? jb->inner - j0 : COLS;                           \
+        const int64_t base = o * jb->n * jb->inner + j0 + jb->first;                               \
+        const T *x = (const T *)jb->x + base;                                                      \
+        T *y = (T *)jb->out + base;                                                                \
+        ACC acc[COLS] = {0};                                                                       \
+        for (int64_t k = 0, i = 0; k < jb->n; k++, i += jb->step)                                  \
+            for (int64_t j = 0; j < w; j++) {                                                      \
+                acc[j] += (ACC)x[i + j];                                                           \
+                y[i + j] = (T)acc[j];                                                              \
+            }                                                                                      \
+    }
+
+DEFINE_SCAN_RUNS(f32, float, double)
+DEFINE_SCAN_RUNS(f64, double, double)
+DEFINE_SCAN_RUNS(i64, int64_t, uint64_t)
+DEFINE_SCAN_BLOCK(f32, float, double)
+DEFINE_SCAN_BLOCK(f64, double, double)
+DEFINE_SCAN_BLOCK(i64, int64_t, uint64_t)
 
 static void
 run_chunk(void *ctx, int64_t c)
 {
     const job *jb = ctx;
-    for (int64_t u = jb->units * c / jb->chunks; u < jb->units * (c + 1) / jb->chunks; u++)
-        run_block(jb, u);
+    int64_t begin = jb->units * c / jb->chunks, end = jb->units * (c + 1) / jb->chunks;
+    if (jb->inner < RUN_INNER) {
+        if (jb->d == YT_DTYPE_I64)
+            scan_runs_i64(jb, begin, end);
+        else if (jb->d == YT_DTYPE_F64)
+            scan_runs_f64(jb, begin, end);
+        else
+            scan_runs_f32(jb, begin, end);
+        return;
+    }
+    for (int64_t u = begin; u < end; u++) {
+        if (jb->d == YT_DTYPE_I64)
+            scan_block_i64(jb, u);
+        else if (jb->d == YT_DTYPE_F64)
+            scan_block_f64(jb, u);
+        else
+            scan_block_f32(jb, u);
+    }
 }
 
-yt_status
-yt__cpu_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim, yt_dtype dtype)
+/* Running sums of `self` along `dim` into `result` (of self's shape), from the end back when
+ * `reversed`. */
+static yt_status
+scan(yt_tensor *result, yt_tensor *self, int64_t dim, bool reversed)
 {
-    (void)dtype; /* the result's dtype has it */
     if (result->numel == 0)
         return YT_OK;
     yt_dtype rd = result->dtype;
@@ -83,7 +144,7 @@ yt__cpu_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim, yt_dtype dtype)
     if (src == NULL || dst == NULL) {
         st = yt__last_status();
     } else {
-        job jb = {1, 1, 1, wd, yt__data_ptr(src), yt__data_ptr(dst), 1, 1};
+        job jb = {1, 1, 1, wd, yt__data_ptr(src), yt__data_ptr(dst), 0, 1, 1, 1};
         if (self->dim > 0) {
             for (int64_t i = 0; i < dim; i++)
                 jb.outer *= self->sizes[i];
@@ -91,7 +152,10 @@ yt__cpu_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim, yt_dtype dtype)
             for (int64_t i = dim + 1; i < self->dim; i++)
                 jb.inner *= self->sizes[i];
         }
-        jb.units = jb.outer * ((jb.inner + COLS - 1) / COLS);
+        jb.first = reversed ? (jb.n - 1) * jb.inner : 0;
+        jb.step = reversed ? -jb.inner : jb.inner;
+        jb.units =
+            jb.inner < RUN_INNER ? jb.outer * jb.inner : jb.outer * ((jb.inner + COLS - 1) / COLS);
         /* about a nanosecond per element (a dependent add, a load and a store) */
         int threads = result->numel >= YT_PARALLEL_GRAIN && jb.units > 1
                           ? yt__parallel_threads((double)result->numel, yt__max_threads())
@@ -109,4 +173,17 @@ yt__cpu_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim, yt_dtype dtype)
     if (conv != NULL && conv != self)
         yt_release(conv);
     return st;
+}
+
+yt_status
+yt__cpu_cumsum(yt_tensor *result, yt_tensor *self, int64_t dim, yt_dtype dtype)
+{
+    (void)dtype; /* the result's dtype has it */
+    return scan(result, self, dim, false);
+}
+
+yt_status
+yt__cpu_cumsum_backward(yt_tensor *result, yt_tensor *grad_output, int64_t dim)
+{
+    return scan(result, grad_output, dim, true);
 }

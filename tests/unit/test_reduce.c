@@ -432,6 +432,63 @@ Test(cumsum, values_and_dtype)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* cumsum and cumsum_backward (running sums from the end back) along every dim of shapes that take
+ * each of the kernel's paths (runs side by side with a remainder run, few columns as runs, column
+ * blocks), in f32, f64 and (cumsum only) i64, against running sums in double (i64: exact). Each
+ * run starts and ends at 1e8 with 1s, 2s and 3s between: an f32 running sum would stay at 1e8
+ * (f32's spacing there is 8) where the double one PyTorch keeps moves on, and the backward's
+ * small elements next to the last 1e8 are lost by `sum - cumsum + grad`. */
+Test(cumsum, every_layout_matches_a_running_sum)
+{
+    static const int64_t shapes[][3] = {{5, 7, 1}, {3, 5, 2}, {7, 3, 9}, {2, 6, 300}};
+    static const yt_dtype dtypes[] = {YT_DTYPE_F32, YT_DTYPE_F64, YT_DTYPE_I64};
+    enum { MAX = 2 * 6 * 300 };
+    static double x[MAX], want[2][MAX], got[MAX];
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int dim = 0; dim < 3; dim++) {
+            const int64_t *sz = shapes[si];
+            int64_t n = sz[0] * sz[1] * sz[2], inner = 1;
+            for (int d = dim + 1; d < 3; d++)
+                inner *= sz[d];
+            const int64_t len = sz[dim], outer = n / (len * inner);
+            for (int64_t i = 0; i < n; i++) {
+                int64_t k = (i / inner) % len;
+                x[i] = k == 0 || k == len - 1 ? 1e8 : 1 + (double)(i % 3);
+            }
+            for (int64_t o = 0; o < outer; o++)
+                for (int64_t j = 0; j < inner; j++) {
+                    double forward = 0, backward = 0;
+                    for (int64_t k = 0; k < len; k++) {
+                        int64_t at = (o * len + k) * inner + j;
+                        int64_t back = (o * len + len - 1 - k) * inner + j;
+                        forward += x[at];
+                        want[0][at] = forward;
+                        backward += x[back];
+                        want[1][back] = backward;
+                    }
+                }
+            for (size_t di = 0; di < sizeof dtypes / sizeof dtypes[0]; di++)
+                for (int reversed = 0; reversed < 2; reversed++) {
+                    if (reversed && dtypes[di] == YT_DTYPE_I64)
+                        continue; /* cumsum_backward takes floating gradients */
+                    yt_tensor *t = make(x, sz, 3, dtypes[di]);
+                    take(reversed ? yt_cumsum_backward(t, dim) : yt_cumsum(t, dim), got, n);
+                    yt_release(t);
+                    for (int64_t i = 0; i < n; i++) {
+                        double w = want[reversed][i];
+                        w = dtypes[di] == YT_DTYPE_F32 ? (double)(float)w : w;
+                        cr_assert_eq(got[i], w,
+                                     "%s, shape %lld x %lld x %lld, dim %d, %s: element %lld "
+                                     "%.17g, expected %.17g",
+                                     reversed ? "cumsum_backward" : "cumsum", (long long)sz[0],
+                                     (long long)sz[1], (long long)sz[2], dim,
+                                     yt_dtype_name(dtypes[di]), (long long)i, got[i], w);
+                    }
+                }
+        }
+    YT_ASSERT_NO_LEAKS();
+}
+
 Test(logical, all_any)
 {
     double x[] = {1, 0, NAN, 0, 0, 2};
