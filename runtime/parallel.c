@@ -243,6 +243,12 @@ yt__parallel_threads(double ns, int max_threads)
     return 1;
 }
 
+int
+yt__parallel_cut(double ns, int max_threads)
+{
+    return max_threads > 1 && !in_chunk && ns >= WAKE_NS ? max_threads : 1;
+}
+
 /* ---------------------------------------------------------------- running a job */
 
 static int64_t

@@ -5,6 +5,9 @@
 
 #define CHUNK YT_REDUCE_CHUNK
 
+/* Reduced rows shorter than this inside a kept dim are reduced across the rows (plan_reduce). */
+#define SHORT_ROW 12
+
 typedef yt__reduce_acc acc;
 
 /* ---------------------------------------------------------------- plan */
@@ -78,6 +81,17 @@ plan_reduce(reduce_plan *p, const yt_tensor *in, const int64_t *dim, int dim_len
         }
     }
 
+    /* A short reduced row inside a kept dim reduces as an outer one instead: the kept dim takes
+     * the inner place, and each element of the rows is added across all of them at once. Each
+     * output still adds its row's elements in order, in the same accumulator, so the bits are
+     * those of the row loop, which on rows this short runs scalar. Sum over dim 1, f32, one
+     * thread, row loop -> across rows: [65536, 4] 343 -> 174 us (torch 319), [26214, 10] 173 ->
+     * 147 us; at 12 elements both take 160 us, and from there on the row loop is faster. */
+    if (nm >= 2 && d[nm - 1].reduced && d[nm - 1].size < SHORT_ROW && !d[nm - 2].reduced) {
+        reduce_dim row = d[nm - 1];
+        d[nm - 1] = d[nm - 2];
+        d[nm - 2] = row;
+    }
     p->in = yt__data_ptr(in);
     p->inner = (reduce_dim){1, 0, 0, true}; /* all sizes 1: a one-element row */
     if (nm > 0)
@@ -253,12 +267,45 @@ chunk_count(const reduce_plan *p)
     return p->inner.reduced ? 1 : (p->inner.size + CHUNK - 1) / CHUNK;
 }
 
+/* Inner reductions of units [lo, hi) when each is one row (no other reduced dim) and the units
+ * run along a single kept dim: the rows go to the op back to back, and their accumulators are
+ * set up, finished and stored CHUNK at a time, not one by one. Sum over dim 1, f32, one thread:
+ * [1024, 64] 19.3 -> 6.7 us, [1024, 1024] 57.6 -> 45.8 us (torch 7.3 and 48.2 us). */
+static void
+run_rows(const reduce_plan *p, const yt__reduce_loops *loops, yt_tensor *out, int64_t lo,
+         int64_t hi)
+{
+    const reduce_dim *kept = &p->kept[0];
+    const int64_t n = p->inner.size, stride = p->inner.in_stride;
+    acc accs[CHUNK];
+    for (int64_t u0 = lo; u0 < hi; u0 += CHUNK) {
+        const int64_t len = hi - u0 < CHUNK ? hi - u0 : CHUNK;
+        const char *x = p->in + u0 * kept->in_stride;
+        const int64_t first = u0 * kept->out_stride;
+        loops->init(accs, len, loops->floating);
+        if (loops->row_at != NULL)
+            for (int64_t k = 0; k < len; k++)
+                loops->row_at(loops->ctx, first + k * kept->out_stride, &accs[k],
+                              x + k * kept->in_stride, n, stride);
+        else
+            for (int64_t k = 0; k < len; k++)
+                loops->row(&accs[k], x + k * kept->in_stride, n, stride);
+        if (loops->finish != NULL)
+            loops->finish(accs, len, loops->ctx);
+        yt__reduce_store(out, first, kept->out_stride, accs, len, loops->divisor);
+    }
+}
+
 /* Computes work units [lo, hi): one output element each for an inner reduction, one chunk of
  * CHUNK output columns each for an outer one. */
 static void
 run_units(const reduce_plan *p, const yt__reduce_loops *loops, yt_tensor *out, int64_t lo,
           int64_t hi)
 {
+    if (p->inner.reduced && p->n_red == 0 && p->n_kept == 1) {
+        run_rows(p, loops, out, lo, hi);
+        return;
+    }
     int64_t chunks = chunk_count(p);
     int64_t chunk = lo % chunks;
     cursor kc;
@@ -371,16 +418,20 @@ yt__reduce_run(yt_tensor *out, const yt_tensor *in, const int64_t *dim, int dim_
     const reduce_plan *p = &plan;
     plan_reduce(&plan, in, dim, dim_len);
 
-    /* the cut (nth) follows the size and the configured threads; who runs it, the load */
+    /* Whole units may go to any thread (nth, threads: the load decides who runs them). A unit
+     * split into parts changes the bits, so that cut follows the size and the configured
+     * threads only (yt__parallel_cut). */
+    const double ns = (double)in->numel * NS_PER_ELEMENT;
     int nth = in->numel >= YT_PARALLEL_GRAIN ? yt__max_threads() : 1;
-    int threads = nth > 1 ? yt__parallel_threads((double)in->numel * NS_PER_ELEMENT, nth) : 1;
+    int threads = nth > 1 ? yt__parallel_threads(ns, nth) : 1;
     int64_t units = p->kept_count * chunk_count(p);
     int64_t splittable = p->inner.reduced ? p->red_count * p->inner.size : p->red_count;
-    if (nth > 1 && units < nth && splittable >= 2 * nth) {
+    const int cut = yt__parallel_cut(ns, nth);
+    if (cut > 1 && units < cut && splittable >= 2 * cut) {
         /* few outputs, much to reduce for each (e.g. a full sum): split each reduction */
         bool ok = true;
         for (int64_t u = 0; ok && u < units; u++)
-            ok = run_unit_split(p, loops, out, u, nth, threads);
+            ok = run_unit_split(p, loops, out, u, cut, threads);
         if (ok)
             return;
         /* no memory for the parts: every unit on this thread instead */

@@ -7,9 +7,12 @@
  *     tight loop over contiguous rows (`row`);
  *   - innermost kept ("outer" reduction, e.g. over dim 0): whole rows are folded into a row of
  *     accumulators (`rows`), so no inner loop is strided.
+ * A reduced innermost dim of under a dozen elements trades places with the kept dim outside it,
+ * so that such short rows are reduced across rows, as an outer reduction.
  * It then splits the work into chunks on the kernel pool: across output elements (or chunks of
- * output columns) when there are enough of them, otherwise across each reduction, with the
- * partial results combined in chunk order so the result does not depend on scheduling.
+ * output columns) when there are enough of them, otherwise, for reductions large enough to wake
+ * the pool's workers, across each reduction, with the partial results combined in chunk order so
+ * the result does not depend on scheduling.
  *
  * The op keeps its typed loops; the driver calls them through function pointers once per row
  * or per block of accumulators, never per element, so the loops themselves stay tight. */

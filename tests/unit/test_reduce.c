@@ -241,6 +241,70 @@ Test(softmax, backward_streamed_matches_cached)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* Reductions over the last dim of many rows, against double references: rows of 5 (reduced
+ * across the rows, as an outer reduction) and of 13 and 40 (row by row, in batches of up to 4096
+ * rows: 5000 rows end mid-batch), at 1 and 2 threads, which must give the same bits (each output
+ * is computed whole by one thread). sum, amax, var and logsumexp cover the four kinds of loops
+ * the driver calls (row / rows, with and without the output's index). */
+Test(reduce, many_short_rows)
+{
+    const int64_t lengths[] = {5, 13, 40}, rows = 5000;
+    int saved = yt_get_num_threads();
+    yt__parallel_set_always(true);
+    for (int li = 0; li < 3; li++) {
+        const int64_t n = lengths[li], numel = rows * n, sizes[] = {rows, n}, last = 1;
+        double *x = malloc(sizeof(double) * (size_t)numel);
+        double *want = malloc(sizeof(double) * (size_t)rows * 4);
+        double *got = malloc(sizeof(double) * (size_t)rows * 2);
+        uint64_t s = 7 + (uint64_t)n;
+        for (int64_t i = 0; i < numel; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            x[i] = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * 8;
+        }
+        yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
+        /* the references read the f32 values the kernels see */
+        cr_assert_eq(yt_tensor_copy_to(t, x, sizeof(double) * (size_t)numel, YT_DTYPE_F64), YT_OK);
+        for (int64_t r = 0; r < rows; r++) {
+            const double *row = x + r * n;
+            double sum = 0, max = -INFINITY, sq = 0, se = 0;
+            for (int64_t j = 0; j < n; j++) {
+                sum += row[j];
+                max = row[j] > max ? row[j] : max;
+            }
+            for (int64_t j = 0; j < n; j++) {
+                sq += (row[j] - sum / n) * (row[j] - sum / n);
+                se += exp(row[j] - max);
+            }
+            want[r] = sum;
+            want[rows + r] = max;
+            want[2 * rows + r] = sq / (n - 1);
+            want[3 * rows + r] = max + log(se);
+        }
+        for (int op = 0; op < 4; op++) {
+            for (int threads = 1; threads <= 2; threads++) {
+                yt_set_num_threads(threads);
+                yt_tensor *r = op == 0   ? yt_sum_dim(t, &last, 1)
+                               : op == 1 ? yt_amax_ex(t, &last, 1, false)
+                               : op == 2 ? yt_var_ex(t, &last, 1, YT_NONE, false)
+                                         : yt_logsumexp(t, &last, 1);
+                take(r, got + (threads - 1) * rows, rows);
+            }
+            expect_near(got, want + op * rows, rows, 1e-5);
+            for (int64_t r = 0; r < rows; r++)
+                cr_assert_eq(got[rows + r], got[r],
+                             "n=%lld op %d row %lld: %.9g at 2 threads, %.9g at 1", (long long)n,
+                             op, (long long)r, got[rows + r], got[r]);
+        }
+        yt_release(t);
+        free(x);
+        free(want);
+        free(got);
+    }
+    yt__parallel_set_always(false);
+    yt_set_num_threads(saved);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* ---------------------------------------------------------------- logsumexp */
 
 Test(logsumexp, stable_and_infinite)
