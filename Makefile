@@ -282,6 +282,7 @@ bench: deps-bench $(BENCHES) $(TORCH_BENCHES) $(YATEN_CLI)
 	$(Q)bench/reduce.sh $(BUILD)
 	$(Q)bench/conv.sh $(BUILD)
 	$(Q)bench/norm.sh $(BUILD)
+	$(Q)bench/threads.sh $(BUILD)
 	$(Q)bench/train.sh $(BUILD)
 	$(Q)bench/demo.sh $(BUILD)
 
