@@ -312,7 +312,8 @@ loops_for(yt_dtype dtype, bool min)
     yt__reduce_loops l = {.init = min ? init_min : init_max,
                           .combine = min ? combine_min : combine_max,
                           .floating = yt_dtype_is_floating(dtype),
-                          .divisor = 1.0}; /* x / 1.0 == x: stores are exact */
+                          .divisor = 1.0, /* x / 1.0 == x: stores are exact */
+                          .short_rows_across = true};
     switch (dtype) {
     case YT_DTYPE_F64:
         l.row = min ? row_f64_min : row_f64_max;

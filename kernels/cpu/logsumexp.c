@@ -39,24 +39,24 @@ shift_of(double m)
 
 /* ---------------------------------------------------------------- f32 */
 
+/* Rows' tails, and short rows whole, take one masked vector step (yt__load_tail8) instead of an
+ * exp per element (logsumexp over dim 1 of [65536, 4] f32, one thread: 2.21 -> 1.77 ms; torch 1.01). */
 static float
 max_f32(const float *x, int64_t n)
 {
     int64_t i = 0;
-    float m = -INFINITY;
-    if (n >= 32) {
-        __m256 a0 = _mm256_set1_ps(-INFINITY), a1 = a0, a2 = a0, a3 = a0;
-        for (; i + 32 <= n; i += 32) {
-            a0 = _mm256_max_ps(a0, _mm256_loadu_ps(x + i));
-            a1 = _mm256_max_ps(a1, _mm256_loadu_ps(x + i + 8));
-            a2 = _mm256_max_ps(a2, _mm256_loadu_ps(x + i + 16));
-            a3 = _mm256_max_ps(a3, _mm256_loadu_ps(x + i + 24));
-        }
-        m = yt__hmax8(_mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3)));
+    __m256 a0 = _mm256_set1_ps(-INFINITY), a1 = a0, a2 = a0, a3 = a0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_max_ps(a0, _mm256_loadu_ps(x + i));
+        a1 = _mm256_max_ps(a1, _mm256_loadu_ps(x + i + 8));
+        a2 = _mm256_max_ps(a2, _mm256_loadu_ps(x + i + 16));
+        a3 = _mm256_max_ps(a3, _mm256_loadu_ps(x + i + 24));
     }
-    for (; i < n; i++)
-        m = x[i] > m ? x[i] : m;
-    return m;
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_max_ps(a0, _mm256_loadu_ps(x + i));
+    if (i < n)
+        a0 = _mm256_max_ps(a0, yt__load_tail8(x + i, n - i, -INFINITY));
+    return yt__hmax8(_mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3)));
 }
 
 /* sum(exp(x - shift)); a NaN element makes it NaN (the max above may skip NaNs, this does not) */
@@ -70,10 +70,16 @@ expsum_f32(const float *x, int64_t n, float shift)
         s0 = _mm256_add_ps(s0, yt__exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs)));
         s1 = _mm256_add_ps(s1, yt__exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vs)));
     }
-    float s = yt__hsum8(_mm256_add_ps(s0, s1));
-    for (; i < n; i++)
-        s += yt__exp1(x[i] - shift);
-    return s;
+    if (i + 8 <= n) {
+        s0 = _mm256_add_ps(s0, yt__exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs)));
+        i += 8;
+    }
+    /* the lanes past the row hold the shift, and their exp (1) is masked to 0 */
+    if (i < n) {
+        __m256 e = yt__exp8(_mm256_sub_ps(yt__load_tail8(x + i, n - i, shift), vs));
+        s1 = _mm256_add_ps(s1, _mm256_and_ps(e, yt__tail_mask8(n - i)));
+    }
+    return yt__hsum8(_mm256_add_ps(s0, s1));
 }
 
 static void

@@ -226,8 +226,11 @@ finish_sqrt(acc *v, int64_t n, const void *ctx)
 static yt__reduce_loops
 loops_for(norm_kind k, bool f64)
 {
-    yt__reduce_loops l = {
-        .init = init_zero, .combine = combine_sum, .floating = true, .divisor = 1.0};
+    yt__reduce_loops l = {.init = init_zero,
+                          .combine = combine_sum,
+                          .floating = true,
+                          .divisor = 1.0,
+                          .short_rows_across = true};
     switch (k) {
     case L2:
         l.row = f64 ? row_L2_double : row_L2_float;

@@ -209,7 +209,8 @@ loops_for(yt_dtype dtype)
     yt__reduce_loops l = {.init = init_one,
                           .combine = combine,
                           .floating = yt_dtype_is_floating(dtype),
-                          .divisor = 1.0};
+                          .divisor = 1.0,
+                          .short_rows_across = true};
     switch (dtype) {
     case YT_DTYPE_F64:
         l.row = row_f64, l.rows = rows_f64;

@@ -39,9 +39,11 @@ yt__reduce_mask(bool *mask, int ndim, const int64_t *dim, int dim_len)
         mask[dim[i]] = true;
 }
 
-/* Plans the reduction of non-empty `in` over `dim` into a contiguous result. */
+/* Plans the reduction of non-empty `in` over `dim` into a contiguous result; short rows are
+ * reduced across rows when `short_rows_across`. */
 static void
-plan_reduce(reduce_plan *p, const yt_tensor *in, const int64_t *dim, int dim_len)
+plan_reduce(reduce_plan *p, const yt_tensor *in, const int64_t *dim, int dim_len,
+            bool short_rows_across)
 {
     bool mask[YT_MAX_DIM];
     yt__reduce_mask(mask, in->dim, dim, dim_len);
@@ -86,7 +88,8 @@ plan_reduce(reduce_plan *p, const yt_tensor *in, const int64_t *dim, int dim_len
      * output still adding its row's elements in order. Sum over dim 1, f32, one thread, row
      * loop -> across rows: [65536, 4] 379 -> 174 us (torch 317), [32768, 8] 180 -> 140 us,
      * [26214, 10] 158 -> 147 us; from 12 elements on the row loop is as fast or faster. */
-    if (nm >= 2 && d[nm - 1].reduced && d[nm - 1].size < SHORT_ROW && !d[nm - 2].reduced) {
+    if (short_rows_across && nm >= 2 && d[nm - 1].reduced && d[nm - 1].size < SHORT_ROW &&
+        !d[nm - 2].reduced) {
         reduce_dim row = d[nm - 1];
         d[nm - 1] = d[nm - 2];
         d[nm - 2] = row;
@@ -431,7 +434,7 @@ yt__reduce_run(yt_tensor *out, const yt_tensor *in, const int64_t *dim, int dim_
 {
     reduce_plan plan;
     const reduce_plan *p = &plan;
-    plan_reduce(&plan, in, dim, dim_len);
+    plan_reduce(&plan, in, dim, dim_len, loops->short_rows_across);
 
     /* Whole units may go to any thread (nth, threads: the load decides who runs them). A unit
      * split into parts changes the bits, so that cut follows the size and the configured

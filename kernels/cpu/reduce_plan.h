@@ -73,6 +73,10 @@ typedef struct yt__reduce_loops {
     yt__reduce_rows_at_fn rows_at;
     const void *ctx;
     yt__reduce_finish_fn finish;
+    /* Set when `rows` (or rows_at) costs about what `row` does per element: rows of under a
+     * dozen elements are then reduced across rows (plan_reduce). Left false for folds whose
+     * step per element across rows is far dearer (logsumexp merges with exp and log1p). */
+    bool short_rows_across;
 } yt__reduce_loops;
 
 /* Sets mask[i] for each of the `ndim` dims that `dim` reduces (every dim when dim_len == 0).

@@ -327,7 +327,8 @@ sum_loops(yt__reduce_row_fn row, yt__reduce_rows_fn rows, bool floating, double 
                               .init = zero_run,
                               .combine = combine,
                               .floating = floating,
-                              .divisor = divisor};
+                              .divisor = divisor,
+                              .short_rows_across = true};
 }
 
 static yt__reduce_loops

@@ -240,7 +240,8 @@ var_std(const char *op, yt_tensor *result, yt_tensor *self, const int64_t *dim, 
                               .init = zero_run,
                               .combine = combine,
                               .floating = true,
-                              .divisor = (double)n};
+                              .divisor = (double)n,
+                              .short_rows_across = true};
     yt__reduce_run(sums, src, dim, dim_len, &loops);
     const double *mean = (const double *)yt__data_ptr(sums);
     for (int64_t k = 0; k < result->numel; k++)
