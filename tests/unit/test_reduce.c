@@ -82,6 +82,48 @@ Test(softmax, stable_at_1e4)
 }
 
 /* The backward kernels take their gradient unbroadcast: any other shape is refused by name. */
+/* softmax and log_softmax of short rows and narrow column blocks, against double references:
+ * rows of 1 to 20 (19 of them: log_softmax's groups of 8 rows and the rows left over; vector
+ * steps with masked tails), and along dim 0 of [n, w] for w of 1, 3, 8 and 11 (column blocks
+ * with a masked tail). */
+Test(softmax, short_rows_and_narrow_columns_match_double)
+{
+    enum { ROWS = 19, MAXN = 20, MAXW = 11 };
+    static const int64_t widths[] = {1, 3, 8, 11};
+    static double x[ROWS * MAXN], want[2][ROWS * MAXN], got[ROWS * MAXN];
+    for (int64_t n = 1; n <= MAXN; n++)
+        for (int wi = -1; wi < 4; wi++) {
+            /* wi < 0: softmax along dim 1 of [ROWS, n]; else along dim 0 of [n, w] */
+            const int64_t w = wi < 0 ? 1 : widths[wi], count = wi < 0 ? ROWS : w;
+            const int64_t numel = count * n, step = wi < 0 ? 1 : w, start = wi < 0 ? n : 1;
+            for (int64_t i = 0; i < numel; i++)
+                x[i] = 6 * sin(0.7 * (double)(i * (n + 3)) + (double)w);
+            int64_t sizes[2] = {wi < 0 ? ROWS : n, wi < 0 ? n : w};
+            yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
+            cr_assert_eq(yt_tensor_copy_to(t, x, sizeof(double) * (size_t)numel, YT_DTYPE_F64),
+                         YT_OK);
+            for (int64_t c = 0; c < count; c++) {
+                const double *xc = x + c * start;
+                double m = -INFINITY, s = 0;
+                for (int64_t k = 0; k < n; k++)
+                    m = fmax(m, xc[k * step]);
+                for (int64_t k = 0; k < n; k++)
+                    s += exp(xc[k * step] - m);
+                for (int64_t k = 0; k < n; k++) {
+                    want[0][c * start + k * step] = exp(xc[k * step] - m) / s;
+                    want[1][c * start + k * step] = xc[k * step] - m - log(s);
+                }
+            }
+            const int64_t dim = wi < 0 ? 1 : 0;
+            take(yt_softmax(t, dim), got, numel);
+            expect_near(got, want[0], numel, 2e-6);
+            take(yt_log_softmax(t, dim), got, numel);
+            expect_near(got, want[1], numel, 2e-6);
+            yt_release(t);
+        }
+    YT_ASSERT_NO_LEAKS();
+}
+
 Test(softmax, backward_refuses_a_gradient_of_another_shape)
 {
     const int64_t out_sizes[] = {3, 2}, grad_sizes[] = {2, 3}, grad_wide[] = {3, 3},

@@ -1,0 +1,121 @@
+/* The 8-lane f32 helpers of kernels/cpu/vec_math.h (softmax, log_softmax, logsumexp and
+ * cross_entropy compute through them), against libm in double: yt__exp8 and yt__log8 over a
+ * sweep of bit patterns, their special values, and the masked tail loads. Header-only, so the
+ * test includes it directly. */
+#pragma GCC target("avx2,fma")
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "../../kernels/cpu/vec_math.h"
+
+static float
+lane0(__m256 v)
+{
+    return _mm256_cvtss_f32(v);
+}
+
+/* |got - want| in units of the last place of want rounded to f32. */
+static double
+ulps(float got, double want)
+{
+    float w = (float)want;
+    double ulp = (double)nextafterf(fabsf(w), INFINITY) - (double)fabsf(w);
+    return fabs((double)got - want) / ulp;
+}
+
+static float
+float_of(uint64_t bits)
+{
+    uint32_t b = (uint32_t)bits;
+    float x;
+    memcpy(&x, &b, sizeof x);
+    return x;
+}
+
+/* The sweeps take every 65537th bit pattern, positive and negative: about 65000 values spread
+ * over every exponent, subnormals included. */
+enum { SWEEP_STEP = 65537 };
+
+Test(vec_math, log8_within_one_ulp)
+{
+    double worst = 0;
+    float at = 0;
+    for (uint64_t b = 0; b <= 0xffffffffu; b += SWEEP_STEP) {
+        float x = float_of(b);
+        if (!(x > 0) || isinf(x))
+            continue;
+        double e = ulps(lane0(yt__log8(_mm256_set1_ps(x))), log((double)x));
+        if (e > worst) {
+            worst = e;
+            at = x;
+        }
+    }
+    cr_assert(worst <= 1.0, "yt__log8: %.3f ulp at %.9g", worst, (double)at);
+}
+
+Test(vec_math, log8_special_values)
+{
+    cr_assert(isinf(lane0(yt__log8(_mm256_set1_ps(0.0f)))) &&
+              lane0(yt__log8(_mm256_set1_ps(0.0f))) < 0);
+    cr_assert(isinf(lane0(yt__log8(_mm256_set1_ps(-0.0f)))) &&
+              lane0(yt__log8(_mm256_set1_ps(-0.0f))) < 0);
+    cr_assert(isnan(lane0(yt__log8(_mm256_set1_ps(-1.0f)))));
+    cr_assert(isnan(lane0(yt__log8(_mm256_set1_ps(-INFINITY)))));
+    cr_assert(isnan(lane0(yt__log8(_mm256_set1_ps(NAN)))));
+    cr_assert_eq(lane0(yt__log8(_mm256_set1_ps(INFINITY))), INFINITY);
+    cr_assert_eq(lane0(yt__log8(_mm256_set1_ps(1.0f))), 0.0f);
+    /* the smallest subnormal: log(2^-149) */
+    cr_assert(ulps(lane0(yt__log8(_mm256_set1_ps(1e-45f))), -149 * log(2.0)) <= 1.0);
+}
+
+Test(vec_math, exp8_within_two_ulps_over_its_normal_range)
+{
+    double worst = 0;
+    float at = 0;
+    for (uint64_t b = 0; b <= 0xffffffffu; b += SWEEP_STEP) {
+        float x = float_of(b);
+        if (isnan(x))
+            continue;
+        double want = exp((double)x);
+        if (want < 0x1p-126 || want > 0x1.fffffep127)
+            continue; /* 0, subnormal or inf results: checked below */
+        double e = ulps(lane0(yt__exp8(_mm256_set1_ps(x))), want);
+        if (e > worst) {
+            worst = e;
+            at = x;
+        }
+    }
+    cr_assert(worst <= 2.0, "yt__exp8: %.3f ulp at %.9g", worst, (double)at);
+}
+
+Test(vec_math, exp8_special_values)
+{
+    cr_assert_eq(lane0(yt__exp8(_mm256_set1_ps(-INFINITY))), 0.0f);
+    cr_assert_eq(lane0(yt__exp8(_mm256_set1_ps(-200.0f))), 0.0f);
+    cr_assert_eq(lane0(yt__exp8(_mm256_set1_ps(100.0f))), INFINITY);
+    cr_assert_eq(lane0(yt__exp8(_mm256_set1_ps(INFINITY))), INFINITY);
+    cr_assert(isnan(lane0(yt__exp8(_mm256_set1_ps(NAN)))));
+    cr_assert_eq(lane0(yt__exp8(_mm256_set1_ps(0.0f))), 1.0f);
+}
+
+Test(vec_math, tail_loads_read_k_lanes_and_fill_the_rest)
+{
+    const float src[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    for (int64_t k = 0; k < 8; k++) {
+        float got[8], mask[8];
+        _mm256_storeu_ps(got, yt__load_tail8(src, k, -5.0f));
+        _mm256_storeu_ps(mask, yt__tail_mask8(k));
+        for (int64_t i = 0; i < 8; i++) {
+            cr_assert_eq(got[i], i < k ? src[i] : -5.0f, "k=%lld lane %lld: %g", (long long)k,
+                         (long long)i, (double)got[i]);
+            uint32_t bits;
+            memcpy(&bits, &mask[i], 4);
+            cr_assert_eq(bits, i < k ? 0xffffffffu : 0u, "k=%lld mask lane %lld", (long long)k,
+                         (long long)i);
+        }
+    }
+}
