@@ -101,8 +101,11 @@ YT_INTERNAL bool yt__conv_direct_ok(const yt__conv_geom *g);
 YT_INTERNAL yt_status yt__conv_direct(yt__conv_kind kind, void *out, const void *a, const void *b,
                                       const void *bias, const yt__conv_geom *g, bool f64, int nt);
 
-/* Below this many multiply-adds (~0.2 ms on one core) a convolution stays on one thread: waking
- * the pool's workers costs tens of microseconds, far more on a loaded machine. */
-#define YT_CONV_PARALLEL_MACS 16000000
+/* Below this many multiply-adds (about 50 us on one core) a convolution stays on one thread:
+ * the pool wakes sleeping workers only for jobs of 40 us on (runtime/parallel.c), and a cut into
+ * image blocks that then ran on the caller alone would gain nothing. It was 16M (0.4 ms), which
+ * kept the benchmark CNN's convolutions (3.1M and 8.9M) on one thread: with 2M, its conv2
+ * forward + backward at 2 threads takes 0.52 ms instead of 0.98 (torch 1.44). */
+#define YT_CONV_PARALLEL_MACS 2000000
 
 #endif

@@ -192,8 +192,8 @@ void yt__parallel_set_always(bool on); /* runtime/parallel.h */
 Test(conv2d, strided_above_the_thread_threshold_on_two_threads)
 {
     /* 16 images of 16 x 32 x 32 into 32 channels, stride 2: 18.9M multiply-adds, above the size
-     * (16M) from which the im2col path spreads images over threads and the weight gradient sums
-     * blocks of images into partials; groups = 2 doubles the size to stay above it */
+     * (2M) from which the im2col path spreads images over threads and the weight gradient sums
+     * blocks of images into partials; the grouped one doubles the output channels, staying there */
     static const conv_spec specs[] = {
         {16, 16, 32, 32, 32, 3, 3, 1, 2, 2, 1, 1, 1, 1},
         {16, 16, 32, 32, 64, 3, 3, 2, 2, 2, 1, 1, 1, 1},

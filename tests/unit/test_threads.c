@@ -149,8 +149,8 @@ randn_of(uint64_t seed, const int64_t *sizes, int dim, yt_dtype dtype)
 }
 
 /* conv2d with stride 2 (the im2col path): 16 images of 16 x 32 x 32 into 32 channels (3 x 3,
- * padding 1) is 18.9M multiply-adds, above the 16M from which images are spread over threads;
- * the grouped one doubles the output channels to stay there. variant = 3 * case + pass
+ * padding 1) is 18.9M multiply-adds, above the 2M from which images are spread over threads;
+ * the grouped one doubles the output channels. variant = 3 * case + pass
  * (forward, backward_input, backward_weight); cases: f32, f64, f32 with groups = 2. */
 static yt_tensor *
 conv_pass(int variant)
