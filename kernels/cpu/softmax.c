@@ -47,28 +47,10 @@ typedef enum kind { SOFTMAX, LOG_SOFTMAX } kind;
 
 /* ---------------------------------------------------------------- f32 rows (inner == 1) */
 
-/* Rows' tails, and short rows whole, take one masked vector step (yt__load_tail8) instead of one
- * per element: a scalar exp is a whole 8-lane one. */
-static float
-row_max_f32(const float *x, int64_t n)
-{
-    int64_t i = 0;
-    __m256 a0 = _mm256_set1_ps(-INFINITY), a1 = a0, a2 = a0, a3 = a0;
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm256_max_ps(a0, _mm256_loadu_ps(x + i));
-        a1 = _mm256_max_ps(a1, _mm256_loadu_ps(x + i + 8));
-        a2 = _mm256_max_ps(a2, _mm256_loadu_ps(x + i + 16));
-        a3 = _mm256_max_ps(a3, _mm256_loadu_ps(x + i + 24));
-    }
-    for (; i + 8 <= n; i += 8)
-        a0 = _mm256_max_ps(a0, _mm256_loadu_ps(x + i));
-    if (i < n)
-        a0 = _mm256_max_ps(a0, yt__load_tail8(x + i, n - i, -INFINITY));
-    return yt__hmax8(_mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3)));
-}
-
 /* Sum of exp(x[i] - shift); writes each term to out[i] when out is not NULL. A NaN anywhere in
- * the row makes the sum NaN, so the whole row becomes NaN, as in PyTorch. */
+ * the row makes the sum NaN, so the whole row becomes NaN, as in PyTorch. The row's tail, or a
+ * short row whole, takes one masked vector step (yt__load_tail8) instead of one per element: a
+ * scalar exp is a whole 8-lane one. */
 static float
 row_expsum_f32(float *out, const float *x, int64_t n, float shift)
 {
@@ -112,7 +94,7 @@ row_expsum_f32(float *out, const float *x, int64_t n, float shift)
 static void
 row_f32(float *out, const float *x, int64_t n, kind k)
 {
-    float m = row_max_f32(x, n);
+    float m = yt__row_max8(x, n);
     if (k == SOFTMAX) {
         float inv = 1.0f / row_expsum_f32(out, x, n, m);
 #pragma omp simd
@@ -136,7 +118,7 @@ rows8_log_softmax_f32(float *out, const float *x, int64_t n)
 {
     _Alignas(32) float m[8], s[8], ls[8];
     for (int r = 0; r < 8; r++) {
-        m[r] = row_max_f32(x + r * n, n);
+        m[r] = yt__row_max8(x + r * n, n);
         s[r] = row_expsum_f32(NULL, x + r * n, n, m[r]);
     }
     _mm256_store_ps(ls, yt__log8(_mm256_load_ps(s)));

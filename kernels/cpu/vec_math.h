@@ -1,5 +1,7 @@
-/* AVX2 helpers shared by the row-wise CPU kernels (softmax.c, logsumexp): an 8-lane f32 exp and
- * horizontal folds. The library builds with -march=x86-64-v3, so AVX2 and FMA are baseline.
+/* AVX2 helpers shared by the row-wise CPU kernels (softmax.c, logsumexp.c, sum.c, norm.c...):
+ * an 8-lane f32 exp and log, horizontal folds, a row maximum, and masked loads for rows' tails.
+ * The library builds with -march=x86-64-v3, so AVX2 and FMA are baseline
+ * (tests/unit/test_vec_math.c checks exp8 and log8 against libm).
  *
  * exp8: e^x = 2^n * e^r with n = round(x / ln 2), r = x - n ln 2 (ln 2 split in two constants so
  * the reduction is exact), e^r from Cephes' degree-6 minimax polynomial on |r| <= ln(2)/2
@@ -137,6 +139,27 @@ yt__load_tail8(const float *p, int64_t k, float fill)
     __m256 mask = yt__tail_mask8(k);
     return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, _mm256_castps_si256(mask)),
                             mask);
+}
+
+/* The largest of x[0..n), -inf for n == 0, 8 lanes at a time with one masked step for the tail.
+ * A NaN may be dropped (max_ps keeps its second operand): callers that must see NaNs look for
+ * them elsewhere (the exp-sum that follows). */
+static inline float
+yt__row_max8(const float *x, int64_t n)
+{
+    int64_t i = 0;
+    __m256 a0 = _mm256_set1_ps(-__builtin_inff()), a1 = a0, a2 = a0, a3 = a0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_max_ps(a0, _mm256_loadu_ps(x + i));
+        a1 = _mm256_max_ps(a1, _mm256_loadu_ps(x + i + 8));
+        a2 = _mm256_max_ps(a2, _mm256_loadu_ps(x + i + 16));
+        a3 = _mm256_max_ps(a3, _mm256_loadu_ps(x + i + 24));
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_max_ps(a0, _mm256_loadu_ps(x + i));
+    if (i < n)
+        a0 = _mm256_max_ps(a0, yt__load_tail8(x + i, n - i, -__builtin_inff()));
+    return yt__hmax8(_mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3)));
 }
 
 /* Scalar e^x through the same polynomial, for loop tails: results do not depend on alignment. */
