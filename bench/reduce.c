@@ -114,6 +114,14 @@ norm2_all(yt_tensor *x, yt_tensor *y)
     return yt_linalg_vector_norm(x);
 }
 
+static yt_tensor *
+norm2_last(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    int64_t d = 1;
+    return yt_linalg_vector_norm_ex(x, yt_float(2), &d, 1, false, YT_DTYPE_NONE);
+}
+
 static double
 now(void)
 {
@@ -179,6 +187,14 @@ main(int argc, char **argv)
     bench("var_4096x4096_dim1", var_last, 4096, 4096);
     bench("var_4096x4096_dim0", var_first, 4096, 4096);
     bench("norm2_4096x4096", norm2_all, 4096, 4096);
+    /* short rows: the per-row costs, not the memory, decide these */
+    bench("sum_16384x16_dim1", sum_last, 16384, 16);
+    bench("sum_65536x4_dim1", sum_last, 65536, 4);
+    bench("amax_65536x4_dim1", amax_last, 65536, 4);
+    bench("softmax_16384x16", softmax_last, 16384, 16);
+    bench("log_softmax_16384x16", log_softmax_last, 16384, 16);
+    bench("logsumexp_65536x4_dim1", logsumexp_last, 65536, 4);
+    bench("norm2_16384x16_dim1", norm2_last, 16384, 16);
     if (yt_live_tensors() != 0)
         fprintf(stderr, "reduce bench: %lld tensors leaked\n", (long long)yt_live_tensors());
     return 0;

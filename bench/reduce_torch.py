@@ -27,6 +27,13 @@ CASES = [
     ("var_4096x4096_dim1", lambda x, y: torch.var(x, 1), 4096, 4096),
     ("var_4096x4096_dim0", lambda x, y: torch.var(x, 0), 4096, 4096),
     ("norm2_4096x4096", lambda x, y: torch.linalg.vector_norm(x), 4096, 4096),
+    ("sum_16384x16_dim1", lambda x, y: torch.sum(x, 1), 16384, 16),
+    ("sum_65536x4_dim1", lambda x, y: torch.sum(x, 1), 65536, 4),
+    ("amax_65536x4_dim1", lambda x, y: torch.amax(x, 1), 65536, 4),
+    ("softmax_16384x16", lambda x, y: torch.softmax(x, 1), 16384, 16),
+    ("log_softmax_16384x16", lambda x, y: torch.log_softmax(x, 1), 16384, 16),
+    ("logsumexp_65536x4_dim1", lambda x, y: torch.logsumexp(x, 1), 65536, 4),
+    ("norm2_16384x16_dim1", lambda x, y: torch.linalg.vector_norm(x, 2, 1), 16384, 16),
 ]
 
 with torch.no_grad():
