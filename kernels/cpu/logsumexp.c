@@ -88,6 +88,66 @@ row_f32(acc *a, const char *x, int64_t n, int64_t stride)
     a->f = logaddexp(a->f, s + log(sum));
 }
 
+/* Columns [j0, j0 + 8) of `rows` <= 8 rows (row r at x + r * row_stride, n floats), transposed:
+ * c[j] holds column j0 + j, one row per lane. Past a row's end, and in missing rows, zeros. */
+YT_ALWAYS_INLINE void
+load_columns8(__m256 *c, const char *x, int64_t row_stride, int64_t rows, int64_t j0, int64_t n)
+{
+    for (int r = 0; r < 8; r++) {
+        const float *p = (const float *)(x + r * row_stride) + j0;
+        c[r] = r >= rows     ? _mm256_setzero_ps()
+               : n - j0 >= 8 ? _mm256_loadu_ps(p)
+                             : yt__load_tail8(p, n - j0, 0.0f);
+    }
+    yt__transpose8_ps(c);
+}
+
+/* Short contiguous rows, 8 at a time, one per lane: their maximum, exps, sum and log each take
+ * one vector step for all 8, where one row alone pays a max, an exp step, horizontal folds, a libm
+ * log and a logaddexp. Over dim 1 of [65536, n] f32, one thread, row by row -> 8 at a time (torch):
+ * n = 4: 1763 -> 418 us (1004); n = 16: 1801 -> 1002 (2302); n = 32: 2340 -> 1741 (2214).
+ * A row's result depends on that row alone, not on where a thread's rows start. */
+static void
+rows8_f32(acc *accs, const char *x, int64_t row_stride, int64_t rows, int64_t n)
+{
+    __m256 c[8];
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    for (int64_t j0 = 0; j0 < n; j0 += 8) {
+        load_columns8(c, x, row_stride, rows, j0, n);
+        for (int64_t j = 0; j < 8 && j0 + j < n; j++)
+            m = _mm256_max_ps(m, c[j]);
+    }
+    /* shift_of, per lane: an infinite maximum shifts by 0 */
+    __m256 infinite = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), m),
+                                    _mm256_set1_ps(INFINITY), _CMP_EQ_OQ);
+    __m256 shift = _mm256_andnot_ps(infinite, m);
+    __m256 s = _mm256_setzero_ps();
+    for (int64_t j0 = 0; j0 < n; j0 += 8) {
+        if (n > 8)
+            load_columns8(c, x, row_stride, rows, j0, n);
+        for (int64_t j = 0; j < 8 && j0 + j < n; j++)
+            s = _mm256_add_ps(s, yt__exp8(_mm256_sub_ps(c[j], shift)));
+    }
+    float out[8];
+    _mm256_storeu_ps(out, _mm256_add_ps(shift, yt__log8(s)));
+    for (int r = 0; r < rows; r++)
+        accs[r].f = out[r];
+}
+
+/* Rows up to this long go 8 at a time (rows8_f32); longer ones one by one (row_f32). */
+#define ROWS8_MAX 32
+
+static bool
+row_batch_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
+              int64_t stride)
+{
+    if (stride != sizeof(float) || n > ROWS8_MAX)
+        return false;
+    for (int64_t k = 0; k < count; k += 8)
+        rows8_f32(accs + k, x + k * row_stride, row_stride, count - k < 8 ? count - k : 8, n);
+    return true;
+}
+
 static void
 rows_f32(acc *accs, const char *x, int64_t n, int64_t stride)
 {
@@ -206,6 +266,7 @@ yt__cpu_logsumexp(yt_tensor *result, yt_tensor *self, const int64_t *dim, int di
     yt__reduce_loops loops = {.row = f64 ? row_f64 : row_f32,
                               .rows = f64 ? rows_f64 : rows_f32,
                               .rows_block = f64 ? NULL : rows_block_f32,
+                              .row_batch = f64 ? NULL : row_batch_f32,
                               .init = init_ninf,
                               .combine = combine,
                               .floating = true,

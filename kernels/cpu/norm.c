@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "reduce_plan.h"
+#include "reduce_rows8.h"
 #include "vec_math.h"
 
 typedef yt__reduce_acc acc;
@@ -121,6 +122,28 @@ LOOPS(L2, double)
 LOOPS(L1, double)
 LOOPS(LINF, double)
 LOOPS(LNINF, double)
+
+/* Rows of up to YT_ROWS8_MAX floats, 8 at a time (reduce_rows8.h). Ord 2 over dim 1 of
+ * [16384, 16] f32, one thread: 94 -> 39.4 us (torch 86.7). */
+static bool
+row_batch_l2_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
+                 int64_t stride)
+{
+    if (stride != sizeof(float) || n > YT_ROWS8_MAX)
+        return false;
+    yt__sum_rows8_f32(accs, x, count, row_stride, n, YT_ROWS8_SQUARE);
+    return true;
+}
+
+static bool
+row_batch_l1_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
+                 int64_t stride)
+{
+    if (stride != sizeof(float) || n > YT_ROWS8_MAX)
+        return false;
+    yt__sum_rows8_f32(accs, x, count, row_stride, n, YT_ROWS8_ABS);
+    return true;
+}
 
 /* Outer f32 sums (ord 1, 2): 64 columns held in float registers down runs of 16 rows. */
 static void
@@ -236,12 +259,14 @@ loops_for(norm_kind k, bool f64)
         l.row = f64 ? row_L2_double : row_L2_float;
         l.rows = f64 ? rows_L2_double : rows_L2_float;
         l.rows_block = f64 ? NULL : rows_block_l2_f32;
+        l.row_batch = f64 ? NULL : row_batch_l2_f32;
         l.finish = finish_sqrt;
         break;
     case L1:
         l.row = f64 ? row_L1_double : row_L1_float;
         l.rows = f64 ? rows_L1_double : rows_L1_float;
         l.rows_block = f64 ? NULL : rows_block_l1_f32;
+        l.row_batch = f64 ? NULL : row_batch_l1_f32;
         break;
     case LINF:
         l.row = f64 ? row_LINF_double : row_LINF_float;

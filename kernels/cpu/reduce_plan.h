@@ -41,6 +41,13 @@ typedef void (*yt__reduce_rows_fn)(yt__reduce_acc *accs, const char *x, int64_t 
  * + j * stride) into accs[0..n): lets an op keep partial results in registers across rows. */
 typedef void (*yt__reduce_rows_block_fn)(yt__reduce_acc *accs, const char *x, int64_t n,
                                          int64_t stride, int64_t m, int64_t row_stride);
+/* Optional: sets accs[k], for k < count, to the fold of row k alone, where row k has n elements
+ * from x + k * row_stride (element i at + i * stride), and returns true. For ops that can reduce
+ * several short rows in one go (8 rows in the lanes of a vector); returns false, writing nothing,
+ * for rows it does not take, which the driver then folds one by one with `row`. Called only when
+ * each result element is one whole row. */
+typedef bool (*yt__reduce_row_batch_fn)(yt__reduce_acc *accs, const char *x, int64_t count,
+                                        int64_t row_stride, int64_t n, int64_t stride);
 /* Sets v[0..n) to the op's identity. */
 typedef void (*yt__reduce_init_fn)(yt__reduce_acc *v, int64_t n, bool floating);
 /* Folds part[j] into total[j] for j < n. */
@@ -68,6 +75,7 @@ typedef struct yt__reduce_loops {
     yt__reduce_combine_fn combine;
     bool floating;  /* which accumulator member is live; passed to init and combine */
     double divisor; /* passed to yt__reduce_store: the count for mean, 1 otherwise */
+    yt__reduce_row_batch_fn row_batch; /* optional; not with row_at */
     /* optional: when row_at / rows_at are set they replace row / rows and rows_block */
     yt__reduce_row_at_fn row_at;
     yt__reduce_rows_at_fn rows_at;

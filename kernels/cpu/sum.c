@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "reduce_plan.h"
+#include "reduce_rows8.h"
 #include "vec_math.h"
 
 /* Accumulator: .f for floating inputs, .u (wrapping) for integral and bool ones. */
@@ -199,6 +200,19 @@ rows_f64(acc *sums, const char *x, int64_t n, int64_t stride)
         sums[j].f += *(const double *)(x + j * stride);
 }
 
+/* Rows of up to YT_ROWS8_MAX floats, 8 at a time (reduce_rows8.h). Sum over dim 1, f32, one
+ * thread, one row at a time -> 8 at a time: [16384, 16] 79.7 -> 28.9 us (torch 75.7), [8192, 33]
+ * 47.5 -> 21.3 us, [4096, 64] 24.1 -> 15.8 us. */
+static bool
+row_batch_f32(acc *sums, const char *x, int64_t count, int64_t row_stride, int64_t n,
+              int64_t stride)
+{
+    if (stride != sizeof(float) || n > YT_ROWS8_MAX)
+        return false;
+    yt__sum_rows8_f32(sums, x, count, row_stride, n, YT_ROWS8_PLAIN);
+    return true;
+}
+
 static void
 rows_f32(acc *sums, const char *x, int64_t n, int64_t stride)
 {
@@ -337,6 +351,7 @@ loops_for(yt_dtype dtype, double divisor)
     if (dtype == YT_DTYPE_F32) {
         yt__reduce_loops l = sum_loops(row_f32, rows_f32, true, divisor);
         l.rows_block = rows_block_f32;
+        l.row_batch = row_batch_f32;
         return l;
     }
     switch (dtype) {

@@ -284,20 +284,21 @@ Test(softmax, backward_streamed_matches_cached)
     YT_ASSERT_NO_LEAKS();
 }
 
-/* Reductions over the last dim of many rows, against double references: rows of 5 (reduced
- * across the rows, as an outer reduction) and of 13 and 40 (row by row, in batches of up to 4096
- * rows: 5000 rows end mid-batch; vector loops with scalar tails), some with a NaN, at 1 and 2
- * threads, which must give the same bits (each output is computed whole by one thread). sum, amax, var and logsumexp cover the four kinds of loops
- * the driver calls (row / rows, with and without the output's index). */
+/* Reductions over the last dim of many rows, against double references, at 1 and 2 threads, which
+ * must give the same bits. Rows of 5 are reduced across the rows, as an outer reduction; of 13 and
+ * 40, 8 rows at a time in sum, norm and logsumexp (row_batch; 5003 rows end mid-group) and row by
+ * row in amax and var; of 150, row by row in all (5003 rows end mid-batch of 4096). Some rows have
+ * a NaN. sum, amax, var, logsumexp and norm cover the kinds of loops the driver calls (row / rows,
+ * with and without the output's index, row_batch). */
 Test(reduce, many_short_rows)
 {
-    const int64_t lengths[] = {5, 13, 40}, rows = 5000;
+    const int64_t lengths[] = {5, 13, 40, 150}, rows = 5003;
     int saved = yt_get_num_threads();
     yt__parallel_set_always(true);
-    for (int li = 0; li < 3; li++) {
+    for (int li = 0; li < 4; li++) {
         const int64_t n = lengths[li], numel = rows * n, sizes[] = {rows, n}, last = 1;
         double *x = malloc(sizeof(double) * (size_t)numel);
-        double *want = malloc(sizeof(double) * (size_t)rows * 4);
+        double *want = malloc(sizeof(double) * (size_t)rows * 5);
         double *got = malloc(sizeof(double) * (size_t)rows * 2);
         uint64_t s = 7 + (uint64_t)n;
         for (int64_t i = 0; i < numel; i++) {
@@ -311,9 +312,10 @@ Test(reduce, many_short_rows)
         cr_assert_eq(yt_tensor_copy_to(t, x, sizeof(double) * (size_t)numel, YT_DTYPE_F64), YT_OK);
         for (int64_t r = 0; r < rows; r++) {
             const double *row = x + r * n;
-            double sum = 0, max = -INFINITY, sq = 0, se = 0;
+            double sum = 0, max = -INFINITY, sq = 0, se = 0, norm = 0;
             for (int64_t j = 0; j < n; j++) {
                 sum += row[j];
+                norm += row[j] * row[j];
                 max = row[j] > max || isnan(row[j]) ? row[j] : max;
             }
             for (int64_t j = 0; j < n; j++) {
@@ -324,14 +326,17 @@ Test(reduce, many_short_rows)
             want[rows + r] = max;
             want[2 * rows + r] = sq / (n - 1);
             want[3 * rows + r] = max + log(se);
+            want[4 * rows + r] = sqrt(norm);
         }
-        for (int op = 0; op < 4; op++) {
+        for (int op = 0; op < 5; op++) {
             for (int threads = 1; threads <= 2; threads++) {
                 yt_set_num_threads(threads);
                 yt_tensor *r = op == 0   ? yt_sum_dim(t, &last, 1)
                                : op == 1 ? yt_amax_ex(t, &last, 1, false)
                                : op == 2 ? yt_var_ex(t, &last, 1, YT_NONE, false)
-                                         : yt_logsumexp(t, &last, 1);
+                               : op == 3 ? yt_logsumexp(t, &last, 1)
+                                         : yt_linalg_vector_norm_ex(t, yt_float(2), &last, 1, false,
+                                                                    YT_DTYPE_NONE);
                 take(r, got + (threads - 1) * rows, rows);
             }
             expect_near(got, want + op * rows, rows, 1e-5);
@@ -351,6 +356,60 @@ Test(reduce, many_short_rows)
 }
 
 /* ---------------------------------------------------------------- logsumexp */
+
+/* Rows of 1 to 12 elements (one or two blocks of 8 columns), f32, 21 of them (so a last group of
+ * under 8), read from a [21, 12] tensor, with special rows among random ones. */
+Test(logsumexp, short_rows_with_special_values)
+{
+    enum { ROWS = 21, WIDTH = 12 };
+    double x[ROWS * WIDTH];
+    uint64_t s = 11;
+    for (int i = 0; i < ROWS * WIDTH; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * 20;
+    }
+    for (int j = 0; j < WIDTH; j++) {
+        x[2 * WIDTH + j] = -INFINITY; /* all -inf: -inf */
+        x[5 * WIDTH + j] = j == 0 ? -INFINITY : x[5 * WIDTH + j];
+        x[7 * WIDTH + j] = 1e4 + j;                       /* large: no overflow */
+        x[9 * WIDTH + j] = j % 2 ? -1e4 : 0;              /* wide spread: no underflow to -inf */
+        x[12 * WIDTH + j] = j % 2 ? INFINITY : -INFINITY; /* +inf wins, even over -inf */
+    }
+    x[14 * WIDTH + 0] = INFINITY;
+    x[17 * WIDTH + 0] = NAN;
+    x[20 * WIDTH + 0] = NAN; /* in the last, partial group */
+    x[20 * WIDTH + 1] = INFINITY;
+    const int64_t sizes[] = {ROWS, WIDTH}, last = 1;
+    yt_tensor *wide = make(x, sizes, 2, YT_DTYPE_F32);
+    cr_assert_eq(yt_tensor_copy_to(wide, x, sizeof x, YT_DTYPE_F64), YT_OK);
+    for (int64_t n = 1; n <= WIDTH; n++) {
+        yt_tensor *t = yt_narrow(wide, 1, 0, n);
+        cr_assert_not_null(t, "%s", yt_errmsg());
+        double got[ROWS], want[ROWS];
+        take(yt_logsumexp(t, &last, 1), got, ROWS);
+        for (int r = 0; r < ROWS; r++) {
+            const double *row = x + r * WIDTH;
+            double max = -INFINITY, se = 0;
+            bool nan = false;
+            for (int j = 0; j < n; j++) {
+                nan |= isnan(row[j]);
+                max = row[j] > max ? row[j] : max;
+            }
+            double shift = isinf(max) ? 0 : max;
+            for (int j = 0; j < n; j++)
+                se += exp(row[j] - shift);
+            want[r] = nan ? NAN : shift + log(se);
+        }
+        for (int r = 0; r < ROWS; r++)
+            cr_assert(isnan(want[r])   ? isnan(got[r])
+                      : isinf(want[r]) ? got[r] == want[r]
+                                       : fabs(got[r] - want[r]) <= 4e-7 * fabs(want[r]) + 2e-6,
+                      "n=%lld row %d: %.9g, expected %.9g", (long long)n, r, got[r], want[r]);
+        yt_release(t);
+    }
+    yt_release(wide);
+    YT_ASSERT_NO_LEAKS();
+}
 
 Test(logsumexp, stable_and_infinite)
 {
@@ -834,7 +893,7 @@ Test(fused, f32_matches_f64_inner_and_outer)
     double *a = malloc(sizeof(double) * R), *b = malloc(sizeof(double) * R);
     for (int64_t d = 0; d < 2; d++) {
         int64_t n = d == 0 ? C : R;
-        for (int op = 0; op < 4; op++) {
+        for (int op = 0; op < 5; op++) {
             yt_tensor *r32 =
                 op == 0   ? yt_logsumexp(t32, &d, 1)
                 : op == 1 ? yt_var_ex(t32, &d, 1, YT_NONE, false)
