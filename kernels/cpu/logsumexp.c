@@ -88,20 +88,6 @@ row_f32(acc *a, const char *x, int64_t n, int64_t stride)
     a->f = logaddexp(a->f, s + log(sum));
 }
 
-/* Columns [j0, j0 + 8) of `rows` <= 8 rows (row r at x + r * row_stride, n floats), transposed:
- * c[j] holds column j0 + j, one row per lane. Past a row's end, and in missing rows, zeros. */
-YT_ALWAYS_INLINE void
-load_columns8(__m256 *c, const char *x, int64_t row_stride, int64_t rows, int64_t j0, int64_t n)
-{
-    for (int r = 0; r < 8; r++) {
-        const float *p = (const float *)(x + r * row_stride) + j0;
-        c[r] = r >= rows     ? _mm256_setzero_ps()
-               : n - j0 >= 8 ? _mm256_loadu_ps(p)
-                             : yt__load_tail8(p, n - j0, 0.0f);
-    }
-    yt__transpose8_ps(c);
-}
-
 /* Short contiguous rows, 8 at a time, one per lane: their maximum, exps, sum and log each take
  * one vector step for all 8, where one row alone pays a max, an exp step, horizontal folds, a libm
  * log and a logaddexp. Over dim 1 of [65536, n] f32, one thread, row by row -> 8 at a time (torch):
@@ -113,7 +99,7 @@ rows8_f32(acc *accs, const char *x, int64_t row_stride, int64_t rows, int64_t n)
     __m256 c[8];
     __m256 m = _mm256_set1_ps(-INFINITY);
     for (int64_t j0 = 0; j0 < n; j0 += 8) {
-        load_columns8(c, x, row_stride, rows, j0, n);
+        yt__load_columns8(c, x, row_stride, rows, j0, n);
         for (int64_t j = 0; j < 8 && j0 + j < n; j++)
             m = _mm256_max_ps(m, c[j]);
     }
@@ -124,7 +110,7 @@ rows8_f32(acc *accs, const char *x, int64_t row_stride, int64_t rows, int64_t n)
     __m256 s = _mm256_setzero_ps();
     for (int64_t j0 = 0; j0 < n; j0 += 8) {
         if (n > 8)
-            load_columns8(c, x, row_stride, rows, j0, n);
+            yt__load_columns8(c, x, row_stride, rows, j0, n);
         for (int64_t j = 0; j < 8 && j0 + j < n; j++)
             s = _mm256_add_ps(s, yt__exp8(_mm256_sub_ps(c[j], shift)));
     }

@@ -4,9 +4,10 @@
  * The input is seen as [outer, n, inner] with the softmax dim of size n in the middle. Each row
  * is shifted by its maximum before exp, so +-1e4 inputs neither overflow nor lose the row; a row
  * of -inf gives -inf - -inf = NaN, as in PyTorch.
- *   - inner == 1 (the last dim, the common case): three passes over each contiguous row
- *     (max; exp and sum; scale), f32 with 8-lane AVX2 exp and several accumulators; log_softmax
- *     takes rows 8 at a time, so that their 8 logs are one vector log.
+ *   - inner == 1 (the last dim, the common case): f32 rows of up to 32 go 8 at a time, one row
+ *     per vector lane (rows8_short_f32); longer ones take three passes over each contiguous row
+ *     (max; exp and sum; scale) with 8-lane AVX2 exp and several accumulators, log_softmax 8 rows
+ *     at a time so that their 8 logs are one vector log.
  *   - inner > 1: blocks of up to COLS columns are reduced together down the rows, so every
  *     loop runs along contiguous memory and vectorises across columns.
  * f32 and f64 compute in their own precision; f16/bf16 (and a `dtype` that differs from the
@@ -129,6 +130,64 @@ rows8_log_softmax_f32(float *out, const float *x, int64_t n)
         for (int64_t i = 0; i < n; i++)
             o[i] = (xr[i] - m[r]) - ls[r];
     }
+}
+
+/* Rows up to this long go 8 at a time through rows8_short_f32. */
+#define ROWS8_MAX 32
+
+/* Transposes c[0..8) (columns [j0, j0 + 8), one row per lane) back into rows and stores them to
+ * the `rows` rows of n at out, masked past each row's end. */
+static inline __attribute__((always_inline)) void
+store_columns8(float *out, __m256 *c, int64_t rows, int64_t j0, int64_t n)
+{
+    yt__transpose8_ps(c);
+    __m256i tail = _mm256_castps_si256(yt__tail_mask8(n - j0));
+    for (int r = 0; r < rows; r++) {
+        float *p = out + r * n + j0;
+        if (n - j0 >= 8)
+            _mm256_storeu_ps(p, c[r]);
+        else
+            _mm256_maskstore_ps(p, tail, c[r]);
+    }
+}
+
+/* softmax or log_softmax of `rows` <= 8 rows of n <= ROWS8_MAX, row r at x + r * n, one row per
+ * lane (yt__load_columns8): the maxima, the exp-sums and the 1 / sum or log take one vector step
+ * for all 8 rows, where a row alone pays horizontal folds and scalar steps for each. The exps of
+ * columns wait in e[] for the sums. out may be x. A row's result depends on that row alone, not
+ * on where a thread's rows start. Over dim 1 of [16384, 16], one thread, row by row -> 8 at a
+ * time: softmax 311 -> 227 us, log_softmax 312 -> 260 us (torch 343 and 295). */
+static void
+rows8_short_f32(float *out, const float *x, int64_t rows, int64_t n, kind k)
+{
+    /* xt[j]: column j; the 8 columns of a block go through c, whole blocks at a time */
+    __m256 xt[ROWS8_MAX], *c;
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    for (int64_t j0 = 0; j0 < n; j0 += 8) {
+        c = xt + j0;
+        yt__load_columns8(c, (const char *)x, n * (int64_t)sizeof(float), rows, j0, n);
+        for (int64_t j = 0; j < 8 && j0 + j < n; j++)
+            m = _mm256_max_ps(m, c[j]);
+    }
+    __m256 s = _mm256_setzero_ps();
+    if (k == SOFTMAX) {
+        for (int64_t j = 0; j < n; j++) {
+            xt[j] = yt__exp8(_mm256_sub_ps(xt[j], m));
+            s = _mm256_add_ps(s, xt[j]);
+        }
+        __m256 inv = _mm256_div_ps(_mm256_set1_ps(1.0f), s);
+        for (int64_t j = 0; j < n; j++)
+            xt[j] = _mm256_mul_ps(xt[j], inv);
+    } else {
+        for (int64_t j = 0; j < n; j++)
+            s = _mm256_add_ps(s, yt__exp8(_mm256_sub_ps(xt[j], m)));
+        /* (x - max) - log(sum), as row_f32 */
+        __m256 ls = yt__log8(s);
+        for (int64_t j = 0; j < n; j++)
+            xt[j] = _mm256_sub_ps(_mm256_sub_ps(xt[j], m), ls);
+    }
+    for (int64_t j0 = 0; j0 < n; j0 += 8)
+        store_columns8(out, xt + j0, rows, j0, n);
 }
 
 /* ---------------------------------------------------------------- f32 column blocks (inner > 1) */
@@ -394,8 +453,12 @@ run_chunk(void *arg, int64_t c)
     const units *u = arg;
     const job *jb = u->jb;
     int64_t k = u->units * c / u->chunks, end = u->units * (c + 1) / u->chunks;
-    if (!jb->f64 && jb->g.inner == 1 && jb->b == NULL && jb->k == LOG_SOFTMAX) {
-        const int64_t n = jb->g.n;
+    const int64_t n = jb->g.n;
+    if (!jb->f64 && jb->g.inner == 1 && jb->b == NULL && n <= ROWS8_MAX) {
+        for (; k < end; k += 8)
+            rows8_short_f32((float *)jb->out + k * n, (const float *)jb->a + k * n,
+                            end - k < 8 ? end - k : 8, n, jb->k);
+    } else if (!jb->f64 && jb->g.inner == 1 && jb->b == NULL && jb->k == LOG_SOFTMAX) {
         for (; k + 8 <= end; k += 8)
             rows8_log_softmax_f32((float *)jb->out + k * n, (const float *)jb->a + k * n, n);
     }

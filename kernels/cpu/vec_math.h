@@ -195,6 +195,21 @@ yt__transpose8_ps(__m256 *r)
     r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+/* Columns [j0, j0 + 8) of `rows` <= 8 rows (row r at x + r * row_stride, n floats), transposed:
+ * c[j] holds column j0 + j, one row per lane. Past a row's end, and in missing rows, zeros. For
+ * reducing 8 short rows at once (logsumexp.c, softmax.c). */
+static inline __attribute__((always_inline)) void
+yt__load_columns8(__m256 *c, const char *x, int64_t row_stride, int64_t rows, int64_t j0, int64_t n)
+{
+    for (int r = 0; r < 8; r++) {
+        const float *p = (const float *)(x + r * row_stride) + j0;
+        c[r] = r >= rows     ? _mm256_setzero_ps()
+               : n - j0 >= 8 ? _mm256_loadu_ps(p)
+                             : yt__load_tail8(p, n - j0, 0.0f);
+    }
+    yt__transpose8_ps(c);
+}
+
 /* Lane k of the result is the sum of v[k]'s 8 lanes: 8 rows' partial sums finished at once. Each
  * lane's sum depends on its own vector alone. Always inlined, as yt__transpose8_ps. */
 static inline __attribute__((always_inline)) __m256

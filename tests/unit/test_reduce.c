@@ -81,14 +81,15 @@ Test(softmax, stable_at_1e4)
     YT_ASSERT_NO_LEAKS();
 }
 
-/* The backward kernels take their gradient unbroadcast: any other shape is refused by name. */
+void yt__parallel_set_always(bool on); /* runtime/parallel.h */
+
 /* softmax and log_softmax of short rows and narrow column blocks, against double references:
- * rows of 1 to 20 (19 of them: log_softmax's groups of 8 rows and the rows left over; vector
- * steps with masked tails), and along dim 0 of [n, w] for w of 1, 3, 8 and 11 (column blocks
- * with a masked tail). */
+ * rows of 1 to 34 (19 of them: groups of 8 rows, 8 rows at a time up to 32 elements, and the 3
+ * rows left over; one row has a NaN, which makes that row NaN), and along dim 0 of [n, w] for w of
+ * 1, 3, 8 and 11 (column blocks with a masked tail). */
 Test(softmax, short_rows_and_narrow_columns_match_double)
 {
-    enum { ROWS = 19, MAXN = 20, MAXW = 11 };
+    enum { ROWS = 19, MAXN = 34, MAXW = 11 };
     static const int64_t widths[] = {1, 3, 8, 11};
     static double x[ROWS * MAXN], want[2][ROWS * MAXN], got[ROWS * MAXN];
     for (int64_t n = 1; n <= MAXN; n++)
@@ -98,6 +99,8 @@ Test(softmax, short_rows_and_narrow_columns_match_double)
             const int64_t numel = count * n, step = wi < 0 ? 1 : w, start = wi < 0 ? n : 1;
             for (int64_t i = 0; i < numel; i++)
                 x[i] = 6 * sin(0.7 * (double)(i * (n + 3)) + (double)w);
+            if (wi < 0)
+                x[5 * n + n / 2] = NAN;
             int64_t sizes[2] = {wi < 0 ? ROWS : n, wi < 0 ? n : w};
             yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
             cr_assert_eq(yt_tensor_copy_to(t, x, sizeof(double) * (size_t)numel, YT_DTYPE_F64),
@@ -124,6 +127,40 @@ Test(softmax, short_rows_and_narrow_columns_match_double)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* Rows split between 2 threads at rows that are not multiples of 8 give the bits of 1 thread:
+ * a short row's result does not depend on the rows computed with it. */
+Test(softmax, short_rows_same_bits_at_1_and_2_threads)
+{
+    enum { ROWS = 7001 };
+    static const int64_t lengths[] = {5, 16, 27};
+    int saved = yt_get_num_threads();
+    yt__parallel_set_always(true);
+    for (int li = 0; li < 3; li++) {
+        const int64_t n = lengths[li], sizes[] = {ROWS, n}, numel = ROWS * n;
+        double *x = malloc(sizeof(double) * (size_t)numel);
+        double *got = malloc(sizeof(double) * 2 * (size_t)numel);
+        for (int64_t i = 0; i < numel; i++)
+            x[i] = 5 * sin(0.37 * (double)i);
+        yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
+        for (int op = 0; op < 2; op++) {
+            for (int threads = 1; threads <= 2; threads++) {
+                yt_set_num_threads(threads);
+                take(op == 0 ? yt_softmax(t, 1) : yt_log_softmax(t, 1), got + (threads - 1) * numel,
+                     numel);
+            }
+            cr_assert(memcmp(got, got + numel, sizeof(double) * (size_t)numel) == 0,
+                      "n=%lld op %d: 1 and 2 threads differ", (long long)n, op);
+        }
+        yt_release(t);
+        free(x);
+        free(got);
+    }
+    yt__parallel_set_always(false);
+    yt_set_num_threads(saved);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* The backward kernels take their gradient unbroadcast: any other shape is refused by name. */
 Test(softmax, backward_refuses_a_gradient_of_another_shape)
 {
     const int64_t out_sizes[] = {3, 2}, grad_sizes[] = {2, 3}, grad_wide[] = {3, 3},
@@ -209,7 +246,6 @@ Test(softmax, f32_matches_f64_reference)
 }
 
 void yt__set_cache_bytes(int64_t bytes); /* runtime/internal.h */
-void yt__parallel_set_always(bool on);   /* runtime/parallel.h */
 
 /* softmax_backward_data and log_softmax_backward_data against a double reference, with the
  * result written through the cache and, with the cache size set to 1 byte, by non-temporal
