@@ -11,6 +11,7 @@
 
 #include <math.h>
 
+#include "logsumexp_rows.h"
 #include "reduce_plan.h"
 #include "vec_math.h"
 
@@ -88,40 +89,51 @@ row_f32(acc *a, const char *x, int64_t n, int64_t stride)
     a->f = logaddexp(a->f, s + log(sum));
 }
 
+/* Rows up to this long go 8 at a time (rows8_f32); longer ones one by one (row_f32). */
+#define ROWS8_MAX 32
+
 /* Short contiguous rows, 8 at a time, one per lane: their maximum, exps, sum and log each take
  * one vector step for all 8, where one row alone pays a max, an exp step, horizontal folds, a libm
  * log and a logaddexp. Over dim 1 of [65536, n] f32, one thread, row by row -> 8 at a time (torch):
  * n = 4: 1763 -> 418 us (1004); n = 16: 1801 -> 1002 (2302); n = 32: 2340 -> 1741 (2214).
  * A row's result depends on that row alone, not on where a thread's rows start. */
-static void
-rows8_f32(acc *accs, const char *x, int64_t row_stride, int64_t rows, int64_t n)
+/* The logsumexps of the 8 rows whose n <= cap columns are c[0..n) (cap a constant bound, so that
+ * with cap 8 the loops unroll and c stays in registers). */
+YT_ALWAYS_INLINE __m256
+lse_of_columns(const __m256 *c, int64_t n, int cap)
 {
-    __m256 c[8];
     __m256 m = _mm256_set1_ps(-INFINITY);
-    for (int64_t j0 = 0; j0 < n; j0 += 8) {
-        yt__load_columns8(c, x, row_stride, rows, j0, n);
-        for (int64_t j = 0; j < 8 && j0 + j < n; j++)
-            m = _mm256_max_ps(m, c[j]);
-    }
+    for (int j = 0; j < cap && j < n; j++)
+        m = _mm256_max_ps(m, c[j]);
     /* shift_of, per lane: an infinite maximum shifts by 0 */
     __m256 infinite = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), m),
                                     _mm256_set1_ps(INFINITY), _CMP_EQ_OQ);
     __m256 shift = _mm256_andnot_ps(infinite, m);
     __m256 s = _mm256_setzero_ps();
-    for (int64_t j0 = 0; j0 < n; j0 += 8) {
-        if (n > 8)
-            yt__load_columns8(c, x, row_stride, rows, j0, n);
-        for (int64_t j = 0; j < 8 && j0 + j < n; j++)
-            s = _mm256_add_ps(s, yt__exp8(_mm256_sub_ps(c[j], shift)));
+    for (int j = 0; j < cap && j < n; j++)
+        s = _mm256_add_ps(s, yt__exp8(_mm256_sub_ps(c[j], shift)));
+    return _mm256_add_ps(shift, yt__log8(s));
+}
+
+static void
+rows8_f32(acc *accs, const char *x, int64_t row_stride, int64_t rows, int64_t n)
+{
+    __m256 lse;
+    if (n <= 8) {
+        __m256 c[8];
+        yt__load_columns8(c, x, row_stride, rows, 0, n);
+        lse = lse_of_columns(c, n, 8);
+    } else {
+        __m256 xt[ROWS8_MAX]; /* xt[j]: column j, loaded once for both passes */
+        for (int64_t j0 = 0; j0 < n; j0 += 8)
+            yt__load_columns8(xt + j0, x, row_stride, rows, j0, n);
+        lse = lse_of_columns(xt, n, ROWS8_MAX);
     }
     float out[8];
-    _mm256_storeu_ps(out, _mm256_add_ps(shift, yt__log8(s)));
+    _mm256_storeu_ps(out, lse);
     for (int r = 0; r < rows; r++)
         accs[r].f = out[r];
 }
-
-/* Rows up to this long go 8 at a time (rows8_f32); longer ones one by one (row_f32). */
-#define ROWS8_MAX 32
 
 static bool
 row_batch_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
@@ -186,6 +198,23 @@ rows_block_f32(acc *accs, const char *x, int64_t n, int64_t stride, int64_t m, i
         }
         for (int64_t r = 0; r < rn && j < n; r++)
             rows_f32(accs + j, xb + r * row_stride + j * (int64_t)sizeof(float), n - j, stride);
+    }
+}
+
+void
+yt__logsumexp_rows_f32(double *lse, const float *x, int64_t rows, int64_t n)
+{
+    const int64_t stride = n * (int64_t)sizeof(float);
+    acc a[8];
+    for (int64_t k = 0; k < rows; k += 8) {
+        int64_t m = rows - k < 8 ? rows - k : 8;
+        if (!row_batch_f32(a, (const char *)(x + k * n), m, stride, n, sizeof(float)))
+            for (int64_t r = 0; r < m; r++) {
+                a[r].f = -INFINITY;
+                row_f32(&a[r], (const char *)(x + (k + r) * n), n, sizeof(float));
+            }
+        for (int64_t r = 0; r < m; r++)
+            lse[k + r] = a[r].f;
     }
 }
 

@@ -636,8 +636,13 @@ yt__softmax_rows_f32(float *out, const float *x, int64_t rows, int64_t n)
         have = __builtin_cpu_supports("avx512f");
         __atomic_store_n(&avx512, have, __ATOMIC_RELAXED);
     }
+    if (n <= ROWS8_MAX) {
+        for (int64_t r = 0; r < rows; r += 8)
+            rows8_short_f32(out + r * n, x + r * n, rows - r < 8 ? rows - r : 8, n, SOFTMAX);
+        return;
+    }
     for (int64_t r = 0; r < rows; r++) {
-        if (have && n > 0)
+        if (have)
             row_softmax16(out + r * n, x + r * n, n);
         else
             row_f32(out + r * n, x + r * n, n, SOFTMAX);

@@ -2,6 +2,8 @@
  * label smoothing, +-1e4 logits, out-of-range targets, BCE input range), and gradcheck /
  * gradgradcheck of every loss (the generated cases do not gradcheck composites). */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <criterion/criterion.h>
 
@@ -208,6 +210,98 @@ Test(loss, cross_entropy_values_and_stability)
     cr_assert(fabs(got - expect) < 1e-12, "smoothed %.17g vs %.17g", got, expect);
     yt_release(row);
     yt_release(tt);
+    YT_ASSERT_NO_LEAKS();
+}
+
+void yt__parallel_set_always(bool on); /* runtime/parallel.h */
+
+/* f32 cross_entropy over contiguous rows (the vector path: rows of up to 32 classes 8 at a time,
+ * longer ones one by one), per-row losses and gradients against double references, with class
+ * weights, ignored rows and a row with a +inf logit (NaN, as PyTorch's log_softmax gives it).
+ * 2001 rows split between 2 threads mid-group give the bits of 1 thread. */
+Test(loss, cross_entropy_f32_rows_match_double)
+{
+    enum { ROWS = 2001 };
+    static const int64_t classes[] = {3, 17, 40};
+    int saved = yt_get_num_threads();
+    yt__parallel_set_always(true);
+    for (int ci = 0; ci < 3; ci++) {
+        const int64_t c = classes[ci], xs[2] = {ROWS, c}, ts[1] = {ROWS}, ws[1] = {c};
+        double *x = malloc(sizeof(double) * ROWS * (size_t)c);
+        double *want = malloc(sizeof(double) * ROWS * (size_t)c);
+        double *got = malloc(sizeof(double) * 2 * ROWS * (size_t)c), w[40];
+        int64_t tv[ROWS];
+        for (int64_t i = 0; i < ROWS * c; i++)
+            x[i] = 4 * sin(0.61 * (double)i + (double)c);
+        for (int64_t k = 0; k < c; k++)
+            w[k] = 0.5 + 0.1 * (double)k;
+        for (int64_t r = 0; r < ROWS; r++)
+            tv[r] = r % 7 == 3 ? -100 : (r * 5) % c;
+        x[9 * c + 1] = INFINITY; /* row 9 (target not 1): NaN */
+        yt_tensor *x64 = tensor_f64(x, xs, 2, false);
+        yt_tensor *x32 = yt_to(x64, YT_DTYPE_F32);
+        yt_release(x64);
+        cr_assert_not_null(x32, "%s", yt_errmsg());
+        yt_set_requires_grad(x32, true);
+        cr_assert_eq(yt_tensor_copy_to(x32, x, sizeof(double) * ROWS * (size_t)c, YT_DTYPE_F64),
+                     YT_OK); /* the references read the f32 values */
+        yt_tensor *w64 = tensor_f64(w, ws, 1, false), *weight = yt_to(w64, YT_DTYPE_F32);
+        yt_release(w64);
+        cr_assert_eq(yt_tensor_copy_to(weight, w, sizeof(double) * (size_t)c, YT_DTYPE_F64), YT_OK);
+        yt_tensor *target = tensor_i64(tv, ts, 1);
+        /* per-row losses */
+        yt_tensor *loss = yt_cross_entropy_index_ex(x32, target, weight, "none", -100, 0.0);
+        cr_assert_not_null(loss, "%s", yt_errmsg());
+        cr_assert_eq(yt_tensor_copy_to(loss, got, sizeof(double) * ROWS, YT_DTYPE_F64), YT_OK);
+        yt_release(loss);
+        for (int64_t r = 0; r < ROWS; r++) {
+            const double *row = x + r * c;
+            double m = -INFINITY, se = 0;
+            for (int64_t k = 0; k < c; k++)
+                m = fmax(m, row[k]);
+            for (int64_t k = 0; k < c; k++)
+                se += exp(row[k] - m);
+            double lse = m + log(se), v = tv[r] < 0 ? 0 : w[tv[r]] * (lse - row[tv[r]]);
+            if (r == 9)
+                cr_assert(isnan(got[r]), "C=%lld row 9: %g, expected NaN", (long long)c, got[r]);
+            else
+                cr_assert(fabs(got[r] - v) <= 2e-6 * (1 + fabs(v)), "C=%lld row %lld: %.9g vs %.9g",
+                          (long long)c, (long long)r, got[r], v);
+            for (int64_t k = 0; k < c; k++) /* d sum / dx: w_t (softmax - onehot) */
+                want[r * c + k] = tv[r] < 0 ? 0 : w[tv[r]] * (exp(row[k] - lse) - (k == tv[r]));
+        }
+        /* gradients of the sum, at 1 and 2 threads */
+        for (int threads = 1; threads <= 2; threads++) {
+            yt_set_num_threads(threads);
+            yt_tensor *l = yt_cross_entropy_index_ex(x32, target, weight, "sum", -100, 0.0);
+            cr_assert_eq(yt_backward(l, NULL, NULL), YT_OK, "%s", yt_errmsg());
+            yt_release(l);
+            yt_tensor *g = yt_grad(x32);
+            cr_assert_eq(yt_tensor_copy_to(g, got + (threads - 1) * ROWS * c,
+                                           sizeof(double) * ROWS * (size_t)c, YT_DTYPE_F64),
+                         YT_OK);
+            yt_release(g);
+            yt_zero_grad(x32);
+        }
+        for (int64_t i = 0; i < ROWS * c; i++) {
+            if (i / c == 9)
+                cr_assert(isnan(got[i]), "C=%lld grad [9, %lld]: %g, expected NaN", (long long)c,
+                          (long long)(i % c), got[i]);
+            else
+                cr_assert(fabs(got[i] - want[i]) <= 2e-6, "C=%lld grad [%lld, %lld]: %.9g vs %.9g",
+                          (long long)c, (long long)(i / c), (long long)(i % c), got[i], want[i]);
+        }
+        cr_assert(memcmp(got, got + ROWS * c, sizeof(double) * ROWS * (size_t)c) == 0,
+                  "C=%lld: gradients at 1 and 2 threads differ", (long long)c);
+        yt_release(x32);
+        yt_release(target);
+        yt_release(weight);
+        free(x);
+        free(want);
+        free(got);
+    }
+    yt__parallel_set_always(false);
+    yt_set_num_threads(saved);
     YT_ASSERT_NO_LEAKS();
 }
 
