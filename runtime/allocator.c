@@ -82,19 +82,25 @@ yt_allocator_trim(void)
 
 #else
 
-/* Blocks of at least HUGE_BYTES start on a 2 MiB boundary, are rounded up to whole 2 MiB, and
+/* Blocks of at least HUGE_MIN_BYTES start on a 2 MiB boundary, are rounded up to whole 2 MiB, and
  * ask for transparent huge pages: one fault per 2 MiB instead of 512 (about 10 us each here),
  * and one TLB entry where strided kernels (transposed operands, GEMM packing) would otherwise
  * miss on every 4 KiB page. Linux grants them where /sys/kernel/mm/transparent_hugepage/enabled
  * is "madvise" or "always"; a granted huge page is backed whole once touched, so such a block
- * holds its rounded-up size (block_footprint), which the cache limit counts. */
-enum { HUGE_BYTES = 2 << 20 };
+ * holds its rounded-up size (block_footprint), which the cache limit counts: at worst twice the
+ * request, just above the threshold.
+ * From 1 MiB, not 2: with 4 KiB pages, a kernel streaming through 1 MiB operands ran at one of
+ * two speeds depending on the process (softmax_backward_data of [16384, 16] f32, one thread:
+ * 80 or 140 us, half the runs each; torch 60), at 80 us in every run with huge pages. */
+enum { HUGE_MIN_BYTES = 1 << 20, HUGE_PAGE_BYTES = 2 << 20 };
 
 /* Bytes a block of `rounded` (its class size) takes from the system. */
 static size_t
 block_footprint(size_t rounded)
 {
-    return rounded < HUGE_BYTES ? rounded : (rounded + HUGE_BYTES - 1) / HUGE_BYTES * HUGE_BYTES;
+    return rounded < HUGE_MIN_BYTES
+               ? rounded
+               : (rounded + HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
 }
 
 typedef struct free_block {
@@ -139,10 +145,10 @@ class_size(int c)
 static void *
 aligned_block(size_t rounded)
 {
-    if (rounded < HUGE_BYTES)
+    if (rounded < HUGE_MIN_BYTES)
         return aligned_alloc(ALIGN, rounded); /* a multiple of 64, as aligned_alloc requires */
     size_t whole = block_footprint(rounded);
-    void *p = aligned_alloc(HUGE_BYTES, whole);
+    void *p = aligned_alloc(HUGE_PAGE_BYTES, whole);
 #ifdef MADV_HUGEPAGE
     if (p != NULL)
         madvise(p, whole, MADV_HUGEPAGE); /* advice: failure changes nothing */

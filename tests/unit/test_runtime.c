@@ -325,8 +325,9 @@ Test(allocator, reuses_blocks_and_trims)
     YT_ASSERT_NO_LEAKS();
 }
 
-/* A freed block of 2 MiB or more is cached at its footprint, whole 2 MiB pages: a 2.5 MiB
- * tensor's block (class 2.5 MiB) holds 4 MiB. */
+/* A freed block of 1 MiB or more is cached at its footprint, whole 2 MiB pages: a 2.5 MiB
+ * tensor's block (class 2.5 MiB) holds 4 MiB, a 1 MiB one 2 MiB; a 700 KiB one (class 768 KiB)
+ * holds its class size. */
 Test(allocator, caches_large_blocks_at_their_huge_page_footprint)
 {
     const int64_t n = (5 << 20) / 2 / 4; /* 2.5 MiB of f32 */
@@ -345,6 +346,15 @@ Test(allocator, caches_large_blocks_at_their_huge_page_footprint)
     cr_assert_eq(yt_allocator_cached_bytes(), before, "cached %lld bytes after reuse",
                  (long long)yt_allocator_cached_bytes());
     yt_release(t);
+    const int64_t sizes[2] = {(1 << 20) / 4, 700 * 1024 / 4}, held[2] = {2 << 20, 768 * 1024};
+    for (int i = 0; i < 2; i++) {
+        yt_allocator_trim();
+        yt_tensor *u = yt_zeros(&sizes[i], 1);
+        cr_assert_not_null(u, "%s", yt_errmsg());
+        yt_release(u);
+        cr_assert_eq(yt_allocator_cached_bytes(), held[i], "%lld bytes: cached %lld",
+                     (long long)sizes[i] * 4, (long long)yt_allocator_cached_bytes());
+    }
 #endif
     yt_allocator_trim();
     cr_assert_eq(yt_allocator_cached_bytes(), 0, "cached %lld bytes after trim",
