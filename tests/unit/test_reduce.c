@@ -127,30 +127,70 @@ Test(softmax, short_rows_and_narrow_columns_match_double)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* softmax_backward_data and log_softmax_backward_data of rows of 1 to 70 (19 rows: groups of 8,
+ * their sums 8 rows at a time up to 64 elements, and the 3 rows left over) against double. */
+Test(softmax, backward_short_rows_match_double)
+{
+    enum { ROWS = 19, MAXN = 70 };
+    static double gv[ROWS * MAXN], yv[ROWS * MAXN], want[ROWS * MAXN], got[ROWS * MAXN];
+    for (int64_t n = 1; n <= MAXN; n++) {
+        const int64_t sizes[] = {ROWS, n}, numel = ROWS * n;
+        for (int64_t i = 0; i < numel; i++) {
+            gv[i] = 2 * sin(0.31 * (double)i + (double)n);
+            yv[i] = 0.5 + 0.4 * cos(0.17 * (double)i); /* softmax-like values in (0, 1) */
+        }
+        yt_tensor *g = make(gv, sizes, 2, YT_DTYPE_F32), *y = make(yv, sizes, 2, YT_DTYPE_F32);
+        cr_assert_eq(yt_tensor_copy_to(g, gv, sizeof(double) * (size_t)numel, YT_DTYPE_F64), YT_OK);
+        cr_assert_eq(yt_tensor_copy_to(y, yv, sizeof(double) * (size_t)numel, YT_DTYPE_F64), YT_OK);
+        for (int op = 0; op < 2; op++) {
+            for (int64_t r = 0; r < ROWS; r++) {
+                const double *gr = gv + r * n, *yr = yv + r * n;
+                double s = 0;
+                for (int64_t i = 0; i < n; i++)
+                    s += op == 0 ? gr[i] * yr[i] : gr[i];
+                for (int64_t i = 0; i < n; i++)
+                    want[r * n + i] = op == 0 ? yr[i] * (gr[i] - s) : gr[i] - exp(yr[i]) * s;
+            }
+            take(op == 0 ? yt_softmax_backward_data(g, y, 1)
+                         : yt_log_softmax_backward_data(g, y, 1),
+                 got, numel);
+            expect_near(got, want, numel, 1e-5);
+        }
+        yt_release(g);
+        yt_release(y);
+    }
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* Rows split between 2 threads at rows that are not multiples of 8 give the bits of 1 thread:
- * a short row's result does not depend on the rows computed with it. */
+ * a short row's result does not depend on the rows computed with it (softmax, log_softmax and
+ * their backward kernels). */
 Test(softmax, short_rows_same_bits_at_1_and_2_threads)
 {
     enum { ROWS = 7001 };
-    static const int64_t lengths[] = {5, 16, 27};
+    static const int64_t lengths[] = {5, 16, 27, 40};
     int saved = yt_get_num_threads();
     yt__parallel_set_always(true);
-    for (int li = 0; li < 3; li++) {
+    for (int li = 0; li < 4; li++) {
         const int64_t n = lengths[li], sizes[] = {ROWS, n}, numel = ROWS * n;
         double *x = malloc(sizeof(double) * (size_t)numel);
         double *got = malloc(sizeof(double) * 2 * (size_t)numel);
         for (int64_t i = 0; i < numel; i++)
             x[i] = 5 * sin(0.37 * (double)i);
-        yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
-        for (int op = 0; op < 2; op++) {
+        yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32), *y = yt_softmax(t, 1);
+        for (int op = 0; op < 4; op++) {
             for (int threads = 1; threads <= 2; threads++) {
                 yt_set_num_threads(threads);
-                take(op == 0 ? yt_softmax(t, 1) : yt_log_softmax(t, 1), got + (threads - 1) * numel,
-                     numel);
+                take(op == 0   ? yt_softmax(t, 1)
+                     : op == 1 ? yt_log_softmax(t, 1)
+                     : op == 2 ? yt_softmax_backward_data(t, y, 1)
+                               : yt_log_softmax_backward_data(t, y, 1),
+                     got + (threads - 1) * numel, numel);
             }
             cr_assert(memcmp(got, got + numel, sizeof(double) * (size_t)numel) == 0,
                       "n=%lld op %d: 1 and 2 threads differ", (long long)n, op);
         }
+        yt_release(y);
         yt_release(t);
         free(x);
         free(got);
