@@ -13,17 +13,26 @@
 
 #define LSE_BLOCK 256 /* rows whose logsumexps are taken together */
 
-/* The per-row losses of one chunk of rows (independent rows: any split gives the same bits). */
+/* The rows of the forward (ce_rows) or the gradient (ce_grad_rows), split in `chunks` (rows are
+ * independent: any split gives the same bits). */
 typedef struct ce_job {
     const yt__class_layout *lay;
-    const int64_t *tg;
-    const double *w;
-    const char *xd;
-    yt_dtype dt;
-    double ls, *loss;
+    const int64_t *tg; /* targets */
+    const double *w;   /* class weights */
+    const char *xd;    /* self, contiguous */
+    yt_dtype x_dtype;
+    double ls; /* label smoothing */
     int64_t ignore_index, rows, chunks;
+    double *loss; /* forward: the per-row losses */
+    /* gradient: upstream (per row, or g0 for all), result, and the class weights' sum */
+    const char *gd;
+    char *od;
+    yt_dtype g_dtype, out_dtype;
+    bool per_row;
+    double g0, wsum;
 } ce_job;
 
+/* The per-row losses of one chunk. */
 static void
 ce_rows(void *arg, int64_t chunk)
 {
@@ -32,7 +41,7 @@ ce_rows(void *arg, int64_t chunk)
     const int64_t *tg = j->tg, ignore_index = j->ignore_index;
     const double *w = j->w, ls = j->ls;
     const char *xd = j->xd;
-    const yt_dtype dt = j->dt;
+    const yt_dtype dt = j->x_dtype;
     double *loss = j->loss;
     const int64_t lo = j->rows * chunk / j->chunks, hi = j->rows * (chunk + 1) / j->chunks;
     if (dt == YT_DTYPE_F32 && lay.inner == 1 && ls == 0.0 && lay.c > 0) {
@@ -122,7 +131,7 @@ yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *targe
                     .tg = tg,
                     .w = w,
                     .xd = xd,
-                    .dt = dt,
+                    .x_dtype = dt,
                     .ls = ls,
                     .loss = loss,
                     .ignore_index = ignore_index,
@@ -153,23 +162,11 @@ yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *targe
     return YT_OK;
 }
 
-/* The gradient rows [lo, hi) of one chunk (independent rows: any split gives the same bits). */
-typedef struct ce_grad_job {
-    const yt__class_layout *lay;
-    const int64_t *tg;
-    const double *w;
-    const char *xd, *gd;
-    char *od;
-    yt_dtype x_dtype, g_dtype, out_dtype;
-    bool per_row;
-    double g0, ls, wsum;
-    int64_t ignore_index, rows, chunks;
-} ce_grad_job;
-
+/* The gradient rows of one chunk (see yt__cross_entropy_index_grad). */
 static void
 ce_grad_rows(void *arg, int64_t chunk)
 {
-    const ce_grad_job *j = arg;
+    const ce_job *j = arg;
     const yt__class_layout lay = *j->lay;
     const int64_t *tg = j->tg, ignore_index = j->ignore_index;
     const double *w = j->w, ls = j->ls, wsum = j->wsum, g0 = j->g0;
@@ -292,23 +289,22 @@ yt__cross_entropy_index_grad(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
     int64_t work = rows * lay.c;
     int threads =
         work >= YT_PARALLEL_GRAIN ? yt__parallel_threads(2.0 * (double)work, yt__max_threads()) : 1;
-    ce_grad_job j = {.lay = &lay,
-                     .tg = tg,
-                     .w = w,
-                     .xd = xd,
-                     .gd = gd,
-                     .od = od,
-                     .x_dtype = x->dtype,
-                     .g_dtype = g->dtype,
-                     .out_dtype = out->dtype,
-                     .per_row = per_row,
-                     .g0 = g0,
-                     .ls = ls,
-                     .wsum = wsum,
-                     .ignore_index = ignore_index,
-                     .rows = rows,
-                     .chunks =
-                         threads > 1 && rows > 1 ? (rows < 4 * threads ? rows : 4 * threads) : 1};
+    ce_job j = {.lay = &lay,
+                .tg = tg,
+                .w = w,
+                .xd = xd,
+                .gd = gd,
+                .od = od,
+                .x_dtype = x->dtype,
+                .g_dtype = g->dtype,
+                .out_dtype = out->dtype,
+                .per_row = per_row,
+                .g0 = g0,
+                .ls = ls,
+                .wsum = wsum,
+                .ignore_index = ignore_index,
+                .rows = rows,
+                .chunks = threads > 1 && rows > 1 ? (rows < 4 * threads ? rows : 4 * threads) : 1};
     yt__parallel_run(j.chunks, threads, ce_grad_rows, &j);
     free(tg);
     free(w);

@@ -2,6 +2,10 @@
  * (reduce_plan.h). Floating inputs multiply in double, integral and bool ones in wrapping 64-bit
  * integers (the low bits of a signed product are the unsigned product's). When `dtype` is given
  * the input is converted to it first, as PyTorch does. The product over nothing is 1. */
+/* AVX2 even in builds with other -march flags (the ASan stage), for the f32 row batches. */
+#pragma GCC target("avx2,fma")
+
+#include <immintrin.h>
 #include <string.h>
 
 #include "reduce_plan.h"
@@ -203,6 +207,66 @@ combine(acc *total, const acc *part, int64_t n, bool floating)
     }
 }
 
+/* ---------------------------------------------------------------- f32 rows, 4 at a time */
+
+/* Rows up to this long go 4 at a time (row_batch_f32). */
+#define ROWS4_MAX 128
+
+/* Lane k of the result is the product of v[k]'s 4 lanes: 4 rows' partial products at once. */
+static inline __m256d
+hprod4x4(const __m256d *v)
+{
+    __m256d m01 = _mm256_mul_pd(_mm256_unpacklo_pd(v[0], v[1]), _mm256_unpackhi_pd(v[0], v[1]));
+    __m256d m23 = _mm256_mul_pd(_mm256_unpacklo_pd(v[2], v[3]), _mm256_unpackhi_pd(v[2], v[3]));
+    return _mm256_mul_pd(_mm256_permute2f128_pd(m01, m23, 0x20),
+                         _mm256_permute2f128_pd(m01, m23, 0x31));
+}
+
+/* Contiguous f32 rows of up to ROWS4_MAX, 4 at a time: each row's elements, widened to double,
+ * multiply into 4-lane vectors (two chains), and hprod4x4 finishes 4 rows together, where a row
+ * alone multiplied one element at a time. A row's result depends on that row alone. Over dim 1
+ * of [16384, 16], one thread: 206 -> 51 us (torch 86). */
+static bool
+row_batch_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
+              int64_t stride)
+{
+    if (stride != sizeof(float) || n > ROWS4_MAX)
+        return false;
+    const __m128 one = _mm_set1_ps(1.0f);
+    for (int64_t k = 0; k < count; k += 4) {
+        const int64_t rows = count - k < 4 ? count - k : 4;
+        __m256d v[4];
+        for (int r = 0; r < 4; r++) {
+            v[r] = _mm256_set1_pd(1.0);
+            if (r >= rows)
+                continue;
+            const float *p = (const float *)(x + (k + r) * row_stride);
+            int64_t i = 0;
+            __m256d v2 = v[r]; /* a second chain of multiplies */
+            for (; i + 8 <= n; i += 8) {
+                v[r] = _mm256_mul_pd(v[r], _mm256_cvtps_pd(_mm_loadu_ps(p + i)));
+                v2 = _mm256_mul_pd(v2, _mm256_cvtps_pd(_mm_loadu_ps(p + i + 4)));
+            }
+            v[r] = _mm256_mul_pd(v[r], v2);
+            if (i + 4 <= n) {
+                v[r] = _mm256_mul_pd(v[r], _mm256_cvtps_pd(_mm_loadu_ps(p + i)));
+                i += 4;
+            }
+            if (i < n) { /* the tail, its missing lanes 1 */
+                __m128i mask =
+                    _mm_cmpgt_epi32(_mm_set1_epi32((int)(n - i)), _mm_setr_epi32(0, 1, 2, 3));
+                __m128 t = _mm_blendv_ps(one, _mm_maskload_ps(p + i, mask), _mm_castsi128_ps(mask));
+                v[r] = _mm256_mul_pd(v[r], _mm256_cvtps_pd(t));
+            }
+        }
+        double prods[4];
+        _mm256_storeu_pd(prods, hprod4x4(v));
+        for (int r = 0; r < rows; r++)
+            accs[k + r].f = prods[r];
+    }
+    return true;
+}
+
 static yt__reduce_loops
 loops_for(yt_dtype dtype)
 {
@@ -216,7 +280,7 @@ loops_for(yt_dtype dtype)
         l.row = row_f64, l.rows = rows_f64;
         break;
     case YT_DTYPE_F32:
-        l.row = row_f32, l.rows = rows_f32;
+        l.row = row_f32, l.rows = rows_f32, l.row_batch = row_batch_f32;
         break;
     case YT_DTYPE_F16:
         l.row = row_f16, l.rows = rows_f16;

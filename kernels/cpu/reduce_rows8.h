@@ -29,12 +29,15 @@ yt__rows8_add(__m256 acc, __m256 v, yt__rows8_term term)
     }
 }
 
-/* Sets accs[k].f, k < count, to the sum of row k's terms, for rows of n <= YT_ROWS8_MAX floats,
- * row k at x + k * row_stride. Inlined with `term` a constant. */
-YT_ALWAYS_INLINE void
+/* A yt__reduce_row_batch_fn that sums `term` (a constant, once inlined): sets accs[k].f, k < count,
+ * to the sum of row k's terms, row k at x + k * row_stride, and returns true; false, writing
+ * nothing, unless the rows are contiguous floats (stride 4) of n <= YT_ROWS8_MAX. */
+YT_ALWAYS_INLINE bool
 yt__sum_rows8_f32(yt__reduce_acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
-                  yt__rows8_term term)
+                  int64_t stride, yt__rows8_term term)
 {
+    if (stride != sizeof(float) || n > YT_ROWS8_MAX)
+        return false;
     for (int64_t k = 0; k < count; k += 8) {
         const int64_t rows = count - k < 8 ? count - k : 8;
         __m256 v[8];
@@ -60,6 +63,7 @@ yt__sum_rows8_f32(yt__reduce_acc *accs, const char *x, int64_t count, int64_t ro
         for (int r = 0; r < rows; r++)
             accs[k + r].f = sums[r];
     }
+    return true;
 }
 
 #endif

@@ -207,10 +207,7 @@ static bool
 row_batch_f32(acc *sums, const char *x, int64_t count, int64_t row_stride, int64_t n,
               int64_t stride)
 {
-    if (stride != sizeof(float) || n > YT_ROWS8_MAX)
-        return false;
-    yt__sum_rows8_f32(sums, x, count, row_stride, n, YT_ROWS8_PLAIN);
-    return true;
+    return yt__sum_rows8_f32(sums, x, count, row_stride, n, stride, YT_ROWS8_PLAIN);
 }
 
 static void

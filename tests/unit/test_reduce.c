@@ -583,6 +583,58 @@ Test(reduce, empty_semantics)
 
 /* ---------------------------------------------------------------- NaN and ties */
 
+/* argmax / argmin and max.dim / min.dim over the last dim of f32 rows of 1 to 40 and 100
+ * elements (8 rows at a time in lanes up to 32, one row in 8 lanes beyond), 21 rows, against a
+ * scalar reference: small integers, so ties are everywhere (the first wins), and rows with one
+ * or two NaNs (the first NaN wins), +inf or -inf. */
+Test(reduce, argmax_rows_match_scalar_reference)
+{
+    enum { ROWS = 21, MAXN = 100 };
+    static double x[ROWS * MAXN], got[ROWS], got_v[ROWS];
+    for (int64_t n = 1; n <= MAXN; n = n == 40 ? 100 : n + 1) {
+        const int64_t sizes[] = {ROWS, n}, numel = ROWS * n;
+        uint64_t s = 3 + (uint64_t)n;
+        for (int64_t i = 0; i < numel; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            x[i] = (double)((s >> 33) % 7) - 3;
+        }
+        x[2 * n + (n - 1)] = NAN; /* the last element */
+        x[5 * n + n / 3] = NAN;
+        x[5 * n + n / 2] = NAN; /* the first of two NaNs wins (the same one when n < 3) */
+        x[8 * n + n / 2] = INFINITY;
+        x[11 * n + (n - 1) / 2] = -INFINITY;
+        x[20 * n] = NAN; /* the last, partial group of 8 */
+        yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
+        for (int min = 0; min < 2; min++) {
+            yt_tensor *values = NULL, *indices = NULL;
+            take(min ? yt_argmin_ex(t, 1, false) : yt_argmax_ex(t, 1, false), got, ROWS);
+            cr_assert_eq(min ? yt_min_dim(t, 1, &values, &indices)
+                             : yt_max_dim(t, 1, &values, &indices),
+                         YT_OK, "%s", yt_errmsg());
+            take(values, got_v, ROWS);
+            double got_i[ROWS];
+            take(indices, got_i, ROWS);
+            for (int64_t r = 0; r < ROWS; r++) {
+                const double *row = x + r * n;
+                int64_t at = 0;
+                for (int64_t i = 1; i < n; i++)
+                    if (!isnan(row[at]) &&
+                        (isnan(row[i]) || (min ? row[i] < row[at] : row[i] > row[at])))
+                        at = i;
+                cr_assert(got[r] == (double)at && got_i[r] == (double)at,
+                          "n=%lld %s row %lld: %g and %g, expected %lld", (long long)n,
+                          min ? "min" : "max", (long long)r, got[r], got_i[r], (long long)at);
+                cr_assert(memcmp(&got_v[r], &row[at], sizeof(double)) == 0 ||
+                              (isnan(got_v[r]) && isnan(row[at])),
+                          "n=%lld row %lld: value %g, expected %g", (long long)n, (long long)r,
+                          got_v[r], row[at]);
+            }
+        }
+        yt_release(t);
+    }
+    YT_ASSERT_NO_LEAKS();
+}
+
 Test(reduce, nan_propagates_and_ties_pick_first)
 {
     double x[] = {1, NAN, 3, NAN};
@@ -634,6 +686,46 @@ Test(reduce, argmax_keepdim_and_dims)
 }
 
 /* ---------------------------------------------------------------- prod, cumsum, all/any */
+
+/* prod over the last dim of f32 rows of 1 to 40 and of 100 (4 rows at a time up to 128; across
+ * the rows under 8), 4001 rows (a last, partial group), against double, at 1 and 2 threads,
+ * which give the same bits: factors near 1, and rows with a 0, a NaN, an inf, and 0 * inf. */
+Test(prod, short_rows_match_double)
+{
+    enum { ROWS = 4001, MAXN = 100 };
+    static double x[ROWS * MAXN], want[ROWS], got[2][ROWS];
+    int saved = yt_get_num_threads();
+    yt__parallel_set_always(true);
+    for (int64_t n = 1; n <= MAXN; n = n == 40 ? 100 : n + 1) {
+        const int64_t sizes[] = {ROWS, n}, numel = ROWS * n, last = 1;
+        for (int64_t i = 0; i < numel; i++)
+            x[i] = 1 + 0.3 * sin(0.7 * (double)i + (double)n);
+        x[3 * n + n / 2] = 0;
+        x[6 * n] = NAN;
+        x[9 * n + n - 1] = INFINITY;
+        x[12 * n] = INFINITY;
+        x[12 * n + n - 1] = 0; /* 0 * inf (inf alone when n == 1) */
+        x[(ROWS - 1) * n] = -2;
+        yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
+        cr_assert_eq(yt_tensor_copy_to(t, x, sizeof(double) * (size_t)numel, YT_DTYPE_F64), YT_OK);
+        for (int64_t r = 0; r < ROWS; r++) {
+            want[r] = 1;
+            for (int64_t i = 0; i < n; i++)
+                want[r] *= x[r * n + i];
+        }
+        for (int threads = 1; threads <= 2; threads++) {
+            yt_set_num_threads(threads);
+            take(yt_prod_dim_int(t, last), got[threads - 1], ROWS);
+            expect_near(got[threads - 1], want, ROWS, 1e-6);
+        }
+        cr_assert(memcmp(got[0], got[1], sizeof got[0]) == 0, "n=%lld: 1 and 2 threads differ",
+                  (long long)n);
+        yt_release(t);
+    }
+    yt__parallel_set_always(false);
+    yt_set_num_threads(saved);
+    YT_ASSERT_NO_LEAKS();
+}
 
 Test(prod, gradient_with_zeros)
 {
