@@ -8,6 +8,7 @@ test-case tables."""
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -1180,20 +1181,24 @@ class OpLowering:
         loops, cases = [], []
         for d in compute_set:
             variants = []
-            for variant in expr.variants():
+            # specialised Scalar values (floating loops only) first, the general loop last
+            constants = expr.constant_cases() if DTYPE_C[d][1] in ("float", "double") else [{}]
+            for variant, consts in itertools.product(expr.variants(), constants):
                 try:
-                    value = expr.render(d, variant)
+                    value = expr.render(d, variant, consts)
                 except NoForm:
                     continue
+                cond = _variant_cond(variant, consts)
                 same = next((v for v in variants if v["value"] == value), None)
                 if same is not None:  # the same loop serves both values
-                    same["cond"] = f"{same['cond']} || {_variant_cond(variant)}"
+                    same["cond"] = f"{same['cond']} || {cond}" if same["cond"] and cond else None
                     continue
                 suffix = "".join(f"_{v or 'none'}" for v in variant.values())
+                suffix += "".join(f"_{k}_{_number_word(v)}" for k, v in consts.items())
                 loops.append(self._pointwise_loop(d, f"{d}{suffix}", value, expr.used, promoted, ctx_args))
                 loops[-1]["clones"] = expr.heavy
                 variants.append({"fn": loops[-1]["fn"], "blocks": loops[-1]["blocks"],
-                                 "cond": _variant_cond(variant), "value": value})
+                                 "cond": cond, "value": value})
             if variants:
                 cases.append({"enum": C_DTYPE[d], "variants": variants})
         if not loops:
@@ -1250,12 +1255,21 @@ class OpLowering:
         }
 
 
-def _variant_cond(variant: dict) -> str:
-    """C condition selecting a loop variant by its str arguments' values (None: always)."""
+def _variant_cond(variant: dict, consts: dict = None) -> str:
+    """C condition selecting a loop variant by its str arguments' values and its specialised
+    Scalar values (None: always)."""
     parts = []
     for name, value in variant.items():
         parts.append(f"{name} == NULL" if value is None else f'({name} != NULL && strcmp({name}, "{value}") == 0)')
+    for name, value in (consts or {}).items():
+        parts.append(f"yt__scalar_to_double({name}) == {value!r}")
     return " && ".join(parts) or None
+
+
+def _number_word(v: float) -> str:
+    """A specialised value as a C identifier part: 2.0 -> 2, -0.5 -> m0_5."""
+    text = repr(int(v)) if v == int(v) else repr(v)
+    return text.replace("-", "m").replace(".", "_")
 
 
 def _ctx_init(a) -> str:

@@ -155,6 +155,8 @@ class Op:
     # (None: the overload packet torch.ops.aten.<name> called with the arguments in schema order).
     torch_ref: Optional[str] = None
     choices: dict = field(default_factory=dict)  # str argument -> its allowed values (ops.yaml `choices:`)
+    # pointwise: Scalar argument -> values that get floating loops of their own (ops.yaml `specialize:`)
+    specialize: dict = field(default_factory=dict)
     # An op taking a Generator whose samples draw no random numbers: compared with PyTorch anyway.
     deterministic_samples: bool = False
     # 0-d tensor arguments read as Scalars: converted to the compute dtype, checked for overflow

@@ -206,7 +206,8 @@ def parse_schema(text: str, loc: Loc) -> Schema:
 # ---------------------------------------------------------------- ops.yaml
 
 OP_KEYS = ["func", "family", "variants", "dtypes", "broadcast", "promote", "same_dtype", "converts", "result_dtype",
-           "dims", "choices", "checks", "shape", "pointwise", "dispatch", "view", "composite", "domain", "samples", "deterministic_samples", "torch", "doc"]
+           "dims", "choices", "checks", "shape", "pointwise", "specialize", "dispatch", "view", "composite", "domain",
+           "samples", "deterministic_samples", "torch", "doc"]
 DOMAINS = ["positive", "nonzero", "unit"]
 
 
@@ -349,6 +350,7 @@ def parse_op(node: Node) -> Op:
         pointwise_loc = e["pointwise"].loc
         if not schema.tensor_args:
             raise SpecError(loc, f"{fn}: a pointwise op needs a tensor argument")
+    specialize = _parse_specialize(e, schema, pointwise is not None)
 
     if schema.multi and "inplace" in variants:
         raise SpecError(e["variants"].loc, f"{fn}: an op with several results has no in-place variant")
@@ -443,7 +445,36 @@ def parse_op(node: Node) -> Op:
               promote=promote, same_dtype=same_dtype, result_dtype=result_dtype, dims=dims, checks=checks,
               shape=shape, impl=impl, pointwise=pointwise, pointwise_loc=pointwise_loc, dispatch=dispatch,
               impl_fn=impl_fn, domain=domain, samples=samples, samples_loc=samples_loc, doc=doc,
-              torch_ref=torch_ref, choices=choices, deterministic_samples=deterministic, converts=converts)
+              torch_ref=torch_ref, choices=choices, deterministic_samples=deterministic, converts=converts,
+              specialize=specialize)
+
+
+def _parse_specialize(entry: dict, schema: Schema, pointwise: bool) -> dict:
+    """`specialize: {exponent: [2, 0.5]}`: Scalar arguments of a pointwise op whose listed values
+    get floating loops of their own, the value written into the expression as a constant."""
+    fn = schema.full_name
+    if "specialize" not in entry:
+        return {}
+    node = entry["specialize"]
+    if not pointwise:
+        raise SpecError(node.loc, f"{fn}: 'specialize' is for pointwise ops")
+    if not isinstance(node.value, dict) or not node.value:
+        raise SpecError(node.loc, f"{fn}: 'specialize' must map Scalar arguments to lists of numbers")
+    out = {}
+    for k, v in node.value.items():
+        a = schema.arg(k)
+        if a is None or a.kind != "scalar" or a.optional:
+            raise SpecError(v.key_loc, f"{fn}: specialize names '{k}', which is not a Scalar argument"
+                            + _closest(k, [b.name for b in schema.args if b.kind == "scalar"]))
+        values = v.value if isinstance(v.value, list) else None
+        if not values or not all(isinstance(x.value, (int, float)) and not isinstance(x.value, bool)
+                                 for x in values):
+            raise SpecError(v.loc, f"{fn}: specialize values of '{k}' must be a non-empty list of numbers")
+        nums = [float(x.value) for x in values]
+        if len(set(nums)) != len(nums):
+            raise SpecError(v.loc, f"{fn}: specialize values of '{k}' repeat a value")
+        out[k] = nums
+    return out
 
 
 def _parse_choices(entry: dict, schema: Schema) -> dict:

@@ -175,6 +175,13 @@ class PointwiseExpr:
             values.append(([None] if a.optional else []) + list(self.op.choices[name]))
         return [dict(zip(self.str_args, combo)) for combo in itertools.product(*values)]
 
+    def constant_cases(self) -> list[dict]:
+        """One {Scalar argument: value} per specialised floating loop (ops.yaml `specialize:`), and
+        last {} for the general loop."""
+        spec = self.op.specialize
+        combos = itertools.product(*[spec[name] + [None] for name in spec])
+        return [{name: v for name, v in zip(spec, combo) if v is not None} for combo in combos]
+
     def int_divisors(self) -> list:
         """Arguments that divide integers (second argument of the division helpers): integral
         loops check them for zeros first, as PyTorch raises ZeroDivisionError."""
@@ -228,10 +235,13 @@ class PointwiseExpr:
             return (not stop) if all(k is not None for k in ks) else None
         return None
 
-    def render(self, dtype: str, variant: dict = None) -> str:
+    def render(self, dtype: str, variant: dict = None, consts: dict = None) -> str:
+        """C for one element in a `dtype` loop; `variant` fixes str arguments' values, `consts`
+        Scalar arguments' (numbers written in as constants, see constant_cases())."""
         ctype = DTYPE_C[dtype][1]
         is_float = ctype in ("float", "double")
         variant = variant or {}
+        consts = consts or {}
         self.used = set()
         self.heavy = False
 
@@ -239,6 +249,8 @@ class PointwiseExpr:
             known = self._known(n, variant)
             if known is not None:
                 return "1" if known else "0"
+            if isinstance(n, ast.Name) and n.id in consts:
+                return f"({ctype}){consts[n.id]!r}"
             if isinstance(n, ast.Name):
                 self.used.add(n.id)
                 return n.id
@@ -278,6 +290,14 @@ class PointwiseExpr:
                 return r(n.args[0])
             if fn in ("dtype_max", "dtype_lowest"):
                 return f"({ctype}){DTYPE_LIMITS[dtype][fn == 'dtype_lowest']}"
+            if fn == "pow" and is_float:
+                k = n.args[1]
+                if isinstance(k, ast.Call) and k.func.id in ("checked", "checked_alpha"):
+                    k = k.args[0]
+                if isinstance(k, ast.Name) and consts.get(k.id) in POW_FORMS:
+                    b = r(n.args[0])
+                    sqrt = "sqrtf" if ctype == "float" else "sqrt"
+                    return POW_FORMS[consts[k.id]].format(b=b, ub=_unwrap(b), one=f"({ctype})1", sqrt=sqrt)
             if fn == "pow" and not is_float:  # integer power, as PyTorch (bools have none)
                 fn = "ipow"
             if fn in HEAVY_CALLS and is_float:
@@ -306,6 +326,13 @@ class PointwiseExpr:
             return f"{cfn}({', '.join(_unwrap(r(a)) for a in n.args)})"
 
         return _unwrap(r(self.tree))
+
+
+# pow(b, k) in floating loops with a constant k (a `specialize:` value): the forms PyTorch's pow
+# kernel uses for these exponents, which vectorise, where powf() is a call per element.
+POW_FORMS = {2.0: "({b} * {b})", 3.0: "({b} * {b} * {b})", -1.0: "({one} / {b})",
+             -2.0: "({one} / ({b} * {b}))", 0.5: "{sqrt}({ub})", -0.5: "({one} / {sqrt}({ub}))",
+             1.0: "{b}"}
 
 
 def _unwrap(text: str) -> str:

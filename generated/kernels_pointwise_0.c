@@ -1067,7 +1067,7 @@ yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- floor_divide: floor_divide(self, other)   (ops.yaml:204) */
+/* ---- floor_divide: floor_divide(self, other)   (ops.yaml:205) */
 
 YT_ALWAYS_INLINE void
 floor_divide_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -1685,7 +1685,7 @@ yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:214) */
+/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:215) */
 
 YT_ALWAYS_INLINE void
 lerp_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -2002,7 +2002,7 @@ yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weigh
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:223) */
+/* ---- lerp: self + weight * (end - self) if weight < 0.5 else end - (end - self) * (1 - weight)   (ops.yaml:224) */
 
 YT_ALWAYS_INLINE void
 lerp_tensor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -2406,7 +2406,7 @@ yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- addcmul: self + checked(value) * tensor1 * tensor2   (ops.yaml:237) */
+/* ---- addcmul: self + checked(value) * tensor1 * tensor2   (ops.yaml:238) */
 
 YT_ALWAYS_INLINE void
 addcmul_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -3230,7 +3230,7 @@ yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- addcdiv: self + checked(value) * tensor1 / tensor2   (ops.yaml:251) */
+/* ---- addcdiv: self + checked(value) * tensor1 / tensor2   (ops.yaml:252) */
 
 YT_ALWAYS_INLINE void
 addcdiv_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -3599,7 +3599,7 @@ yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- pow_scalar_backward: 0 if self == 0 and exponent >= 0 else grad_output * output * log(self)   (ops.yaml:266) */
+/* ---- pow_scalar_backward: 0 if self == 0 and exponent >= 0 else grad_output * output * log(self)   (ops.yaml:267) */
 
 YT_ALWAYS_INLINE void
 pow_scalar_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
@@ -4020,7 +4020,7 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- clamp_tensor_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:366) */
+/* ---- clamp_tensor_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:367) */
 
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
@@ -4550,7 +4550,7 @@ yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tens
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- sqrt: sqrt(self)   (ops.yaml:438) */
+/* ---- sqrt: sqrt(self)   (ops.yaml:439) */
 
 YT_ALWAYS_INLINE void
 sqrt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -4731,7 +4731,7 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- relu: 0 if self < 0 else self   (ops.yaml:447) */
+/* ---- relu: 0 if self < 0 else self   (ops.yaml:448) */
 
 YT_ALWAYS_INLINE void
 relu_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5117,7 +5117,7 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clone: self   (ops.yaml:491) */
+/* ---- clone: self   (ops.yaml:492) */
 
 YT_ALWAYS_INLINE void
 clone_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5544,7 +5544,7 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- erf: erf(self)   (ops.yaml:590) */
+/* ---- erf: erf(self)   (ops.yaml:591) */
 
 YT_ALWAYS_INLINE void
 erf_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5733,7 +5733,7 @@ yt__cpu_erf(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- round: nearbyint(self)   (ops.yaml:612) */
+/* ---- round: nearbyint(self)   (ops.yaml:613) */
 
 YT_ALWAYS_INLINE void
 round_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6119,7 +6119,7 @@ yt__cpu_round(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- isnan: isnan(self)   (ops.yaml:671) */
+/* ---- isnan: isnan(self)   (ops.yaml:672) */
 
 YT_ALWAYS_INLINE void
 isnan_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6546,7 +6546,7 @@ yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (normal_cdf(self) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:703) */
+/* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (normal_cdf(self) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:704) */
 
 YT_ALWAYS_INLINE void
 gelu_backward_rows_f16_none(char **data, const int64_t *strides, int64_t n,
@@ -7349,7 +7349,7 @@ yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:850) */
+/* ---- ge: self >= other   (ops.yaml:851) */
 
 YT_ALWAYS_INLINE void
 ge_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8018,7 +8018,7 @@ yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:860) */
+/* ---- ge: self >= other   (ops.yaml:861) */
 
 YT_ALWAYS_INLINE void
 ge_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8459,7 +8459,7 @@ yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:889) */
+/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:890) */
 
 YT_ALWAYS_INLINE void
 logical_xor_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9138,7 +9138,7 @@ yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: checked(value) if mask else self   (ops.yaml:908) */
+/* ---- masked_fill: checked(value) if mask else self   (ops.yaml:909) */
 
 YT_ALWAYS_INLINE void
 masked_fill_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9829,7 +9829,7 @@ yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scal
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: value if mask else self   (ops.yaml:921) */
+/* ---- masked_fill: value if mask else self   (ops.yaml:922) */
 
 YT_ALWAYS_INLINE void
 masked_fill_tensor_rows_bool(char **data, const int64_t *strides, int64_t n,

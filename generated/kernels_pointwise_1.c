@@ -2618,6 +2618,286 @@ pow_blocks_i64(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
+pow_rows_f16_exponent_2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = self * self;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = self * self;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_f16_exponent_2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    pow_rows_f16_exponent_2(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f16_exponent_2(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_f16_exponent_2, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f16_exponent_3(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = self * self * self;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = self * self * self;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_f16_exponent_3(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    pow_rows_f16_exponent_3(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f16_exponent_3(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_f16_exponent_3, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f16_exponent_m1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = (float)1 / self;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = (float)1 / self;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_f16_exponent_m1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    pow_rows_f16_exponent_m1(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f16_exponent_m1(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_f16_exponent_m1, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f16_exponent_m2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = (float)1 / (self * self);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = (float)1 / (self * self);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_f16_exponent_m2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    pow_rows_f16_exponent_m2(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f16_exponent_m2(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_f16_exponent_m2, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f16_exponent_0_5(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = sqrtf(self);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = sqrtf(self);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_f16_exponent_0_5(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_rows_f16_exponent_0_5(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f16_exponent_0_5(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_f16_exponent_0_5, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f16_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = (float)1 / sqrtf(self);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = (float)1 / sqrtf(self);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_f16_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_rows_f16_exponent_m0_5(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f16_exponent_m0_5(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_f16_exponent_m0_5, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f16_exponent_1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = self;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = self;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_f16_exponent_1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    pow_rows_f16_exponent_1(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f16_exponent_1(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_f16_exponent_1, ctx);
+}
+
+YT_ALWAYS_INLINE void
 pow_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -2658,6 +2938,286 @@ pow_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, pow_rows_f16, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_bf16_exponent_2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value = self * self;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = self * self;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_bf16_exponent_2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    pow_rows_bf16_exponent_2(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_bf16_exponent_2(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_bf16_exponent_2, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_bf16_exponent_3(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value = self * self * self;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = self * self * self;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_bf16_exponent_3(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    pow_rows_bf16_exponent_3(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_bf16_exponent_3(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_bf16_exponent_3, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_bf16_exponent_m1(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value = (float)1 / self;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = (float)1 / self;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_bf16_exponent_m1(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_rows_bf16_exponent_m1(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_bf16_exponent_m1(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_bf16_exponent_m1, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_bf16_exponent_m2(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value = (float)1 / (self * self);
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = (float)1 / (self * self);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_bf16_exponent_m2(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_rows_bf16_exponent_m2(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_bf16_exponent_m2(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_bf16_exponent_m2, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_bf16_exponent_0_5(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value = sqrtf(self);
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = sqrtf(self);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_bf16_exponent_0_5(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_rows_bf16_exponent_0_5(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_bf16_exponent_0_5(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_bf16_exponent_0_5, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_bf16_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value = (float)1 / sqrtf(self);
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = (float)1 / sqrtf(self);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_bf16_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_rows_bf16_exponent_m0_5(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_bf16_exponent_m0_5(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_bf16_exponent_m0_5, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_bf16_exponent_1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value = self;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = self;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+pow_loop_bf16_exponent_1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    pow_rows_bf16_exponent_1(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_bf16_exponent_1(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, pow_rows_bf16_exponent_1, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -2704,6 +3264,279 @@ pow_blocks_bf16(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
+pow_rows_f32_exponent_2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *self_p = (const float *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float out_value = self * self;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self = *(const float *)((const char *)self_p + i * strides[1]);
+            const float out_value = self * self;
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f32_exponent_2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    pow_rows_f32_exponent_2(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f32_exponent_2(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_2, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f32_exponent_3(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *self_p = (const float *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float out_value = self * self * self;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self = *(const float *)((const char *)self_p + i * strides[1]);
+            const float out_value = self * self * self;
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f32_exponent_3(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    pow_rows_f32_exponent_3(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f32_exponent_3(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_3, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f32_exponent_m1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *self_p = (const float *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float out_value = (float)1 / self;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self = *(const float *)((const char *)self_p + i * strides[1]);
+            const float out_value = (float)1 / self;
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f32_exponent_m1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    pow_rows_f32_exponent_m1(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f32_exponent_m1(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_m1, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f32_exponent_m2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *self_p = (const float *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float out_value = (float)1 / (self * self);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self = *(const float *)((const char *)self_p + i * strides[1]);
+            const float out_value = (float)1 / (self * self);
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f32_exponent_m2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    pow_rows_f32_exponent_m2(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f32_exponent_m2(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_m2, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *self_p = (const float *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float out_value = sqrtf(self);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self = *(const float *)((const char *)self_p + i * strides[1]);
+            const float out_value = sqrtf(self);
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_rows_f32_exponent_0_5(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f32_exponent_0_5(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_0_5, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *self_p = (const float *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float out_value = (float)1 / sqrtf(self);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self = *(const float *)((const char *)self_p + i * strides[1]);
+            const float out_value = (float)1 / sqrtf(self);
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_rows_f32_exponent_m0_5(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f32_exponent_m0_5(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_m0_5, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f32_exponent_1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *self_p = (const float *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float out_value = self;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self = *(const float *)((const char *)self_p + i * strides[1]);
+            const float out_value = self;
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f32_exponent_1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    pow_rows_f32_exponent_1(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f32_exponent_1(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_1, ctx);
+}
+
+YT_ALWAYS_INLINE void
 pow_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
 {
@@ -2743,6 +3576,279 @@ pow_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(float), sizeof(float)};
     yt__run_blocks(s, 2, esize, pow_rows_f32, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f64_exponent_2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *self_p = (const double *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double out_value = self * self;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double self = *(const double *)((const char *)self_p + i * strides[1]);
+            const double out_value = self * self;
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f64_exponent_2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    pow_rows_f64_exponent_2(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f64_exponent_2(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_2, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f64_exponent_3(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *self_p = (const double *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double out_value = self * self * self;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double self = *(const double *)((const char *)self_p + i * strides[1]);
+            const double out_value = self * self * self;
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f64_exponent_3(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    pow_rows_f64_exponent_3(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f64_exponent_3(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_3, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f64_exponent_m1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *self_p = (const double *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double out_value = (double)1 / self;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double self = *(const double *)((const char *)self_p + i * strides[1]);
+            const double out_value = (double)1 / self;
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f64_exponent_m1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    pow_rows_f64_exponent_m1(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f64_exponent_m1(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_m1, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f64_exponent_m2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *self_p = (const double *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double out_value = (double)1 / (self * self);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double self = *(const double *)((const char *)self_p + i * strides[1]);
+            const double out_value = (double)1 / (self * self);
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f64_exponent_m2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    pow_rows_f64_exponent_m2(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f64_exponent_m2(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_m2, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *self_p = (const double *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double out_value = sqrt(self);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double self = *(const double *)((const char *)self_p + i * strides[1]);
+            const double out_value = sqrt(self);
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_rows_f64_exponent_0_5(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f64_exponent_0_5(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_0_5, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *self_p = (const double *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double out_value = (double)1 / sqrt(self);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double self = *(const double *)((const char *)self_p + i * strides[1]);
+            const double out_value = (double)1 / sqrt(self);
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    pow_rows_f64_exponent_m0_5(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f64_exponent_m0_5(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_m0_5, ctx);
+}
+
+YT_ALWAYS_INLINE void
+pow_rows_f64_exponent_1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *self_p = (const double *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double out_value = self;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double self = *(const double *)((const char *)self_p + i * strides[1]);
+            const double out_value = self;
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+pow_loop_f64_exponent_1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    pow_rows_f64_exponent_1(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+pow_blocks_f64_exponent_1(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_1, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -2815,12 +3921,96 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
     case YT_DTYPE_I64:
         return yt__pointwise(result, 1, inputs, pow_loop_i64, pow_blocks_i64, scalars);
     case YT_DTYPE_F16:
+        if (yt__scalar_to_double(exponent) == 2.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_2,
+                                 pow_blocks_f16_exponent_2, scalars);
+        if (yt__scalar_to_double(exponent) == 3.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_3,
+                                 pow_blocks_f16_exponent_3, scalars);
+        if (yt__scalar_to_double(exponent) == -1.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_m1,
+                                 pow_blocks_f16_exponent_m1, scalars);
+        if (yt__scalar_to_double(exponent) == -2.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_m2,
+                                 pow_blocks_f16_exponent_m2, scalars);
+        if (yt__scalar_to_double(exponent) == 0.5)
+            return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_0_5,
+                                 pow_blocks_f16_exponent_0_5, scalars);
+        if (yt__scalar_to_double(exponent) == -0.5)
+            return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_m0_5,
+                                 pow_blocks_f16_exponent_m0_5, scalars);
+        if (yt__scalar_to_double(exponent) == 1.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_1,
+                                 pow_blocks_f16_exponent_1, scalars);
         return yt__pointwise(result, 1, inputs, pow_loop_f16, pow_blocks_f16, scalars);
     case YT_DTYPE_BF16:
+        if (yt__scalar_to_double(exponent) == 2.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_2,
+                                 pow_blocks_bf16_exponent_2, scalars);
+        if (yt__scalar_to_double(exponent) == 3.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_3,
+                                 pow_blocks_bf16_exponent_3, scalars);
+        if (yt__scalar_to_double(exponent) == -1.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_m1,
+                                 pow_blocks_bf16_exponent_m1, scalars);
+        if (yt__scalar_to_double(exponent) == -2.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_m2,
+                                 pow_blocks_bf16_exponent_m2, scalars);
+        if (yt__scalar_to_double(exponent) == 0.5)
+            return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_0_5,
+                                 pow_blocks_bf16_exponent_0_5, scalars);
+        if (yt__scalar_to_double(exponent) == -0.5)
+            return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_m0_5,
+                                 pow_blocks_bf16_exponent_m0_5, scalars);
+        if (yt__scalar_to_double(exponent) == 1.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_1,
+                                 pow_blocks_bf16_exponent_1, scalars);
         return yt__pointwise(result, 1, inputs, pow_loop_bf16, pow_blocks_bf16, scalars);
     case YT_DTYPE_F32:
+        if (yt__scalar_to_double(exponent) == 2.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_2,
+                                 pow_blocks_f32_exponent_2, scalars);
+        if (yt__scalar_to_double(exponent) == 3.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_3,
+                                 pow_blocks_f32_exponent_3, scalars);
+        if (yt__scalar_to_double(exponent) == -1.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_m1,
+                                 pow_blocks_f32_exponent_m1, scalars);
+        if (yt__scalar_to_double(exponent) == -2.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_m2,
+                                 pow_blocks_f32_exponent_m2, scalars);
+        if (yt__scalar_to_double(exponent) == 0.5)
+            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_0_5,
+                                 pow_blocks_f32_exponent_0_5, scalars);
+        if (yt__scalar_to_double(exponent) == -0.5)
+            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_m0_5,
+                                 pow_blocks_f32_exponent_m0_5, scalars);
+        if (yt__scalar_to_double(exponent) == 1.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_1,
+                                 pow_blocks_f32_exponent_1, scalars);
         return yt__pointwise(result, 1, inputs, pow_loop_f32, pow_blocks_f32, scalars);
     case YT_DTYPE_F64:
+        if (yt__scalar_to_double(exponent) == 2.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_2,
+                                 pow_blocks_f64_exponent_2, scalars);
+        if (yt__scalar_to_double(exponent) == 3.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_3,
+                                 pow_blocks_f64_exponent_3, scalars);
+        if (yt__scalar_to_double(exponent) == -1.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_m1,
+                                 pow_blocks_f64_exponent_m1, scalars);
+        if (yt__scalar_to_double(exponent) == -2.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_m2,
+                                 pow_blocks_f64_exponent_m2, scalars);
+        if (yt__scalar_to_double(exponent) == 0.5)
+            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_0_5,
+                                 pow_blocks_f64_exponent_0_5, scalars);
+        if (yt__scalar_to_double(exponent) == -0.5)
+            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_m0_5,
+                                 pow_blocks_f64_exponent_m0_5, scalars);
+        if (yt__scalar_to_double(exponent) == 1.0)
+            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_1,
+                                 pow_blocks_f64_exponent_1, scalars);
         return yt__pointwise(result, 1, inputs, pow_loop_f64, pow_blocks_f64, scalars);
     default:
         break;
@@ -2829,7 +4019,7 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- pow: pow(self, exponent)   (ops.yaml:108) */
+/* ---- pow: pow(self, exponent)   (ops.yaml:109) */
 
 YT_ALWAYS_INLINE void
 pow_tensor_tensor_rows_u8(char **data, const int64_t *strides, int64_t n,
@@ -3450,7 +4640,7 @@ yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponen
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- pow: pow(self, exponent)   (ops.yaml:118) */
+/* ---- pow: pow(self, exponent)   (ops.yaml:119) */
 
 YT_ALWAYS_INLINE void
 pow_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -3862,7 +5052,7 @@ yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
                            yt_dtype_name(exponent->dtype));
 }
 
-/* ---- minimum: minimum(self, other)   (ops.yaml:143) */
+/* ---- minimum: minimum(self, other)   (ops.yaml:144) */
 
 YT_ALWAYS_INLINE void
 minimum_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -4531,7 +5721,7 @@ yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:282) */
+/* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:283) */
 
 YT_ALWAYS_INLINE void
 div_tensor_mode_rows_u8_trunc(char **data, const int64_t *strides, int64_t n,
@@ -6033,7 +7223,7 @@ yt__cpu_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:302) */
+/* ---- div: self / other if rounding_mode is None else (trunc_divide(self, other) if rounding_mode == 'trunc' else floor_divide(self, other))   (ops.yaml:303) */
 
 YT_ALWAYS_INLINE void
 div_scalar_mode_rows_u8_trunc(char **data, const int64_t *strides, int64_t n,
@@ -7025,7 +8215,7 @@ yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- log: log(self)   (ops.yaml:429) */
+/* ---- log: log(self)   (ops.yaml:430) */
 
 YT_ALWAYS_INLINE void
 log_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7214,7 +8404,7 @@ yt__cpu_log(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- square: self * self   (ops.yaml:521) */
+/* ---- square: self * self   (ops.yaml:522) */
 
 YT_ALWAYS_INLINE void
 square_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7641,7 +8831,7 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- reciprocal: 1 / self   (ops.yaml:530) */
+/* ---- reciprocal: 1 / self   (ops.yaml:531) */
 
 YT_ALWAYS_INLINE void
 reciprocal_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7826,7 +9016,7 @@ yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- cos: cos(self)   (ops.yaml:582) */
+/* ---- cos: cos(self)   (ops.yaml:583) */
 
 YT_ALWAYS_INLINE void
 cos_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8015,7 +9205,7 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- trunc: trunc(self)   (ops.yaml:619) */
+/* ---- trunc: trunc(self)   (ops.yaml:620) */
 
 YT_ALWAYS_INLINE void
 trunc_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8401,7 +9591,7 @@ yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:645) */
+/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:646) */
 
 YT_ALWAYS_INLINE void
 elu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8619,7 +9809,7 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- silu: self / (1 + exp(-self))   (ops.yaml:664) */
+/* ---- silu: self / (1 + exp(-self))   (ops.yaml:665) */
 
 YT_ALWAYS_INLINE void
 silu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8808,7 +9998,7 @@ yt__cpu_silu(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else self * normal_cdf(self)   (ops.yaml:689) */
+/* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else self * normal_cdf(self)   (ops.yaml:690) */
 
 YT_ALWAYS_INLINE void
 gelu_rows_f16_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9211,7 +10401,7 @@ yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:761) */
+/* ---- lt: self < other   (ops.yaml:762) */
 
 YT_ALWAYS_INLINE void
 lt_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9880,7 +11070,7 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:771) */
+/* ---- lt: self < other   (ops.yaml:772) */
 
 YT_ALWAYS_INLINE void
 lt_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -10321,7 +11511,7 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:812) */
+/* ---- ne: self != other   (ops.yaml:813) */
 
 YT_ALWAYS_INLINE void
 ne_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -10990,7 +12180,7 @@ yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:822) */
+/* ---- ne: self != other   (ops.yaml:823) */
 
 YT_ALWAYS_INLINE void
 ne_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -11431,7 +12621,7 @@ yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- binary_cross_entropy_elementwise: -(target * maximum(log(self), -100) + (1 - target) * maximum(log1p(-self), -100))   (ops.yaml:3090) */
+/* ---- binary_cross_entropy_elementwise: -(target * maximum(log(self), -100) + (1 - target) * maximum(log1p(-self), -100))   (ops.yaml:3091) */
 
 YT_ALWAYS_INLINE void
 binary_cross_entropy_elementwise_rows_f16(char **data, const int64_t *strides, int64_t n,

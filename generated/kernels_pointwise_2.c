@@ -34,7 +34,7 @@ typedef struct pointwise_scalar {
     bool given;
 } pointwise_scalar;
 
-/* ---- maximum: maximum(self, other)   (ops.yaml:134) */
+/* ---- maximum: maximum(self, other)   (ops.yaml:135) */
 
 YT_ALWAYS_INLINE void
 maximum_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -703,7 +703,7 @@ yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_max: minimum(self, checked(max))   (ops.yaml:160) */
+/* ---- clamp_max: minimum(self, checked(max))   (ops.yaml:161) */
 
 YT_ALWAYS_INLINE void
 clamp_max_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -1103,7 +1103,7 @@ yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_max: minimum(self, max)   (ops.yaml:177) */
+/* ---- clamp_max: minimum(self, max)   (ops.yaml:178) */
 
 YT_ALWAYS_INLINE void
 clamp_max_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -1716,7 +1716,7 @@ yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- remainder: remainder(self, other)   (ops.yaml:186) */
+/* ---- remainder: remainder(self, other)   (ops.yaml:187) */
 
 YT_ALWAYS_INLINE void
 remainder_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -2326,7 +2326,7 @@ yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- remainder: remainder(self, other)   (ops.yaml:196) */
+/* ---- remainder: remainder(self, other)   (ops.yaml:197) */
 
 YT_ALWAYS_INLINE void
 remainder_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -2737,7 +2737,7 @@ yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp: minimum(maximum(self, checked(min)) if min is not None else self, checked(max)) if max is not None else maximum(self, checked(min))   (ops.yaml:318) */
+/* ---- clamp: minimum(maximum(self, checked(min)) if min is not None else self, checked(max)) if max is not None else maximum(self, checked(min))   (ops.yaml:319) */
 
 YT_ALWAYS_INLINE void
 clamp_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -3217,7 +3217,7 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp: minimum(maximum(self, min) if min is not None else self, max) if max is not None else maximum(self, min)   (ops.yaml:335) */
+/* ---- clamp: minimum(maximum(self, min) if min is not None else self, max) if max is not None else maximum(self, min)   (ops.yaml:336) */
 
 YT_ALWAYS_INLINE void
 clamp_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -4162,7 +4162,7 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_tensor_backward_min: grad_output if self < min and (max is None or min < max) else 0   (ops.yaml:380) */
+/* ---- clamp_tensor_backward_min: grad_output if self < min and (max is None or min < max) else 0   (ops.yaml:381) */
 
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_min_rows_f16(char **data, const int64_t *strides, int64_t n,
@@ -4642,7 +4642,7 @@ yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- abs: abs(self)   (ops.yaml:506) */
+/* ---- abs: abs(self)   (ops.yaml:507) */
 
 YT_ALWAYS_INLINE void
 abs_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5028,7 +5028,7 @@ yt__cpu_abs(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- sign: sign(self)   (ops.yaml:514) */
+/* ---- sign: sign(self)   (ops.yaml:515) */
 
 YT_ALWAYS_INLINE void
 sign_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5455,7 +5455,7 @@ yt__cpu_sign(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:539) */
+/* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:540) */
 
 YT_ALWAYS_INLINE void
 rsqrt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5636,7 +5636,7 @@ yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- log2: log2(self)   (ops.yaml:565) */
+/* ---- log2: log2(self)   (ops.yaml:566) */
 
 YT_ALWAYS_INLINE void
 log2_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5825,7 +5825,7 @@ yt__cpu_log2(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- sin: sin(self)   (ops.yaml:574) */
+/* ---- sin: sin(self)   (ops.yaml:575) */
 
 YT_ALWAYS_INLINE void
 sin_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6014,7 +6014,7 @@ yt__cpu_sin(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- floor: floor(self)   (ops.yaml:598) */
+/* ---- floor: floor(self)   (ops.yaml:599) */
 
 YT_ALWAYS_INLINE void
 floor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6400,7 +6400,7 @@ yt__cpu_floor(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:626) */
+/* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:627) */
 
 YT_ALWAYS_INLINE void
 leaky_relu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6591,7 +6591,7 @@ yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- isfinite: isfinite(self)   (ops.yaml:680) */
+/* ---- isfinite: isfinite(self)   (ops.yaml:681) */
 
 YT_ALWAYS_INLINE void
 isfinite_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7018,7 +7018,7 @@ yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- nan_to_num: self if isfinite(self) else ((0 if nan is None else nan) if isnan(self) else ((dtype_max() if posinf is None else posinf) if self > 0 else (dtype_lowest() if neginf is None else neginf)))   (ops.yaml:727) */
+/* ---- nan_to_num: self if isfinite(self) else ((0 if nan is None else nan) if isnan(self) else ((dtype_max() if posinf is None else posinf) if self > 0 else (dtype_lowest() if neginf is None else neginf)))   (ops.yaml:728) */
 
 YT_ALWAYS_INLINE void
 nan_to_num_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7652,7 +7652,7 @@ yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const 
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gt: self > other   (ops.yaml:780) */
+/* ---- gt: self > other   (ops.yaml:781) */
 
 YT_ALWAYS_INLINE void
 gt_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8321,7 +8321,7 @@ yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gt: self > other   (ops.yaml:790) */
+/* ---- gt: self > other   (ops.yaml:791) */
 
 YT_ALWAYS_INLINE void
 gt_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8762,7 +8762,7 @@ yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- where: self if condition else other   (ops.yaml:799) */
+/* ---- where: self if condition else other   (ops.yaml:800) */
 
 YT_ALWAYS_INLINE void
 where_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9627,7 +9627,7 @@ yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:879) */
+/* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:880) */
 
 YT_ALWAYS_INLINE void
 logical_or_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,

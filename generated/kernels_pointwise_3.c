@@ -1177,7 +1177,7 @@ yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_min: maximum(self, checked(min))   (ops.yaml:152) */
+/* ---- clamp_min: maximum(self, checked(min))   (ops.yaml:153) */
 
 YT_ALWAYS_INLINE void
 clamp_min_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -1577,7 +1577,7 @@ yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_min: maximum(self, min)   (ops.yaml:168) */
+/* ---- clamp_min: maximum(self, min)   (ops.yaml:169) */
 
 YT_ALWAYS_INLINE void
 clamp_min_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -2190,7 +2190,7 @@ yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:352) */
+/* ---- clamp_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:353) */
 
 YT_ALWAYS_INLINE void
 clamp_backward_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -2541,7 +2541,7 @@ yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *sel
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- clamp_tensor_backward_max: grad_output if self > max or (min is not None and max < min) else 0   (ops.yaml:393) */
+/* ---- clamp_tensor_backward_max: grad_output if self > max or (min is not None and max < min) else 0   (ops.yaml:394) */
 
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_max_rows_f16(char **data, const int64_t *strides, int64_t n,
@@ -3021,7 +3021,7 @@ yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- div_rounding_backward: grad_output if rounding_mode is None else 0   (ops.yaml:406) */
+/* ---- div_rounding_backward: grad_output if rounding_mode is None else 0   (ops.yaml:407) */
 
 YT_ALWAYS_INLINE void
 div_rounding_backward_rows_f16_none(char **data, const int64_t *strides, int64_t n,
@@ -3376,7 +3376,7 @@ yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const c
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- exp: exp(self)   (ops.yaml:421) */
+/* ---- exp: exp(self)   (ops.yaml:422) */
 
 YT_ALWAYS_INLINE void
 exp_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -3565,7 +3565,7 @@ yt__cpu_exp(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- threshold_backward: 0 if self <= threshold else grad_output   (ops.yaml:455) */
+/* ---- threshold_backward: 0 if self <= threshold else grad_output   (ops.yaml:456) */
 
 YT_ALWAYS_INLINE void
 threshold_backward_rows_u8(char **data, const int64_t *strides, int64_t n,
@@ -4197,7 +4197,7 @@ yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor 
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:468) */
+/* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:469) */
 
 YT_ALWAYS_INLINE void
 sigmoid_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -4386,7 +4386,7 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- tanh: tanh(self)   (ops.yaml:476) */
+/* ---- tanh: tanh(self)   (ops.yaml:477) */
 
 YT_ALWAYS_INLINE void
 tanh_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -4575,7 +4575,7 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:484) */
+/* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:485) */
 
 YT_ALWAYS_INLINE void
 softplus_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -4783,7 +4783,7 @@ yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar t
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- expm1: expm1(self)   (ops.yaml:548) */
+/* ---- expm1: expm1(self)   (ops.yaml:549) */
 
 YT_ALWAYS_INLINE void
 expm1_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -4972,7 +4972,7 @@ yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- log1p: log1p(self)   (ops.yaml:556) */
+/* ---- log1p: log1p(self)   (ops.yaml:557) */
 
 YT_ALWAYS_INLINE void
 log1p_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5161,7 +5161,7 @@ yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ceil: ceil(self)   (ops.yaml:605) */
+/* ---- ceil: ceil(self)   (ops.yaml:606) */
 
 YT_ALWAYS_INLINE void
 ceil_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5547,7 +5547,7 @@ yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:634) */
+/* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:635) */
 
 YT_ALWAYS_INLINE void
 leaky_relu_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
@@ -5855,7 +5855,7 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:653) */
+/* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:654) */
 
 YT_ALWAYS_INLINE void
 elu_backward_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6213,7 +6213,7 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- eq: self == other   (ops.yaml:742) */
+/* ---- eq: self == other   (ops.yaml:743) */
 
 YT_ALWAYS_INLINE void
 eq_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6882,7 +6882,7 @@ yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- eq: self == other   (ops.yaml:752) */
+/* ---- eq: self == other   (ops.yaml:753) */
 
 YT_ALWAYS_INLINE void
 eq_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7323,7 +7323,7 @@ yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- le: self <= other   (ops.yaml:831) */
+/* ---- le: self <= other   (ops.yaml:832) */
 
 YT_ALWAYS_INLINE void
 le_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7992,7 +7992,7 @@ yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- le: self <= other   (ops.yaml:841) */
+/* ---- le: self <= other   (ops.yaml:842) */
 
 YT_ALWAYS_INLINE void
 le_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8433,7 +8433,7 @@ yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:869) */
+/* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:870) */
 
 YT_ALWAYS_INLINE void
 logical_and_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9112,7 +9112,7 @@ yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_not: not self   (ops.yaml:899) */
+/* ---- logical_not: not self   (ops.yaml:900) */
 
 YT_ALWAYS_INLINE void
 logical_not_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,

@@ -12,7 +12,7 @@
 #endif
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3292 */
+ * from ops.yaml:3293 */
 yt_tensor *
 yt_empty(const int64_t *size, int size_len)
 {
@@ -20,7 +20,7 @@ yt_empty(const int64_t *size, int size_len)
 }
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3292 */
+ * from ops.yaml:3293 */
 yt_tensor *
 yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -52,7 +52,7 @@ yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3306 */
+ * from ops.yaml:3307 */
 yt_tensor *
 yt_zeros(const int64_t *size, int size_len)
 {
@@ -60,7 +60,7 @@ yt_zeros(const int64_t *size, int size_len)
 }
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3306 */
+ * from ops.yaml:3307 */
 yt_tensor *
 yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -92,7 +92,7 @@ yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3314 */
+ * from ops.yaml:3315 */
 yt_tensor *
 yt_ones(const int64_t *size, int size_len)
 {
@@ -100,7 +100,7 @@ yt_ones(const int64_t *size, int size_len)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3314 */
+ * from ops.yaml:3315 */
 yt_tensor *
 yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -132,7 +132,7 @@ yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3322 */
+ * from ops.yaml:3323 */
 yt_tensor *
 yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 {
@@ -140,7 +140,7 @@ yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3322 */
+ * from ops.yaml:3323 */
 yt_tensor *
 yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dtype,
            yt_device device)
@@ -176,7 +176,7 @@ yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dty
 }
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3334 */
+ * from ops.yaml:3335 */
 yt_tensor *
 yt_empty_like(yt_tensor *self)
 {
@@ -184,7 +184,7 @@ yt_empty_like(yt_tensor *self)
 }
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3334 */
+ * from ops.yaml:3335 */
 yt_tensor *
 yt_empty_like_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -199,7 +199,7 @@ yt_empty_like_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* zeros_like(Tensor self) -> Tensor
- * from ops.yaml:3347 */
+ * from ops.yaml:3348 */
 yt_tensor *
 yt_zeros_like(yt_tensor *self)
 {
@@ -224,7 +224,7 @@ yt_zeros_like(yt_tensor *self)
 }
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3354 */
+ * from ops.yaml:3355 */
 yt_tensor *
 yt_ones_like(yt_tensor *self)
 {
@@ -232,7 +232,7 @@ yt_ones_like(yt_tensor *self)
 }
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3354 */
+ * from ops.yaml:3355 */
 yt_tensor *
 yt_ones_like_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -247,7 +247,7 @@ yt_ones_like_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3366 */
+ * from ops.yaml:3367 */
 yt_tensor *
 yt_full_like(yt_tensor *self, yt_scalar fill_value)
 {
@@ -255,7 +255,7 @@ yt_full_like(yt_tensor *self, yt_scalar fill_value)
 }
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3366 */
+ * from ops.yaml:3367 */
 yt_tensor *
 yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype)
 {
@@ -273,7 +273,7 @@ yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3377 */
+ * from ops.yaml:3378 */
 yt_tensor *
 yt_arange(yt_scalar start, yt_scalar end)
 {
@@ -281,7 +281,7 @@ yt_arange(yt_scalar start, yt_scalar end)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3377 */
+ * from ops.yaml:3378 */
 yt_tensor *
 yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_device device)
 {
@@ -316,7 +316,7 @@ yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_
 }
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3385 */
+ * from ops.yaml:3386 */
 yt_tensor *
 yt_linspace(yt_scalar start, yt_scalar end, int64_t steps)
 {
@@ -324,7 +324,7 @@ yt_linspace(yt_scalar start, yt_scalar end, int64_t steps)
 }
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3385 */
+ * from ops.yaml:3386 */
 yt_tensor *
 yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype, yt_device device)
 {
@@ -357,7 +357,7 @@ yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype, yt
 }
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3397 */
+ * from ops.yaml:3398 */
 yt_tensor *
 yt_eye(int64_t n)
 {
@@ -365,7 +365,7 @@ yt_eye(int64_t n)
 }
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3397 */
+ * from ops.yaml:3398 */
 yt_tensor *
 yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device)
 {
@@ -392,7 +392,7 @@ yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device)
 }
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3408 */
+ * from ops.yaml:3409 */
 yt_tensor *
 yt_eye_m(int64_t n, int64_t m)
 {
@@ -400,7 +400,7 @@ yt_eye_m(int64_t n, int64_t m)
 }
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3408 */
+ * from ops.yaml:3409 */
 yt_tensor *
 yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device)
 {
@@ -427,7 +427,7 @@ yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device)
 }
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3419 */
+ * from ops.yaml:3420 */
 yt_tensor *
 yt_rand(const int64_t *size, int size_len)
 {
@@ -435,7 +435,7 @@ yt_rand(const int64_t *size, int size_len)
 }
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3419 */
+ * from ops.yaml:3420 */
 yt_tensor *
 yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype dtype,
            yt_device device)
@@ -472,7 +472,7 @@ yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype 
 }
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3430 */
+ * from ops.yaml:3431 */
 yt_tensor *
 yt_randn(const int64_t *size, int size_len)
 {
@@ -480,7 +480,7 @@ yt_randn(const int64_t *size, int size_len)
 }
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3430 */
+ * from ops.yaml:3431 */
 yt_tensor *
 yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype dtype,
             yt_device device)
@@ -517,7 +517,7 @@ yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype
 }
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3441 */
+ * from ops.yaml:3442 */
 yt_tensor *
 yt_rand_like(yt_tensor *self)
 {
@@ -525,7 +525,7 @@ yt_rand_like(yt_tensor *self)
 }
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3441 */
+ * from ops.yaml:3442 */
 yt_tensor *
 yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 {
@@ -540,7 +540,7 @@ yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 }
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3451 */
+ * from ops.yaml:3452 */
 yt_tensor *
 yt_randn_like(yt_tensor *self)
 {
@@ -548,7 +548,7 @@ yt_randn_like(yt_tensor *self)
 }
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3451 */
+ * from ops.yaml:3452 */
 yt_tensor *
 yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 {
@@ -563,7 +563,7 @@ yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 }
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3461 */
+ * from ops.yaml:3462 */
 yt_tensor *
 yt_randint(int64_t high, const int64_t *size, int size_len)
 {
@@ -571,7 +571,7 @@ yt_randint(int64_t high, const int64_t *size, int size_len)
 }
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3461 */
+ * from ops.yaml:3462 */
 yt_tensor *
 yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_generator *generator,
               yt_dtype dtype, yt_device device)
@@ -605,7 +605,7 @@ yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_generator *gen
 }
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3472 */
+ * from ops.yaml:3473 */
 yt_tensor *
 yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len)
 {
@@ -613,7 +613,7 @@ yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len)
 }
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3472 */
+ * from ops.yaml:3473 */
 yt_tensor *
 yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                   yt_generator *generator, yt_dtype dtype, yt_device device)
@@ -647,7 +647,7 @@ yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
 }
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3482 */
+ * from ops.yaml:3483 */
 yt_tensor *
 yt_randperm(int64_t n)
 {
@@ -655,7 +655,7 @@ yt_randperm(int64_t n)
 }
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3482 */
+ * from ops.yaml:3483 */
 yt_tensor *
 yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype, yt_device device)
 {
@@ -682,7 +682,7 @@ yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype, yt_device dev
 }
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3493 */
+ * from ops.yaml:3494 */
 yt_tensor *
 yt_bernoulli(yt_tensor *self)
 {
@@ -690,7 +690,7 @@ yt_bernoulli(yt_tensor *self)
 }
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3493 */
+ * from ops.yaml:3494 */
 yt_tensor *
 yt_bernoulli_ex(yt_tensor *self, yt_generator *generator)
 {
@@ -718,7 +718,7 @@ yt_bernoulli_ex(yt_tensor *self, yt_generator *generator)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3500 */
+ * from ops.yaml:3501 */
 yt_tensor *
 yt_bernoulli_p(yt_tensor *self)
 {
@@ -726,7 +726,7 @@ yt_bernoulli_p(yt_tensor *self)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3500 */
+ * from ops.yaml:3501 */
 yt_tensor *
 yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator)
 {
@@ -751,7 +751,7 @@ yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3500 */
+ * from ops.yaml:3501 */
 yt_status
 yt_bernoulli_p_(yt_tensor *self)
 {
@@ -759,7 +759,7 @@ yt_bernoulli_p_(yt_tensor *self)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3500 */
+ * from ops.yaml:3501 */
 yt_status
 yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator)
 {
@@ -798,7 +798,7 @@ yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator)
 }
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3511 */
+ * from ops.yaml:3512 */
 yt_tensor *
 yt_normal(yt_tensor *self)
 {
@@ -806,7 +806,7 @@ yt_normal(yt_tensor *self)
 }
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3511 */
+ * from ops.yaml:3512 */
 yt_tensor *
 yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator)
 {
@@ -834,7 +834,7 @@ yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator)
 }
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3511 */
+ * from ops.yaml:3512 */
 yt_status
 yt_normal_(yt_tensor *self)
 {
@@ -842,7 +842,7 @@ yt_normal_(yt_tensor *self)
 }
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3511 */
+ * from ops.yaml:3512 */
 yt_status
 yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator)
 {
@@ -884,7 +884,7 @@ yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator)
 }
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3523 */
+ * from ops.yaml:3524 */
 yt_tensor *
 yt_uniform(yt_tensor *self)
 {
@@ -892,7 +892,7 @@ yt_uniform(yt_tensor *self)
 }
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3523 */
+ * from ops.yaml:3524 */
 yt_tensor *
 yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator)
 {
@@ -920,7 +920,7 @@ yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator)
 }
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3523 */
+ * from ops.yaml:3524 */
 yt_status
 yt_uniform_(yt_tensor *self)
 {
@@ -928,7 +928,7 @@ yt_uniform_(yt_tensor *self)
 }
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3523 */
+ * from ops.yaml:3524 */
 yt_status
 yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator)
 {

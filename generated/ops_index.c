@@ -12,7 +12,7 @@
 #endif
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * from ops.yaml:2002; backward from derivatives.yaml:479 */
+ * from ops.yaml:2003; backward from derivatives.yaml:479 */
 yt_tensor *
 yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -54,7 +54,7 @@ yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * from ops.yaml:2002; backward from derivatives.yaml:479 */
+ * from ops.yaml:2003; backward from derivatives.yaml:479 */
 yt_status
 yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -111,7 +111,7 @@ yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:2026; backward from derivatives.yaml:482 */
+ * from ops.yaml:2027; backward from derivatives.yaml:482 */
 yt_tensor *
 yt_index_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -119,7 +119,7 @@ yt_index_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:2026; backward from derivatives.yaml:482 */
+ * from ops.yaml:2027; backward from derivatives.yaml:482 */
 yt_tensor *
 yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source, yt_scalar alpha)
 {
@@ -173,7 +173,7 @@ yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *sourc
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:2026; backward from derivatives.yaml:482 */
+ * from ops.yaml:2027; backward from derivatives.yaml:482 */
 yt_status
 yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -181,7 +181,7 @@ yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:2026; backward from derivatives.yaml:482 */
+ * from ops.yaml:2027; backward from derivatives.yaml:482 */
 yt_status
 yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                     yt_tensor *source, yt_scalar alpha)
@@ -251,7 +251,7 @@ yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * from ops.yaml:2041; backward from derivatives.yaml:486 */
+ * from ops.yaml:2042; backward from derivatives.yaml:486 */
 yt_tensor *
 yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -301,7 +301,7 @@ yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * from ops.yaml:2041; backward from derivatives.yaml:486 */
+ * from ops.yaml:2042; backward from derivatives.yaml:486 */
 yt_status
 yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -366,7 +366,7 @@ yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:2054; backward from derivatives.yaml:490 */
+ * from ops.yaml:2055; backward from derivatives.yaml:490 */
 yt_tensor *
 yt_gather(yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -374,7 +374,7 @@ yt_gather(yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:2054; backward from derivatives.yaml:490 */
+ * from ops.yaml:2055; backward from derivatives.yaml:490 */
 yt_tensor *
 yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 {
@@ -416,7 +416,7 @@ yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:2054; backward from derivatives.yaml:490 */
+ * from ops.yaml:2055; backward from derivatives.yaml:490 */
 yt_status
 yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -424,7 +424,7 @@ yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:2054; backward from derivatives.yaml:490 */
+ * from ops.yaml:2055; backward from derivatives.yaml:490 */
 yt_status
 yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 {
@@ -482,7 +482,7 @@ yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:2077; backward from derivatives.yaml:493 */
+ * from ops.yaml:2078; backward from derivatives.yaml:493 */
 yt_tensor *
 yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -531,7 +531,7 @@ yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:2077; backward from derivatives.yaml:493 */
+ * from ops.yaml:2078; backward from derivatives.yaml:493 */
 yt_status
 yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -595,7 +595,7 @@ yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, y
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * from ops.yaml:2099; backward from derivatives.yaml:497 */
+ * from ops.yaml:2100; backward from derivatives.yaml:497 */
 yt_tensor *
 yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value)
 {
@@ -638,7 +638,7 @@ yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * from ops.yaml:2099; backward from derivatives.yaml:497 */
+ * from ops.yaml:2100; backward from derivatives.yaml:497 */
 yt_status
 yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                      yt_scalar value)
@@ -698,7 +698,7 @@ yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *in
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:2111; backward from derivatives.yaml:500 */
+ * from ops.yaml:2112; backward from derivatives.yaml:500 */
 yt_tensor *
 yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -748,7 +748,7 @@ yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:2111; backward from derivatives.yaml:500 */
+ * from ops.yaml:2112; backward from derivatives.yaml:500 */
 yt_status
 yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -813,7 +813,7 @@ yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *inde
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * from ops.yaml:2126; backward from derivatives.yaml:504 */
+ * from ops.yaml:2127; backward from derivatives.yaml:504 */
 yt_tensor *
 yt_embedding(yt_tensor *weight, yt_tensor *indices)
 {
@@ -821,7 +821,7 @@ yt_embedding(yt_tensor *weight, yt_tensor *indices)
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * from ops.yaml:2126; backward from derivatives.yaml:504 */
+ * from ops.yaml:2127; backward from derivatives.yaml:504 */
 yt_tensor *
 yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx, bool scale_grad_by_freq,
                 bool sparse)
@@ -870,7 +870,7 @@ yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx, bool
 }
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
- * from ops.yaml:2173 */
+ * from ops.yaml:2174 */
 yt_tensor *
 yt_one_hot(yt_tensor *self)
 {
@@ -878,7 +878,7 @@ yt_one_hot(yt_tensor *self)
 }
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
- * from ops.yaml:2173 */
+ * from ops.yaml:2174 */
 yt_tensor *
 yt_one_hot_ex(yt_tensor *self, int64_t num_classes)
 {
@@ -894,7 +894,7 @@ yt_one_hot_ex(yt_tensor *self, int64_t num_classes)
 }
 
 /* nonzero(Tensor self) -> Tensor
- * from ops.yaml:2185 */
+ * from ops.yaml:2186 */
 yt_tensor *
 yt_nonzero(yt_tensor *self)
 {
@@ -907,7 +907,7 @@ yt_nonzero(yt_tensor *self)
 }
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
- * from ops.yaml:2197 */
+ * from ops.yaml:2198 */
 yt_tensor *
 yt_masked_select(yt_tensor *self, yt_tensor *mask)
 {
@@ -928,7 +928,7 @@ yt_masked_select(yt_tensor *self, yt_tensor *mask)
 }
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:2211 */
+ * from ops.yaml:2212 */
 yt_tensor *
 yt_argsort(yt_tensor *self)
 {
@@ -936,7 +936,7 @@ yt_argsort(yt_tensor *self)
 }
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:2211 */
+ * from ops.yaml:2212 */
 yt_tensor *
 yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending)
 {
@@ -962,7 +962,7 @@ yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending)
 }
 
 /* argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:2227 */
+ * from ops.yaml:2228 */
 yt_tensor *
 yt_argsort_stable(yt_tensor *self, bool stable)
 {
@@ -970,7 +970,7 @@ yt_argsort_stable(yt_tensor *self, bool stable)
 }
 
 /* argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:2227 */
+ * from ops.yaml:2228 */
 yt_tensor *
 yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim, bool descending)
 {
@@ -997,7 +997,7 @@ yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim, bool descending)
 }
 
 /* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
- * from ops.yaml:2240 */
+ * from ops.yaml:2241 */
 yt_tensor *
 yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len)
 {
@@ -1021,7 +1021,7 @@ yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len)
 }
 
 /* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
- * from ops.yaml:2254 */
+ * from ops.yaml:2255 */
 yt_tensor *
 yt_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_tensor *values)
 {
@@ -1029,7 +1029,7 @@ yt_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_ten
 }
 
 /* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
- * from ops.yaml:2254 */
+ * from ops.yaml:2255 */
 yt_tensor *
 yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_tensor *values,
                 bool accumulate)
@@ -1062,7 +1062,7 @@ yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_
 }
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2268; backward from derivatives.yaml:516 */
+ * from ops.yaml:2269; backward from derivatives.yaml:516 */
 yt_status
 yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indices)
 {
@@ -1070,7 +1070,7 @@ yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indices)
 }
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2268; backward from derivatives.yaml:516 */
+ * from ops.yaml:2269; backward from derivatives.yaml:516 */
 yt_status
 yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values, yt_tensor **indices)
 {
@@ -1115,7 +1115,7 @@ yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values, yt
 }
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2284; backward from derivatives.yaml:520 */
+ * from ops.yaml:2285; backward from derivatives.yaml:520 */
 yt_status
 yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor **values, yt_tensor **indices)
 {
@@ -1123,7 +1123,7 @@ yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor **values, yt_tenso
 }
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2284; backward from derivatives.yaml:520 */
+ * from ops.yaml:2285; backward from derivatives.yaml:520 */
 yt_status
 yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim, bool descending,
                   yt_tensor **values, yt_tensor **indices)
@@ -1170,7 +1170,7 @@ yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim, bool descend
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
- * from ops.yaml:2296; backward from derivatives.yaml:524 */
+ * from ops.yaml:2297; backward from derivatives.yaml:524 */
 yt_status
 yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tensor **indices)
 {
@@ -1178,7 +1178,7 @@ yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tensor **indices)
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
- * from ops.yaml:2296; backward from derivatives.yaml:524 */
+ * from ops.yaml:2297; backward from derivatives.yaml:524 */
 yt_status
 yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted, yt_tensor **values,
            yt_tensor **indices)

@@ -12,7 +12,7 @@
 #endif
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1352; backward from derivatives.yaml:117 */
+ * from ops.yaml:1353; backward from derivatives.yaml:117 */
 yt_tensor *
 yt_mm(yt_tensor *self, yt_tensor *mat2)
 {
@@ -69,7 +69,7 @@ yt_mm(yt_tensor *self, yt_tensor *mat2)
 }
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1352; backward from derivatives.yaml:117 */
+ * from ops.yaml:1353; backward from derivatives.yaml:117 */
 yt_status
 yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 {
@@ -141,7 +141,7 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* matmul(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:1376 */
+ * from ops.yaml:1377 */
 yt_tensor *
 yt_matmul(yt_tensor *self, yt_tensor *other)
 {
@@ -176,7 +176,7 @@ yt_matmul(yt_tensor *self, yt_tensor *other)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1402; backward from derivatives.yaml:444 */
+ * from ops.yaml:1403; backward from derivatives.yaml:444 */
 yt_tensor *
 yt_bmm(yt_tensor *self, yt_tensor *mat2)
 {
@@ -238,7 +238,7 @@ yt_bmm(yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1402; backward from derivatives.yaml:444 */
+ * from ops.yaml:1403; backward from derivatives.yaml:444 */
 yt_status
 yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 {
@@ -315,7 +315,7 @@ yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1426; backward from derivatives.yaml:448 */
+ * from ops.yaml:1427; backward from derivatives.yaml:448 */
 yt_tensor *
 yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -323,7 +323,7 @@ yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1426; backward from derivatives.yaml:448 */
+ * from ops.yaml:1427; backward from derivatives.yaml:448 */
 yt_tensor *
 yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, yt_scalar alpha)
 {
@@ -414,7 +414,7 @@ yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, y
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1426; backward from derivatives.yaml:448 */
+ * from ops.yaml:1427; backward from derivatives.yaml:448 */
 yt_status
 yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -422,7 +422,7 @@ yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1426; backward from derivatives.yaml:448 */
+ * from ops.yaml:1427; backward from derivatives.yaml:448 */
 yt_status
 yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta,
                 yt_scalar alpha)
@@ -530,7 +530,7 @@ yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1456; backward from derivatives.yaml:453 */
+ * from ops.yaml:1457; backward from derivatives.yaml:453 */
 yt_tensor *
 yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 {
@@ -538,7 +538,7 @@ yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1456; backward from derivatives.yaml:453 */
+ * from ops.yaml:1457; backward from derivatives.yaml:453 */
 yt_tensor *
 yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar beta,
               yt_scalar alpha)
@@ -642,7 +642,7 @@ yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar b
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1456; backward from derivatives.yaml:453 */
+ * from ops.yaml:1457; backward from derivatives.yaml:453 */
 yt_status
 yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 {
@@ -650,7 +650,7 @@ yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *ba
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1456; backward from derivatives.yaml:453 */
+ * from ops.yaml:1457; backward from derivatives.yaml:453 */
 yt_status
 yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2,
                   yt_scalar beta, yt_scalar alpha)
@@ -773,7 +773,7 @@ yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor 
 }
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
- * from ops.yaml:1489 */
+ * from ops.yaml:1490 */
 yt_tensor *
 yt_dot(yt_tensor *self, yt_tensor *tensor)
 {
@@ -811,7 +811,7 @@ yt_dot(yt_tensor *self, yt_tensor *tensor)
 }
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
- * from ops.yaml:1509 */
+ * from ops.yaml:1510 */
 yt_tensor *
 yt_outer(yt_tensor *self, yt_tensor *vec2)
 {
@@ -846,7 +846,7 @@ yt_outer(yt_tensor *self, yt_tensor *vec2)
 }
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
- * from ops.yaml:1527 */
+ * from ops.yaml:1528 */
 yt_tensor *
 yt_linear(yt_tensor *input, yt_tensor *weight)
 {
@@ -854,7 +854,7 @@ yt_linear(yt_tensor *input, yt_tensor *weight)
 }
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
- * from ops.yaml:1527 */
+ * from ops.yaml:1528 */
 yt_tensor *
 yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
 {

@@ -12,7 +12,7 @@
 #endif
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:3029 */
+ * from ops.yaml:3030 */
 yt_tensor *
 yt_mse_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -20,7 +20,7 @@ yt_mse_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:3029 */
+ * from ops.yaml:3030 */
 yt_tensor *
 yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
@@ -56,7 +56,7 @@ yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 }
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:3044 */
+ * from ops.yaml:3045 */
 yt_tensor *
 yt_l1_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -64,7 +64,7 @@ yt_l1_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:3044 */
+ * from ops.yaml:3045 */
 yt_tensor *
 yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
@@ -100,7 +100,7 @@ yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 }
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
- * from ops.yaml:3059 */
+ * from ops.yaml:3060 */
 yt_tensor *
 yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -108,7 +108,7 @@ yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
- * from ops.yaml:3059 */
+ * from ops.yaml:3060 */
 yt_tensor *
 yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, double beta)
 {
@@ -146,7 +146,7 @@ yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, 
 }
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
- * from ops.yaml:3075 */
+ * from ops.yaml:3076 */
 yt_tensor *
 yt_huber_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -154,7 +154,7 @@ yt_huber_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
- * from ops.yaml:3075 */
+ * from ops.yaml:3076 */
 yt_tensor *
 yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, double delta)
 {
@@ -191,7 +191,7 @@ yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, doub
 }
 
 /* binary_cross_entropy_elementwise(Tensor self, Tensor target) -> Tensor
- * from ops.yaml:3090; backward from derivatives.yaml:650 */
+ * from ops.yaml:3091; backward from derivatives.yaml:650 */
 yt_tensor *
 yt_binary_cross_entropy_elementwise(yt_tensor *self, yt_tensor *target)
 {
@@ -257,7 +257,7 @@ yt_binary_cross_entropy_elementwise(yt_tensor *self, yt_tensor *target)
 }
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3106 */
+ * from ops.yaml:3107 */
 yt_tensor *
 yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target)
 {
@@ -265,7 +265,7 @@ yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target)
 }
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3106 */
+ * from ops.yaml:3107 */
 yt_tensor *
 yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                            const char *reduction)
@@ -316,7 +316,7 @@ yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight
 }
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3123 */
+ * from ops.yaml:3124 */
 yt_tensor *
 yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target)
 {
@@ -324,7 +324,7 @@ yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target)
 }
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3123 */
+ * from ops.yaml:3124 */
 yt_tensor *
 yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                        yt_tensor *pos_weight, const char *reduction)
@@ -396,7 +396,7 @@ yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_te
 }
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
- * from ops.yaml:3139 */
+ * from ops.yaml:3140 */
 yt_tensor *
 yt_nll_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -404,7 +404,7 @@ yt_nll_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
- * from ops.yaml:3139 */
+ * from ops.yaml:3140 */
 yt_tensor *
 yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char *reduction,
                int64_t ignore_index)
@@ -459,7 +459,7 @@ yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char
 }
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3162 */
+ * from ops.yaml:3163 */
 yt_tensor *
 yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -467,7 +467,7 @@ yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3162 */
+ * from ops.yaml:3163 */
 yt_tensor *
 yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                          const char *reduction, int64_t ignore_index, double label_smoothing)
@@ -526,7 +526,7 @@ yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3192; backward from derivatives.yaml:664 */
+ * from ops.yaml:3193; backward from derivatives.yaml:664 */
 yt_tensor *
 yt_cross_entropy_index(yt_tensor *self, yt_tensor *target)
 {
@@ -534,7 +534,7 @@ yt_cross_entropy_index(yt_tensor *self, yt_tensor *target)
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3192; backward from derivatives.yaml:664 */
+ * from ops.yaml:3193; backward from derivatives.yaml:664 */
 yt_tensor *
 yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                           const char *reduction, int64_t ignore_index, double label_smoothing)

@@ -12,7 +12,7 @@
 #endif
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
- * from ops.yaml:2316; backward from derivatives.yaml:531 */
+ * from ops.yaml:2317; backward from derivatives.yaml:531 */
 yt_tensor *
 yt_avg_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 {
@@ -21,7 +21,7 @@ yt_avg_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 }
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
- * from ops.yaml:2316; backward from derivatives.yaml:531 */
+ * from ops.yaml:2317; backward from derivatives.yaml:531 */
 yt_tensor *
 yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                  const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
@@ -87,7 +87,7 @@ yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_le
 }
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
- * from ops.yaml:2335; backward from derivatives.yaml:534 */
+ * from ops.yaml:2336; backward from derivatives.yaml:534 */
 yt_tensor *
 yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size, int output_size_len)
 {
@@ -142,7 +142,7 @@ yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size, int output_s
 }
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2407; backward from derivatives.yaml:555 */
+ * from ops.yaml:2408; backward from derivatives.yaml:555 */
 yt_tensor *
 yt_conv2d(yt_tensor *input, yt_tensor *weight)
 {
@@ -150,7 +150,7 @@ yt_conv2d(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2407; backward from derivatives.yaml:555 */
+ * from ops.yaml:2408; backward from derivatives.yaml:555 */
 yt_tensor *
 yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
              int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
@@ -233,7 +233,7 @@ yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t
 }
 
 /* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2431 */
+ * from ops.yaml:2432 */
 yt_tensor *
 yt_conv2d_padding(yt_tensor *input, yt_tensor *weight)
 {
@@ -241,7 +241,7 @@ yt_conv2d_padding(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2431 */
+ * from ops.yaml:2432 */
 yt_tensor *
 yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
                      int stride_len, const char *padding, const int64_t *dilation, int dilation_len,
@@ -303,7 +303,7 @@ yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const
 }
 
 /* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2450 */
+ * from ops.yaml:2451 */
 yt_tensor *
 yt_conv1d(yt_tensor *input, yt_tensor *weight)
 {
@@ -311,7 +311,7 @@ yt_conv1d(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2450 */
+ * from ops.yaml:2451 */
 yt_tensor *
 yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
              int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
@@ -373,7 +373,7 @@ yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t
 }
 
 /* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2470 */
+ * from ops.yaml:2471 */
 yt_tensor *
 yt_conv1d_padding(yt_tensor *input, yt_tensor *weight)
 {
@@ -381,7 +381,7 @@ yt_conv1d_padding(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2470 */
+ * from ops.yaml:2471 */
 yt_tensor *
 yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
                      int stride_len, const char *padding, const int64_t *dilation, int dilation_len,
@@ -443,7 +443,7 @@ yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const
 }
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
- * from ops.yaml:2487 */
+ * from ops.yaml:2488 */
 yt_tensor *
 yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight)
 {
@@ -451,7 +451,7 @@ yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
- * from ops.yaml:2487 */
+ * from ops.yaml:2488 */
 yt_tensor *
 yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
                        int stride_len, const int64_t *padding, int padding_len,
@@ -528,7 +528,7 @@ yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, con
 }
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2552; backward from derivatives.yaml:568 */
+ * from ops.yaml:2553; backward from derivatives.yaml:568 */
 yt_status
 yt_max_pool2d_with_indices(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                            yt_tensor **values, yt_tensor **indices)
@@ -538,7 +538,7 @@ yt_max_pool2d_with_indices(yt_tensor *self, const int64_t *kernel_size, int kern
 }
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2552; backward from derivatives.yaml:568 */
+ * from ops.yaml:2553; backward from derivatives.yaml:568 */
 yt_status
 yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                               const int64_t *stride, int stride_len, const int64_t *padding,
@@ -630,7 +630,7 @@ yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size, int k
 }
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
- * from ops.yaml:2572 */
+ * from ops.yaml:2573 */
 yt_tensor *
 yt_max_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 {
@@ -638,7 +638,7 @@ yt_max_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 }
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
- * from ops.yaml:2572 */
+ * from ops.yaml:2573 */
 yt_tensor *
 yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                  const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
@@ -685,7 +685,7 @@ yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_le
 }
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
- * from ops.yaml:2592 */
+ * from ops.yaml:2593 */
 yt_tensor *
 yt_layer_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len)
 {
@@ -693,7 +693,7 @@ yt_layer_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_
 }
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
- * from ops.yaml:2592 */
+ * from ops.yaml:2593 */
 yt_tensor *
 yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len,
                  yt_tensor *weight, yt_tensor *bias, double eps, bool cudnn_enable)
@@ -755,7 +755,7 @@ yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normaliz
 }
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
- * from ops.yaml:2615 */
+ * from ops.yaml:2616 */
 yt_tensor *
 yt_group_norm(yt_tensor *input, int64_t num_groups)
 {
@@ -763,7 +763,7 @@ yt_group_norm(yt_tensor *input, int64_t num_groups)
 }
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
- * from ops.yaml:2615 */
+ * from ops.yaml:2616 */
 yt_tensor *
 yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight, yt_tensor *bias,
                  double eps, bool cudnn_enabled)
@@ -819,7 +819,7 @@ yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight, yt_ten
 }
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
- * from ops.yaml:2645 */
+ * from ops.yaml:2646 */
 yt_tensor *
 yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len)
 {
@@ -827,7 +827,7 @@ yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_sh
 }
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
- * from ops.yaml:2645 */
+ * from ops.yaml:2646 */
 yt_tensor *
 yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len,
                yt_tensor *weight, const double *eps)
@@ -874,7 +874,7 @@ yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized
 }
 
 /* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
- * from ops.yaml:2666 */
+ * from ops.yaml:2667 */
 yt_tensor *
 yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, yt_tensor *running_mean,
               yt_tensor *running_var, bool training, double momentum, double eps,
@@ -971,7 +971,7 @@ yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, yt_tensor *r
 }
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
- * from ops.yaml:2704; backward from derivatives.yaml:575 */
+ * from ops.yaml:2705; backward from derivatives.yaml:575 */
 yt_tensor *
 yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, double eps)
 {
@@ -1046,7 +1046,7 @@ yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, d
 }
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
- * from ops.yaml:2731; backward from derivatives.yaml:587 */
+ * from ops.yaml:2732; backward from derivatives.yaml:587 */
 yt_tensor *
 yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
                        yt_tensor *running_mean, yt_tensor *running_var, double momentum, double eps)
@@ -1174,7 +1174,7 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3016 */
+ * from ops.yaml:3017 */
 yt_tensor *
 yt_dropout(yt_tensor *input, double p, bool train)
 {
@@ -1182,7 +1182,7 @@ yt_dropout(yt_tensor *input, double p, bool train)
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3016 */
+ * from ops.yaml:3017 */
 yt_tensor *
 yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 {
@@ -1198,7 +1198,7 @@ yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 }
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3223 */
+ * from ops.yaml:3224 */
 yt_tensor *
 yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *value)
 {
@@ -1206,7 +1206,7 @@ yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *val
 }
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3223 */
+ * from ops.yaml:3224 */
 yt_tensor *
 yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *value,
                                    yt_tensor *attn_mask, double dropout_p, bool is_causal,
@@ -1283,7 +1283,7 @@ yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *
 }
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
- * from ops.yaml:3252; backward from derivatives.yaml:687 */
+ * from ops.yaml:3253; backward from derivatives.yaml:687 */
 yt_status
 yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tensor *key, yt_tensor *value,
                                      double scale, yt_tensor **output, yt_tensor **attn)

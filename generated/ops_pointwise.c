@@ -1869,7 +1869,7 @@ yt_pow_out(yt_tensor *out, yt_tensor *self, yt_scalar exponent)
 }
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:108; backward from derivatives.yaml:45 */
+ * from ops.yaml:109; backward from derivatives.yaml:45 */
 yt_tensor *
 yt_pow_tensor_tensor(yt_tensor *self, yt_tensor *exponent)
 {
@@ -1929,7 +1929,7 @@ yt_pow_tensor_tensor(yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:108; backward from derivatives.yaml:45 */
+ * from ops.yaml:109; backward from derivatives.yaml:45 */
 yt_status
 yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
 {
@@ -2008,7 +2008,7 @@ yt_pow_tensor_tensor_(yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:108; backward from derivatives.yaml:45 */
+ * from ops.yaml:109; backward from derivatives.yaml:45 */
 yt_status
 yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
 {
@@ -2081,7 +2081,7 @@ yt_pow_tensor_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *exponent)
 }
 
 /* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
- * from ops.yaml:118; backward from derivatives.yaml:163 */
+ * from ops.yaml:119; backward from derivatives.yaml:163 */
 yt_tensor *
 yt_pow_scalar(yt_scalar self, yt_tensor *exponent)
 {
@@ -2122,7 +2122,7 @@ yt_pow_scalar(yt_scalar self, yt_tensor *exponent)
 }
 
 /* pow.Scalar(Scalar self, Tensor exponent) -> Tensor
- * from ops.yaml:118; backward from derivatives.yaml:163 */
+ * from ops.yaml:119; backward from derivatives.yaml:163 */
 yt_status
 yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent)
 {
@@ -2177,7 +2177,7 @@ yt_pow_scalar_out(yt_tensor *out, yt_scalar self, yt_tensor *exponent)
 }
 
 /* maximum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:134; backward from derivatives.yaml:172 */
+ * from ops.yaml:135; backward from derivatives.yaml:172 */
 yt_tensor *
 yt_maximum(yt_tensor *self, yt_tensor *other)
 {
@@ -2228,7 +2228,7 @@ yt_maximum(yt_tensor *self, yt_tensor *other)
 }
 
 /* maximum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:134; backward from derivatives.yaml:172 */
+ * from ops.yaml:135; backward from derivatives.yaml:172 */
 yt_status
 yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -2292,7 +2292,7 @@ yt_maximum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* minimum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:143; backward from derivatives.yaml:176 */
+ * from ops.yaml:144; backward from derivatives.yaml:176 */
 yt_tensor *
 yt_minimum(yt_tensor *self, yt_tensor *other)
 {
@@ -2343,7 +2343,7 @@ yt_minimum(yt_tensor *self, yt_tensor *other)
 }
 
 /* minimum(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:143; backward from derivatives.yaml:176 */
+ * from ops.yaml:144; backward from derivatives.yaml:176 */
 yt_status
 yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -2407,7 +2407,7 @@ yt_minimum_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:152; backward from derivatives.yaml:180 */
+ * from ops.yaml:153; backward from derivatives.yaml:180 */
 yt_tensor *
 yt_clamp_min(yt_tensor *self, yt_scalar min)
 {
@@ -2453,7 +2453,7 @@ yt_clamp_min(yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:152; backward from derivatives.yaml:180 */
+ * from ops.yaml:153; backward from derivatives.yaml:180 */
 yt_status
 yt_clamp_min_(yt_tensor *self, yt_scalar min)
 {
@@ -2516,7 +2516,7 @@ yt_clamp_min_(yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_min(Tensor self, Scalar min) -> Tensor
- * from ops.yaml:152; backward from derivatives.yaml:180 */
+ * from ops.yaml:153; backward from derivatives.yaml:180 */
 yt_status
 yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min)
 {
@@ -2575,7 +2575,7 @@ yt_clamp_min_out(yt_tensor *out, yt_tensor *self, yt_scalar min)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:160; backward from derivatives.yaml:183 */
+ * from ops.yaml:161; backward from derivatives.yaml:183 */
 yt_tensor *
 yt_clamp_max(yt_tensor *self, yt_scalar max)
 {
@@ -2621,7 +2621,7 @@ yt_clamp_max(yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:160; backward from derivatives.yaml:183 */
+ * from ops.yaml:161; backward from derivatives.yaml:183 */
 yt_status
 yt_clamp_max_(yt_tensor *self, yt_scalar max)
 {
@@ -2684,7 +2684,7 @@ yt_clamp_max_(yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_max(Tensor self, Scalar max) -> Tensor
- * from ops.yaml:160; backward from derivatives.yaml:183 */
+ * from ops.yaml:161; backward from derivatives.yaml:183 */
 yt_status
 yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max)
 {
@@ -2743,7 +2743,7 @@ yt_clamp_max_out(yt_tensor *out, yt_tensor *self, yt_scalar max)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:168; backward from derivatives.yaml:186 */
+ * from ops.yaml:169; backward from derivatives.yaml:186 */
 yt_tensor *
 yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min)
 {
@@ -2803,7 +2803,7 @@ yt_clamp_min_tensor(yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:168; backward from derivatives.yaml:186 */
+ * from ops.yaml:169; backward from derivatives.yaml:186 */
 yt_status
 yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min)
 {
@@ -2883,7 +2883,7 @@ yt_clamp_min_tensor_(yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_min.Tensor(Tensor self, Tensor min) -> Tensor
- * from ops.yaml:168; backward from derivatives.yaml:186 */
+ * from ops.yaml:169; backward from derivatives.yaml:186 */
 yt_status
 yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min)
 {
@@ -2956,7 +2956,7 @@ yt_clamp_min_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *min)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:177; backward from derivatives.yaml:190 */
+ * from ops.yaml:178; backward from derivatives.yaml:190 */
 yt_tensor *
 yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max)
 {
@@ -3016,7 +3016,7 @@ yt_clamp_max_tensor(yt_tensor *self, yt_tensor *max)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:177; backward from derivatives.yaml:190 */
+ * from ops.yaml:178; backward from derivatives.yaml:190 */
 yt_status
 yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max)
 {
@@ -3096,7 +3096,7 @@ yt_clamp_max_tensor_(yt_tensor *self, yt_tensor *max)
 }
 
 /* clamp_max.Tensor(Tensor self, Tensor max) -> Tensor
- * from ops.yaml:177; backward from derivatives.yaml:190 */
+ * from ops.yaml:178; backward from derivatives.yaml:190 */
 yt_status
 yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max)
 {
@@ -3169,7 +3169,7 @@ yt_clamp_max_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *max)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:186; backward from derivatives.yaml:194 */
+ * from ops.yaml:187; backward from derivatives.yaml:194 */
 yt_tensor *
 yt_remainder(yt_tensor *self, yt_tensor *other)
 {
@@ -3230,7 +3230,7 @@ yt_remainder(yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:186; backward from derivatives.yaml:194 */
+ * from ops.yaml:187; backward from derivatives.yaml:194 */
 yt_status
 yt_remainder_(yt_tensor *self, yt_tensor *other)
 {
@@ -3311,7 +3311,7 @@ yt_remainder_(yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:186; backward from derivatives.yaml:194 */
+ * from ops.yaml:187; backward from derivatives.yaml:194 */
 yt_status
 yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -3385,7 +3385,7 @@ yt_remainder_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:196; backward from derivatives.yaml:198 */
+ * from ops.yaml:197; backward from derivatives.yaml:198 */
 yt_tensor *
 yt_remainder_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -3431,7 +3431,7 @@ yt_remainder_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:196; backward from derivatives.yaml:198 */
+ * from ops.yaml:197; backward from derivatives.yaml:198 */
 yt_status
 yt_remainder_scalar_(yt_tensor *self, yt_scalar other)
 {
@@ -3486,7 +3486,7 @@ yt_remainder_scalar_(yt_tensor *self, yt_scalar other)
 }
 
 /* remainder.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:196; backward from derivatives.yaml:198 */
+ * from ops.yaml:197; backward from derivatives.yaml:198 */
 yt_status
 yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -3545,7 +3545,7 @@ yt_remainder_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:204 */
+ * from ops.yaml:205 */
 yt_tensor *
 yt_floor_divide(yt_tensor *self, yt_tensor *other)
 {
@@ -3600,7 +3600,7 @@ yt_floor_divide(yt_tensor *self, yt_tensor *other)
 }
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:204 */
+ * from ops.yaml:205 */
 yt_status
 yt_floor_divide_(yt_tensor *self, yt_tensor *other)
 {
@@ -3668,7 +3668,7 @@ yt_floor_divide_(yt_tensor *self, yt_tensor *other)
 }
 
 /* floor_divide(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:204 */
+ * from ops.yaml:205 */
 yt_status
 yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -3742,7 +3742,7 @@ yt_floor_divide_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:214; backward from derivatives.yaml:204 */
+ * from ops.yaml:215; backward from derivatives.yaml:204 */
 yt_tensor *
 yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3793,7 +3793,7 @@ yt_lerp(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:214; backward from derivatives.yaml:204 */
+ * from ops.yaml:215; backward from derivatives.yaml:204 */
 yt_status
 yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3856,7 +3856,7 @@ yt_lerp_(yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor
- * from ops.yaml:214; backward from derivatives.yaml:204 */
+ * from ops.yaml:215; backward from derivatives.yaml:204 */
 yt_status
 yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -3922,7 +3922,7 @@ yt_lerp_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:223; backward from derivatives.yaml:208 */
+ * from ops.yaml:224; backward from derivatives.yaml:208 */
 yt_tensor *
 yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -3981,7 +3981,7 @@ yt_lerp_tensor(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:223; backward from derivatives.yaml:208 */
+ * from ops.yaml:224; backward from derivatives.yaml:208 */
 yt_status
 yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -4061,7 +4061,7 @@ yt_lerp_tensor_(yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 }
 
 /* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor
- * from ops.yaml:223; backward from derivatives.yaml:208 */
+ * from ops.yaml:224; backward from derivatives.yaml:208 */
 yt_status
 yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -4136,7 +4136,7 @@ yt_lerp_tensor_out(yt_tensor *out, yt_tensor *self, yt_tensor *end, yt_tensor *w
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:237; backward from derivatives.yaml:213 */
+ * from ops.yaml:238; backward from derivatives.yaml:213 */
 yt_tensor *
 yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4144,7 +4144,7 @@ yt_addcmul(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:237; backward from derivatives.yaml:213 */
+ * from ops.yaml:238; backward from derivatives.yaml:213 */
 yt_tensor *
 yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4223,7 +4223,7 @@ yt_addcmul_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:237; backward from derivatives.yaml:213 */
+ * from ops.yaml:238; backward from derivatives.yaml:213 */
 yt_status
 yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4231,7 +4231,7 @@ yt_addcmul_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:237; backward from derivatives.yaml:213 */
+ * from ops.yaml:238; backward from derivatives.yaml:213 */
 yt_status
 yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4321,7 +4321,7 @@ yt_addcmul_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:237; backward from derivatives.yaml:213 */
+ * from ops.yaml:238; backward from derivatives.yaml:213 */
 yt_status
 yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4329,7 +4329,7 @@ yt_addcmul_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *t
 }
 
 /* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:237; backward from derivatives.yaml:213 */
+ * from ops.yaml:238; backward from derivatives.yaml:213 */
 yt_status
 yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                   yt_scalar value)
@@ -4422,7 +4422,7 @@ yt_addcmul_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:251; backward from derivatives.yaml:218 */
+ * from ops.yaml:252; backward from derivatives.yaml:218 */
 yt_tensor *
 yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4430,7 +4430,7 @@ yt_addcdiv(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:251; backward from derivatives.yaml:218 */
+ * from ops.yaml:252; backward from derivatives.yaml:218 */
 yt_tensor *
 yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4503,7 +4503,7 @@ yt_addcdiv_ex(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:251; backward from derivatives.yaml:218 */
+ * from ops.yaml:252; backward from derivatives.yaml:218 */
 yt_status
 yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4511,7 +4511,7 @@ yt_addcdiv_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:251; backward from derivatives.yaml:218 */
+ * from ops.yaml:252; backward from derivatives.yaml:218 */
 yt_status
 yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scalar value)
 {
@@ -4598,7 +4598,7 @@ yt_addcdiv_ex_(yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2, yt_scala
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:251; backward from derivatives.yaml:218 */
+ * from ops.yaml:252; backward from derivatives.yaml:218 */
 yt_status
 yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2)
 {
@@ -4606,7 +4606,7 @@ yt_addcdiv_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *t
 }
 
 /* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor
- * from ops.yaml:251; backward from derivatives.yaml:218 */
+ * from ops.yaml:252; backward from derivatives.yaml:218 */
 yt_status
 yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                   yt_scalar value)
@@ -4696,7 +4696,7 @@ yt_addcdiv_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *tensor1, yt_tensor
 }
 
 /* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:282; backward from derivatives.yaml:328 */
+ * from ops.yaml:283; backward from derivatives.yaml:328 */
 yt_tensor *
 yt_div_tensor_mode(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
 {
@@ -4766,7 +4766,7 @@ yt_div_tensor_mode(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
 }
 
 /* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:282; backward from derivatives.yaml:328 */
+ * from ops.yaml:283; backward from derivatives.yaml:328 */
 yt_status
 yt_div_tensor_mode_(yt_tensor *self, yt_tensor *other, const char *rounding_mode)
 {
@@ -4855,7 +4855,7 @@ yt_div_tensor_mode_(yt_tensor *self, yt_tensor *other, const char *rounding_mode
 }
 
 /* div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:282; backward from derivatives.yaml:328 */
+ * from ops.yaml:283; backward from derivatives.yaml:328 */
 yt_status
 yt_div_tensor_mode_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, const char *rounding_mode)
 {
@@ -4938,7 +4938,7 @@ yt_div_tensor_mode_out(yt_tensor *out, yt_tensor *self, yt_tensor *other, const 
 }
 
 /* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:302; backward from derivatives.yaml:332 */
+ * from ops.yaml:303; backward from derivatives.yaml:332 */
 yt_tensor *
 yt_div_scalar_mode(yt_tensor *self, yt_scalar other, const char *rounding_mode)
 {
@@ -4992,7 +4992,7 @@ yt_div_scalar_mode(yt_tensor *self, yt_scalar other, const char *rounding_mode)
 }
 
 /* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:302; backward from derivatives.yaml:332 */
+ * from ops.yaml:303; backward from derivatives.yaml:332 */
 yt_status
 yt_div_scalar_mode_(yt_tensor *self, yt_scalar other, const char *rounding_mode)
 {
@@ -5055,7 +5055,7 @@ yt_div_scalar_mode_(yt_tensor *self, yt_scalar other, const char *rounding_mode)
 }
 
 /* div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor
- * from ops.yaml:302; backward from derivatives.yaml:332 */
+ * from ops.yaml:303; backward from derivatives.yaml:332 */
 yt_status
 yt_div_scalar_mode_out(yt_tensor *out, yt_tensor *self, yt_scalar other, const char *rounding_mode)
 {
@@ -5122,7 +5122,7 @@ yt_div_scalar_mode_out(yt_tensor *out, yt_tensor *self, yt_scalar other, const c
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:318; backward from derivatives.yaml:338 */
+ * from ops.yaml:319; backward from derivatives.yaml:338 */
 yt_tensor *
 yt_clamp(yt_tensor *self)
 {
@@ -5130,7 +5130,7 @@ yt_clamp(yt_tensor *self)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:318; backward from derivatives.yaml:338 */
+ * from ops.yaml:319; backward from derivatives.yaml:338 */
 yt_tensor *
 yt_clamp_ex(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 {
@@ -5185,7 +5185,7 @@ yt_clamp_ex(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:318; backward from derivatives.yaml:338 */
+ * from ops.yaml:319; backward from derivatives.yaml:338 */
 yt_status
 yt_clamp_(yt_tensor *self)
 {
@@ -5193,7 +5193,7 @@ yt_clamp_(yt_tensor *self)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:318; backward from derivatives.yaml:338 */
+ * from ops.yaml:319; backward from derivatives.yaml:338 */
 yt_status
 yt_clamp_ex_(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 {
@@ -5266,7 +5266,7 @@ yt_clamp_ex_(yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:318; backward from derivatives.yaml:338 */
+ * from ops.yaml:319; backward from derivatives.yaml:338 */
 yt_status
 yt_clamp_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5274,7 +5274,7 @@ yt_clamp_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
- * from ops.yaml:318; backward from derivatives.yaml:338 */
+ * from ops.yaml:319; backward from derivatives.yaml:338 */
 yt_status
 yt_clamp_ex_out(yt_tensor *out, yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 {
@@ -5344,7 +5344,7 @@ yt_clamp_ex_out(yt_tensor *out, yt_tensor *self, const yt_scalar *min, const yt_
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:335; backward from derivatives.yaml:341 */
+ * from ops.yaml:336; backward from derivatives.yaml:341 */
 yt_tensor *
 yt_clamp_tensor(yt_tensor *self)
 {
@@ -5352,7 +5352,7 @@ yt_clamp_tensor(yt_tensor *self)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:335; backward from derivatives.yaml:341 */
+ * from ops.yaml:336; backward from derivatives.yaml:341 */
 yt_tensor *
 yt_clamp_tensor_ex(yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -5425,7 +5425,7 @@ yt_clamp_tensor_ex(yt_tensor *self, yt_tensor *min, yt_tensor *max)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:335; backward from derivatives.yaml:341 */
+ * from ops.yaml:336; backward from derivatives.yaml:341 */
 yt_status
 yt_clamp_tensor_(yt_tensor *self)
 {
@@ -5433,7 +5433,7 @@ yt_clamp_tensor_(yt_tensor *self)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:335; backward from derivatives.yaml:341 */
+ * from ops.yaml:336; backward from derivatives.yaml:341 */
 yt_status
 yt_clamp_tensor_ex_(yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -5526,7 +5526,7 @@ yt_clamp_tensor_ex_(yt_tensor *self, yt_tensor *min, yt_tensor *max)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:335; backward from derivatives.yaml:341 */
+ * from ops.yaml:336; backward from derivatives.yaml:341 */
 yt_status
 yt_clamp_tensor_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5534,7 +5534,7 @@ yt_clamp_tensor_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor
- * from ops.yaml:335; backward from derivatives.yaml:341 */
+ * from ops.yaml:336; backward from derivatives.yaml:341 */
 yt_status
 yt_clamp_tensor_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -5620,7 +5620,7 @@ yt_clamp_tensor_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *min, yt_tenso
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:421; backward from derivatives.yaml:49 */
+ * from ops.yaml:422; backward from derivatives.yaml:49 */
 yt_tensor *
 yt_exp(yt_tensor *self)
 {
@@ -5657,7 +5657,7 @@ yt_exp(yt_tensor *self)
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:421; backward from derivatives.yaml:49 */
+ * from ops.yaml:422; backward from derivatives.yaml:49 */
 yt_status
 yt_exp_(yt_tensor *self)
 {
@@ -5702,7 +5702,7 @@ yt_exp_(yt_tensor *self)
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:421; backward from derivatives.yaml:49 */
+ * from ops.yaml:422; backward from derivatives.yaml:49 */
 yt_status
 yt_exp_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5751,7 +5751,7 @@ yt_exp_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:429; backward from derivatives.yaml:52 */
+ * from ops.yaml:430; backward from derivatives.yaml:52 */
 yt_tensor *
 yt_log(yt_tensor *self)
 {
@@ -5788,7 +5788,7 @@ yt_log(yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:429; backward from derivatives.yaml:52 */
+ * from ops.yaml:430; backward from derivatives.yaml:52 */
 yt_status
 yt_log_(yt_tensor *self)
 {
@@ -5841,7 +5841,7 @@ yt_log_(yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:429; backward from derivatives.yaml:52 */
+ * from ops.yaml:430; backward from derivatives.yaml:52 */
 yt_status
 yt_log_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5890,7 +5890,7 @@ yt_log_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:438; backward from derivatives.yaml:55 */
+ * from ops.yaml:439; backward from derivatives.yaml:55 */
 yt_tensor *
 yt_sqrt(yt_tensor *self)
 {
@@ -5927,7 +5927,7 @@ yt_sqrt(yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:438; backward from derivatives.yaml:55 */
+ * from ops.yaml:439; backward from derivatives.yaml:55 */
 yt_status
 yt_sqrt_(yt_tensor *self)
 {
@@ -5972,7 +5972,7 @@ yt_sqrt_(yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:438; backward from derivatives.yaml:55 */
+ * from ops.yaml:439; backward from derivatives.yaml:55 */
 yt_status
 yt_sqrt_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6021,7 +6021,7 @@ yt_sqrt_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:447; backward from derivatives.yaml:58 */
+ * from ops.yaml:448; backward from derivatives.yaml:58 */
 yt_tensor *
 yt_relu(yt_tensor *self)
 {
@@ -6056,7 +6056,7 @@ yt_relu(yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:447; backward from derivatives.yaml:58 */
+ * from ops.yaml:448; backward from derivatives.yaml:58 */
 yt_status
 yt_relu_(yt_tensor *self)
 {
@@ -6099,7 +6099,7 @@ yt_relu_(yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:447; backward from derivatives.yaml:58 */
+ * from ops.yaml:448; backward from derivatives.yaml:58 */
 yt_status
 yt_relu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6146,7 +6146,7 @@ yt_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:468; backward from derivatives.yaml:65 */
+ * from ops.yaml:469; backward from derivatives.yaml:65 */
 yt_tensor *
 yt_sigmoid(yt_tensor *self)
 {
@@ -6183,7 +6183,7 @@ yt_sigmoid(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:468; backward from derivatives.yaml:65 */
+ * from ops.yaml:469; backward from derivatives.yaml:65 */
 yt_status
 yt_sigmoid_(yt_tensor *self)
 {
@@ -6229,7 +6229,7 @@ yt_sigmoid_(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:468; backward from derivatives.yaml:65 */
+ * from ops.yaml:469; backward from derivatives.yaml:65 */
 yt_status
 yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6279,7 +6279,7 @@ yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:476; backward from derivatives.yaml:68 */
+ * from ops.yaml:477; backward from derivatives.yaml:68 */
 yt_tensor *
 yt_tanh(yt_tensor *self)
 {
@@ -6316,7 +6316,7 @@ yt_tanh(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:476; backward from derivatives.yaml:68 */
+ * from ops.yaml:477; backward from derivatives.yaml:68 */
 yt_status
 yt_tanh_(yt_tensor *self)
 {
@@ -6361,7 +6361,7 @@ yt_tanh_(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:476; backward from derivatives.yaml:68 */
+ * from ops.yaml:477; backward from derivatives.yaml:68 */
 yt_status
 yt_tanh_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6410,7 +6410,7 @@ yt_tanh_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:484; backward from derivatives.yaml:71 */
+ * from ops.yaml:485; backward from derivatives.yaml:71 */
 yt_tensor *
 yt_softplus(yt_tensor *self)
 {
@@ -6418,7 +6418,7 @@ yt_softplus(yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:484; backward from derivatives.yaml:71 */
+ * from ops.yaml:485; backward from derivatives.yaml:71 */
 yt_tensor *
 yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -6457,7 +6457,7 @@ yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:484; backward from derivatives.yaml:71 */
+ * from ops.yaml:485; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_(yt_tensor *self)
 {
@@ -6465,7 +6465,7 @@ yt_softplus_(yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:484; backward from derivatives.yaml:71 */
+ * from ops.yaml:485; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -6521,7 +6521,7 @@ yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:484; backward from derivatives.yaml:71 */
+ * from ops.yaml:485; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6529,7 +6529,7 @@ yt_softplus_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:484; backward from derivatives.yaml:71 */
+ * from ops.yaml:485; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -6583,7 +6583,7 @@ yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar th
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:491; backward from derivatives.yaml:74 */
+ * from ops.yaml:492; backward from derivatives.yaml:74 */
 yt_tensor *
 yt_clone(yt_tensor *self)
 {
@@ -6613,7 +6613,7 @@ yt_clone(yt_tensor *self)
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:491; backward from derivatives.yaml:74 */
+ * from ops.yaml:492; backward from derivatives.yaml:74 */
 yt_status
 yt_clone_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6655,7 +6655,7 @@ yt_clone_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
- * from ops.yaml:498; backward from derivatives.yaml:77 */
+ * from ops.yaml:499; backward from derivatives.yaml:77 */
 yt_tensor *
 yt_to(yt_tensor *self, yt_dtype dtype)
 {
@@ -6685,7 +6685,7 @@ yt_to(yt_tensor *self, yt_dtype dtype)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:506; backward from derivatives.yaml:223 */
+ * from ops.yaml:507; backward from derivatives.yaml:223 */
 yt_tensor *
 yt_abs(yt_tensor *self)
 {
@@ -6720,7 +6720,7 @@ yt_abs(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:506; backward from derivatives.yaml:223 */
+ * from ops.yaml:507; backward from derivatives.yaml:223 */
 yt_status
 yt_abs_(yt_tensor *self)
 {
@@ -6770,7 +6770,7 @@ yt_abs_(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:506; backward from derivatives.yaml:223 */
+ * from ops.yaml:507; backward from derivatives.yaml:223 */
 yt_status
 yt_abs_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6817,7 +6817,7 @@ yt_abs_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:514; backward from derivatives.yaml:226 */
+ * from ops.yaml:515; backward from derivatives.yaml:226 */
 yt_tensor *
 yt_sign(yt_tensor *self)
 {
@@ -6847,7 +6847,7 @@ yt_sign(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:514; backward from derivatives.yaml:226 */
+ * from ops.yaml:515; backward from derivatives.yaml:226 */
 yt_status
 yt_sign_(yt_tensor *self)
 {
@@ -6885,7 +6885,7 @@ yt_sign_(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:514; backward from derivatives.yaml:226 */
+ * from ops.yaml:515; backward from derivatives.yaml:226 */
 yt_status
 yt_sign_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6927,7 +6927,7 @@ yt_sign_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:521; backward from derivatives.yaml:229 */
+ * from ops.yaml:522; backward from derivatives.yaml:229 */
 yt_tensor *
 yt_square(yt_tensor *self)
 {
@@ -6964,7 +6964,7 @@ yt_square(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:521; backward from derivatives.yaml:229 */
+ * from ops.yaml:522; backward from derivatives.yaml:229 */
 yt_status
 yt_square_(yt_tensor *self)
 {
@@ -7017,7 +7017,7 @@ yt_square_(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:521; backward from derivatives.yaml:229 */
+ * from ops.yaml:522; backward from derivatives.yaml:229 */
 yt_status
 yt_square_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7067,7 +7067,7 @@ yt_square_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:530; backward from derivatives.yaml:232 */
+ * from ops.yaml:531; backward from derivatives.yaml:232 */
 yt_tensor *
 yt_reciprocal(yt_tensor *self)
 {
@@ -7104,7 +7104,7 @@ yt_reciprocal(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:530; backward from derivatives.yaml:232 */
+ * from ops.yaml:531; backward from derivatives.yaml:232 */
 yt_status
 yt_reciprocal_(yt_tensor *self)
 {
@@ -7150,7 +7150,7 @@ yt_reciprocal_(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:530; backward from derivatives.yaml:232 */
+ * from ops.yaml:531; backward from derivatives.yaml:232 */
 yt_status
 yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7200,7 +7200,7 @@ yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:539; backward from derivatives.yaml:235 */
+ * from ops.yaml:540; backward from derivatives.yaml:235 */
 yt_tensor *
 yt_rsqrt(yt_tensor *self)
 {
@@ -7237,7 +7237,7 @@ yt_rsqrt(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:539; backward from derivatives.yaml:235 */
+ * from ops.yaml:540; backward from derivatives.yaml:235 */
 yt_status
 yt_rsqrt_(yt_tensor *self)
 {
@@ -7282,7 +7282,7 @@ yt_rsqrt_(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:539; backward from derivatives.yaml:235 */
+ * from ops.yaml:540; backward from derivatives.yaml:235 */
 yt_status
 yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7331,7 +7331,7 @@ yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:548; backward from derivatives.yaml:238 */
+ * from ops.yaml:549; backward from derivatives.yaml:238 */
 yt_tensor *
 yt_expm1(yt_tensor *self)
 {
@@ -7368,7 +7368,7 @@ yt_expm1(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:548; backward from derivatives.yaml:238 */
+ * from ops.yaml:549; backward from derivatives.yaml:238 */
 yt_status
 yt_expm1_(yt_tensor *self)
 {
@@ -7413,7 +7413,7 @@ yt_expm1_(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:548; backward from derivatives.yaml:238 */
+ * from ops.yaml:549; backward from derivatives.yaml:238 */
 yt_status
 yt_expm1_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7462,7 +7462,7 @@ yt_expm1_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:556; backward from derivatives.yaml:241 */
+ * from ops.yaml:557; backward from derivatives.yaml:241 */
 yt_tensor *
 yt_log1p(yt_tensor *self)
 {
@@ -7499,7 +7499,7 @@ yt_log1p(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:556; backward from derivatives.yaml:241 */
+ * from ops.yaml:557; backward from derivatives.yaml:241 */
 yt_status
 yt_log1p_(yt_tensor *self)
 {
@@ -7552,7 +7552,7 @@ yt_log1p_(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:556; backward from derivatives.yaml:241 */
+ * from ops.yaml:557; backward from derivatives.yaml:241 */
 yt_status
 yt_log1p_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7601,7 +7601,7 @@ yt_log1p_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:565; backward from derivatives.yaml:244 */
+ * from ops.yaml:566; backward from derivatives.yaml:244 */
 yt_tensor *
 yt_log2(yt_tensor *self)
 {
@@ -7638,7 +7638,7 @@ yt_log2(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:565; backward from derivatives.yaml:244 */
+ * from ops.yaml:566; backward from derivatives.yaml:244 */
 yt_status
 yt_log2_(yt_tensor *self)
 {
@@ -7691,7 +7691,7 @@ yt_log2_(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:565; backward from derivatives.yaml:244 */
+ * from ops.yaml:566; backward from derivatives.yaml:244 */
 yt_status
 yt_log2_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7740,7 +7740,7 @@ yt_log2_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:574; backward from derivatives.yaml:247 */
+ * from ops.yaml:575; backward from derivatives.yaml:247 */
 yt_tensor *
 yt_sin(yt_tensor *self)
 {
@@ -7777,7 +7777,7 @@ yt_sin(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:574; backward from derivatives.yaml:247 */
+ * from ops.yaml:575; backward from derivatives.yaml:247 */
 yt_status
 yt_sin_(yt_tensor *self)
 {
@@ -7830,7 +7830,7 @@ yt_sin_(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:574; backward from derivatives.yaml:247 */
+ * from ops.yaml:575; backward from derivatives.yaml:247 */
 yt_status
 yt_sin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7879,7 +7879,7 @@ yt_sin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:582; backward from derivatives.yaml:250 */
+ * from ops.yaml:583; backward from derivatives.yaml:250 */
 yt_tensor *
 yt_cos(yt_tensor *self)
 {
@@ -7916,7 +7916,7 @@ yt_cos(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:582; backward from derivatives.yaml:250 */
+ * from ops.yaml:583; backward from derivatives.yaml:250 */
 yt_status
 yt_cos_(yt_tensor *self)
 {
@@ -7969,7 +7969,7 @@ yt_cos_(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:582; backward from derivatives.yaml:250 */
+ * from ops.yaml:583; backward from derivatives.yaml:250 */
 yt_status
 yt_cos_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8018,7 +8018,7 @@ yt_cos_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:590; backward from derivatives.yaml:253 */
+ * from ops.yaml:591; backward from derivatives.yaml:253 */
 yt_tensor *
 yt_erf(yt_tensor *self)
 {
@@ -8055,7 +8055,7 @@ yt_erf(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:590; backward from derivatives.yaml:253 */
+ * from ops.yaml:591; backward from derivatives.yaml:253 */
 yt_status
 yt_erf_(yt_tensor *self)
 {
@@ -8108,7 +8108,7 @@ yt_erf_(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:590; backward from derivatives.yaml:253 */
+ * from ops.yaml:591; backward from derivatives.yaml:253 */
 yt_status
 yt_erf_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8157,7 +8157,7 @@ yt_erf_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:598; backward from derivatives.yaml:256 */
+ * from ops.yaml:599; backward from derivatives.yaml:256 */
 yt_tensor *
 yt_floor(yt_tensor *self)
 {
@@ -8192,7 +8192,7 @@ yt_floor(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:598; backward from derivatives.yaml:256 */
+ * from ops.yaml:599; backward from derivatives.yaml:256 */
 yt_status
 yt_floor_(yt_tensor *self)
 {
@@ -8235,7 +8235,7 @@ yt_floor_(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:598; backward from derivatives.yaml:256 */
+ * from ops.yaml:599; backward from derivatives.yaml:256 */
 yt_status
 yt_floor_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8282,7 +8282,7 @@ yt_floor_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:605; backward from derivatives.yaml:259 */
+ * from ops.yaml:606; backward from derivatives.yaml:259 */
 yt_tensor *
 yt_ceil(yt_tensor *self)
 {
@@ -8317,7 +8317,7 @@ yt_ceil(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:605; backward from derivatives.yaml:259 */
+ * from ops.yaml:606; backward from derivatives.yaml:259 */
 yt_status
 yt_ceil_(yt_tensor *self)
 {
@@ -8360,7 +8360,7 @@ yt_ceil_(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:605; backward from derivatives.yaml:259 */
+ * from ops.yaml:606; backward from derivatives.yaml:259 */
 yt_status
 yt_ceil_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8407,7 +8407,7 @@ yt_ceil_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:612; backward from derivatives.yaml:262 */
+ * from ops.yaml:613; backward from derivatives.yaml:262 */
 yt_tensor *
 yt_round(yt_tensor *self)
 {
@@ -8442,7 +8442,7 @@ yt_round(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:612; backward from derivatives.yaml:262 */
+ * from ops.yaml:613; backward from derivatives.yaml:262 */
 yt_status
 yt_round_(yt_tensor *self)
 {
@@ -8485,7 +8485,7 @@ yt_round_(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:612; backward from derivatives.yaml:262 */
+ * from ops.yaml:613; backward from derivatives.yaml:262 */
 yt_status
 yt_round_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8532,7 +8532,7 @@ yt_round_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:619; backward from derivatives.yaml:265 */
+ * from ops.yaml:620; backward from derivatives.yaml:265 */
 yt_tensor *
 yt_trunc(yt_tensor *self)
 {
@@ -8567,7 +8567,7 @@ yt_trunc(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:619; backward from derivatives.yaml:265 */
+ * from ops.yaml:620; backward from derivatives.yaml:265 */
 yt_status
 yt_trunc_(yt_tensor *self)
 {
@@ -8610,7 +8610,7 @@ yt_trunc_(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:619; backward from derivatives.yaml:265 */
+ * from ops.yaml:620; backward from derivatives.yaml:265 */
 yt_status
 yt_trunc_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8657,7 +8657,7 @@ yt_trunc_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:626; backward from derivatives.yaml:268 */
+ * from ops.yaml:627; backward from derivatives.yaml:268 */
 yt_tensor *
 yt_leaky_relu(yt_tensor *self)
 {
@@ -8665,7 +8665,7 @@ yt_leaky_relu(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:626; backward from derivatives.yaml:268 */
+ * from ops.yaml:627; backward from derivatives.yaml:268 */
 yt_tensor *
 yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -8701,7 +8701,7 @@ yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:626; backward from derivatives.yaml:268 */
+ * from ops.yaml:627; backward from derivatives.yaml:268 */
 yt_status
 yt_leaky_relu_(yt_tensor *self)
 {
@@ -8709,7 +8709,7 @@ yt_leaky_relu_(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:626; backward from derivatives.yaml:268 */
+ * from ops.yaml:627; backward from derivatives.yaml:268 */
 yt_status
 yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -8763,7 +8763,7 @@ yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:626; backward from derivatives.yaml:268 */
+ * from ops.yaml:627; backward from derivatives.yaml:268 */
 yt_status
 yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8771,7 +8771,7 @@ yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:626; backward from derivatives.yaml:268 */
+ * from ops.yaml:627; backward from derivatives.yaml:268 */
 yt_status
 yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -8822,7 +8822,7 @@ yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:645; backward from derivatives.yaml:275 */
+ * from ops.yaml:646; backward from derivatives.yaml:275 */
 yt_tensor *
 yt_elu(yt_tensor *self)
 {
@@ -8830,7 +8830,7 @@ yt_elu(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:645; backward from derivatives.yaml:275 */
+ * from ops.yaml:646; backward from derivatives.yaml:275 */
 yt_tensor *
 yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -8871,7 +8871,7 @@ yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sca
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:645; backward from derivatives.yaml:275 */
+ * from ops.yaml:646; backward from derivatives.yaml:275 */
 yt_status
 yt_elu_(yt_tensor *self)
 {
@@ -8879,7 +8879,7 @@ yt_elu_(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:645; backward from derivatives.yaml:275 */
+ * from ops.yaml:646; backward from derivatives.yaml:275 */
 yt_status
 yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -8938,7 +8938,7 @@ yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sc
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:645; backward from derivatives.yaml:275 */
+ * from ops.yaml:646; backward from derivatives.yaml:275 */
 yt_status
 yt_elu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8946,7 +8946,7 @@ yt_elu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:645; backward from derivatives.yaml:275 */
+ * from ops.yaml:646; backward from derivatives.yaml:275 */
 yt_status
 yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
               yt_scalar input_scale)
@@ -9003,7 +9003,7 @@ yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:664; backward from derivatives.yaml:282 */
+ * from ops.yaml:665; backward from derivatives.yaml:282 */
 yt_tensor *
 yt_silu(yt_tensor *self)
 {
@@ -9036,7 +9036,7 @@ yt_silu(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:664; backward from derivatives.yaml:282 */
+ * from ops.yaml:665; backward from derivatives.yaml:282 */
 yt_status
 yt_silu_(yt_tensor *self)
 {
@@ -9085,7 +9085,7 @@ yt_silu_(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:664; backward from derivatives.yaml:282 */
+ * from ops.yaml:665; backward from derivatives.yaml:282 */
 yt_status
 yt_silu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9131,7 +9131,7 @@ yt_silu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* isnan(Tensor self) -> Tensor
- * from ops.yaml:671 */
+ * from ops.yaml:672 */
 yt_tensor *
 yt_isnan(yt_tensor *self)
 {
@@ -9162,7 +9162,7 @@ yt_isnan(yt_tensor *self)
 }
 
 /* isfinite(Tensor self) -> Tensor
- * from ops.yaml:680 */
+ * from ops.yaml:681 */
 yt_tensor *
 yt_isfinite(yt_tensor *self)
 {
@@ -9193,7 +9193,7 @@ yt_isfinite(yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:689; backward from derivatives.yaml:368 */
+ * from ops.yaml:690; backward from derivatives.yaml:368 */
 yt_tensor *
 yt_gelu(yt_tensor *self)
 {
@@ -9201,7 +9201,7 @@ yt_gelu(yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:689; backward from derivatives.yaml:368 */
+ * from ops.yaml:690; backward from derivatives.yaml:368 */
 yt_tensor *
 yt_gelu_ex(yt_tensor *self, const char *approximate)
 {
@@ -9243,7 +9243,7 @@ yt_gelu_ex(yt_tensor *self, const char *approximate)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:689; backward from derivatives.yaml:368 */
+ * from ops.yaml:690; backward from derivatives.yaml:368 */
 yt_status
 yt_gelu_(yt_tensor *self)
 {
@@ -9251,7 +9251,7 @@ yt_gelu_(yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:689; backward from derivatives.yaml:368 */
+ * from ops.yaml:690; backward from derivatives.yaml:368 */
 yt_status
 yt_gelu_ex_(yt_tensor *self, const char *approximate)
 {
@@ -9310,7 +9310,7 @@ yt_gelu_ex_(yt_tensor *self, const char *approximate)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:689; backward from derivatives.yaml:368 */
+ * from ops.yaml:690; backward from derivatives.yaml:368 */
 yt_status
 yt_gelu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9318,7 +9318,7 @@ yt_gelu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:689; backward from derivatives.yaml:368 */
+ * from ops.yaml:690; backward from derivatives.yaml:368 */
 yt_status
 yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate)
 {
@@ -9374,7 +9374,7 @@ yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:727; backward from derivatives.yaml:375 */
+ * from ops.yaml:728; backward from derivatives.yaml:375 */
 yt_tensor *
 yt_nan_to_num(yt_tensor *self)
 {
@@ -9382,7 +9382,7 @@ yt_nan_to_num(yt_tensor *self)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:727; backward from derivatives.yaml:375 */
+ * from ops.yaml:728; backward from derivatives.yaml:375 */
 yt_tensor *
 yt_nan_to_num_ex(yt_tensor *self, const double *nan, const double *posinf, const double *neginf)
 {
@@ -9412,7 +9412,7 @@ yt_nan_to_num_ex(yt_tensor *self, const double *nan, const double *posinf, const
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:727; backward from derivatives.yaml:375 */
+ * from ops.yaml:728; backward from derivatives.yaml:375 */
 yt_status
 yt_nan_to_num_(yt_tensor *self)
 {
@@ -9420,7 +9420,7 @@ yt_nan_to_num_(yt_tensor *self)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:727; backward from derivatives.yaml:375 */
+ * from ops.yaml:728; backward from derivatives.yaml:375 */
 yt_status
 yt_nan_to_num_ex_(yt_tensor *self, const double *nan, const double *posinf, const double *neginf)
 {
@@ -9466,7 +9466,7 @@ yt_nan_to_num_ex_(yt_tensor *self, const double *nan, const double *posinf, cons
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:727; backward from derivatives.yaml:375 */
+ * from ops.yaml:728; backward from derivatives.yaml:375 */
 yt_status
 yt_nan_to_num_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9474,7 +9474,7 @@ yt_nan_to_num_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:727; backward from derivatives.yaml:375 */
+ * from ops.yaml:728; backward from derivatives.yaml:375 */
 yt_status
 yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan, const double *posinf,
                      const double *neginf)
@@ -9518,7 +9518,7 @@ yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan, const d
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:742 */
+ * from ops.yaml:743 */
 yt_tensor *
 yt_eq(yt_tensor *self, yt_tensor *other)
 {
@@ -9561,7 +9561,7 @@ yt_eq(yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:742 */
+ * from ops.yaml:743 */
 yt_status
 yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9624,7 +9624,7 @@ yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:752 */
+ * from ops.yaml:753 */
 yt_tensor *
 yt_eq_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9658,7 +9658,7 @@ yt_eq_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:752 */
+ * from ops.yaml:753 */
 yt_status
 yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9711,7 +9711,7 @@ yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:761 */
+ * from ops.yaml:762 */
 yt_tensor *
 yt_lt(yt_tensor *self, yt_tensor *other)
 {
@@ -9754,7 +9754,7 @@ yt_lt(yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:761 */
+ * from ops.yaml:762 */
 yt_status
 yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9817,7 +9817,7 @@ yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:771 */
+ * from ops.yaml:772 */
 yt_tensor *
 yt_lt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9851,7 +9851,7 @@ yt_lt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:771 */
+ * from ops.yaml:772 */
 yt_status
 yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9904,7 +9904,7 @@ yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:780 */
+ * from ops.yaml:781 */
 yt_tensor *
 yt_gt(yt_tensor *self, yt_tensor *other)
 {
@@ -9947,7 +9947,7 @@ yt_gt(yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:780 */
+ * from ops.yaml:781 */
 yt_status
 yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10010,7 +10010,7 @@ yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:790 */
+ * from ops.yaml:791 */
 yt_tensor *
 yt_gt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10044,7 +10044,7 @@ yt_gt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:790 */
+ * from ops.yaml:791 */
 yt_status
 yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10097,7 +10097,7 @@ yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:799; backward from derivatives.yaml:98 */
+ * from ops.yaml:800; backward from derivatives.yaml:98 */
 yt_tensor *
 yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -10156,7 +10156,7 @@ yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:799; backward from derivatives.yaml:98 */
+ * from ops.yaml:800; backward from derivatives.yaml:98 */
 yt_status
 yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -10227,7 +10227,7 @@ yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *o
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:812 */
+ * from ops.yaml:813 */
 yt_tensor *
 yt_ne(yt_tensor *self, yt_tensor *other)
 {
@@ -10270,7 +10270,7 @@ yt_ne(yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:812 */
+ * from ops.yaml:813 */
 yt_status
 yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10333,7 +10333,7 @@ yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:822 */
+ * from ops.yaml:823 */
 yt_tensor *
 yt_ne_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10367,7 +10367,7 @@ yt_ne_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:822 */
+ * from ops.yaml:823 */
 yt_status
 yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10420,7 +10420,7 @@ yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:831 */
+ * from ops.yaml:832 */
 yt_tensor *
 yt_le(yt_tensor *self, yt_tensor *other)
 {
@@ -10463,7 +10463,7 @@ yt_le(yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:831 */
+ * from ops.yaml:832 */
 yt_status
 yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10526,7 +10526,7 @@ yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:841 */
+ * from ops.yaml:842 */
 yt_tensor *
 yt_le_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10560,7 +10560,7 @@ yt_le_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:841 */
+ * from ops.yaml:842 */
 yt_status
 yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10613,7 +10613,7 @@ yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:850 */
+ * from ops.yaml:851 */
 yt_tensor *
 yt_ge(yt_tensor *self, yt_tensor *other)
 {
@@ -10656,7 +10656,7 @@ yt_ge(yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:850 */
+ * from ops.yaml:851 */
 yt_status
 yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10719,7 +10719,7 @@ yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:860 */
+ * from ops.yaml:861 */
 yt_tensor *
 yt_ge_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10753,7 +10753,7 @@ yt_ge_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:860 */
+ * from ops.yaml:861 */
 yt_status
 yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10806,7 +10806,7 @@ yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:869 */
+ * from ops.yaml:870 */
 yt_tensor *
 yt_logical_and(yt_tensor *self, yt_tensor *other)
 {
@@ -10851,7 +10851,7 @@ yt_logical_and(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:869 */
+ * from ops.yaml:870 */
 yt_status
 yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10915,7 +10915,7 @@ yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:879 */
+ * from ops.yaml:880 */
 yt_tensor *
 yt_logical_or(yt_tensor *self, yt_tensor *other)
 {
@@ -10960,7 +10960,7 @@ yt_logical_or(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:879 */
+ * from ops.yaml:880 */
 yt_status
 yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -11024,7 +11024,7 @@ yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:889 */
+ * from ops.yaml:890 */
 yt_tensor *
 yt_logical_xor(yt_tensor *self, yt_tensor *other)
 {
@@ -11069,7 +11069,7 @@ yt_logical_xor(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:889 */
+ * from ops.yaml:890 */
 yt_status
 yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -11133,7 +11133,7 @@ yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:899 */
+ * from ops.yaml:900 */
 yt_tensor *
 yt_logical_not(yt_tensor *self)
 {
@@ -11164,7 +11164,7 @@ yt_logical_not(yt_tensor *self)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:899 */
+ * from ops.yaml:900 */
 yt_status
 yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 {
@@ -11213,7 +11213,7 @@ yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:908; backward from derivatives.yaml:321 */
+ * from ops.yaml:909; backward from derivatives.yaml:321 */
 yt_tensor *
 yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -11258,7 +11258,7 @@ yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:908; backward from derivatives.yaml:321 */
+ * from ops.yaml:909; backward from derivatives.yaml:321 */
 yt_status
 yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -11313,7 +11313,7 @@ yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:921; backward from derivatives.yaml:324 */
+ * from ops.yaml:922; backward from derivatives.yaml:324 */
 yt_tensor *
 yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {
@@ -11371,7 +11371,7 @@ yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:921; backward from derivatives.yaml:324 */
+ * from ops.yaml:922; backward from derivatives.yaml:324 */
 yt_status
 yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {

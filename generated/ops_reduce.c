@@ -12,7 +12,7 @@
 #endif
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:941; backward from derivatives.yaml:102 */
+ * from ops.yaml:942; backward from derivatives.yaml:102 */
 yt_tensor *
 yt_sum(yt_tensor *self)
 {
@@ -20,7 +20,7 @@ yt_sum(yt_tensor *self)
 }
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:941; backward from derivatives.yaml:102 */
+ * from ops.yaml:942; backward from derivatives.yaml:102 */
 yt_tensor *
 yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -51,7 +51,7 @@ yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:955; backward from derivatives.yaml:105 */
+ * from ops.yaml:956; backward from derivatives.yaml:105 */
 yt_tensor *
 yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -59,7 +59,7 @@ yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:955; backward from derivatives.yaml:105 */
+ * from ops.yaml:956; backward from derivatives.yaml:105 */
 yt_tensor *
 yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -101,7 +101,7 @@ yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:955; backward from derivatives.yaml:105 */
+ * from ops.yaml:956; backward from derivatives.yaml:105 */
 yt_status
 yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -109,7 +109,7 @@ yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:955; backward from derivatives.yaml:105 */
+ * from ops.yaml:956; backward from derivatives.yaml:105 */
 yt_status
 yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
                   yt_dtype dtype)
@@ -166,7 +166,7 @@ yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_l
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:970; backward from derivatives.yaml:108 */
+ * from ops.yaml:971; backward from derivatives.yaml:108 */
 yt_tensor *
 yt_mean(yt_tensor *self)
 {
@@ -174,7 +174,7 @@ yt_mean(yt_tensor *self)
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:970; backward from derivatives.yaml:108 */
+ * from ops.yaml:971; backward from derivatives.yaml:108 */
 yt_tensor *
 yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -209,7 +209,7 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:987; backward from derivatives.yaml:111 */
+ * from ops.yaml:988; backward from derivatives.yaml:111 */
 yt_tensor *
 yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -217,7 +217,7 @@ yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:987; backward from derivatives.yaml:111 */
+ * from ops.yaml:988; backward from derivatives.yaml:111 */
 yt_tensor *
 yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -264,7 +264,7 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:987; backward from derivatives.yaml:111 */
+ * from ops.yaml:988; backward from derivatives.yaml:111 */
 yt_status
 yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -272,7 +272,7 @@ yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:987; backward from derivatives.yaml:111 */
+ * from ops.yaml:988; backward from derivatives.yaml:111 */
 yt_status
 yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
                    yt_dtype dtype)
@@ -333,7 +333,7 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1005; backward from derivatives.yaml:114 */
+ * from ops.yaml:1006; backward from derivatives.yaml:114 */
 yt_tensor *
 yt_amax(yt_tensor *self)
 {
@@ -341,7 +341,7 @@ yt_amax(yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1005; backward from derivatives.yaml:114 */
+ * from ops.yaml:1006; backward from derivatives.yaml:114 */
 yt_tensor *
 yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -382,7 +382,7 @@ yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1005; backward from derivatives.yaml:114 */
+ * from ops.yaml:1006; backward from derivatives.yaml:114 */
 yt_status
 yt_amax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -390,7 +390,7 @@ yt_amax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1005; backward from derivatives.yaml:114 */
+ * from ops.yaml:1006; backward from derivatives.yaml:114 */
 yt_status
 yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -444,7 +444,7 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1018; backward from derivatives.yaml:382 */
+ * from ops.yaml:1019; backward from derivatives.yaml:382 */
 yt_tensor *
 yt_amin(yt_tensor *self)
 {
@@ -452,7 +452,7 @@ yt_amin(yt_tensor *self)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1018; backward from derivatives.yaml:382 */
+ * from ops.yaml:1019; backward from derivatives.yaml:382 */
 yt_tensor *
 yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -493,7 +493,7 @@ yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1018; backward from derivatives.yaml:382 */
+ * from ops.yaml:1019; backward from derivatives.yaml:382 */
 yt_status
 yt_amin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -501,7 +501,7 @@ yt_amin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1018; backward from derivatives.yaml:382 */
+ * from ops.yaml:1019; backward from derivatives.yaml:382 */
 yt_status
 yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -555,7 +555,7 @@ yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
 }
 
 /* max(Tensor self) -> Tensor
- * from ops.yaml:1033; backward from derivatives.yaml:385 */
+ * from ops.yaml:1034; backward from derivatives.yaml:385 */
 yt_tensor *
 yt_max(yt_tensor *self)
 {
@@ -585,7 +585,7 @@ yt_max(yt_tensor *self)
 }
 
 /* min(Tensor self) -> Tensor
- * from ops.yaml:1045; backward from derivatives.yaml:388 */
+ * from ops.yaml:1046; backward from derivatives.yaml:388 */
 yt_tensor *
 yt_min(yt_tensor *self)
 {
@@ -615,7 +615,7 @@ yt_min(yt_tensor *self)
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1057; backward from derivatives.yaml:391 */
+ * from ops.yaml:1058; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
 {
@@ -623,7 +623,7 @@ yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1057; backward from derivatives.yaml:391 */
+ * from ops.yaml:1058; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
 {
@@ -669,7 +669,7 @@ yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1057; backward from derivatives.yaml:391 */
+ * from ops.yaml:1058; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
 {
@@ -677,7 +677,7 @@ yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t d
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1057; backward from derivatives.yaml:391 */
+ * from ops.yaml:1058; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -747,7 +747,7 @@ yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1073; backward from derivatives.yaml:395 */
+ * from ops.yaml:1074; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
 {
@@ -755,7 +755,7 @@ yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1073; backward from derivatives.yaml:395 */
+ * from ops.yaml:1074; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
 {
@@ -801,7 +801,7 @@ yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1073; backward from derivatives.yaml:395 */
+ * from ops.yaml:1074; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
 {
@@ -809,7 +809,7 @@ yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t d
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1073; backward from derivatives.yaml:395 */
+ * from ops.yaml:1074; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -879,7 +879,7 @@ yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1088 */
+ * from ops.yaml:1089 */
 yt_tensor *
 yt_argmax(yt_tensor *self)
 {
@@ -887,7 +887,7 @@ yt_argmax(yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1088 */
+ * from ops.yaml:1089 */
 yt_tensor *
 yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -917,7 +917,7 @@ yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1088 */
+ * from ops.yaml:1089 */
 yt_status
 yt_argmax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -925,7 +925,7 @@ yt_argmax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1088 */
+ * from ops.yaml:1089 */
 yt_status
 yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -974,7 +974,7 @@ yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1103 */
+ * from ops.yaml:1104 */
 yt_tensor *
 yt_argmin(yt_tensor *self)
 {
@@ -982,7 +982,7 @@ yt_argmin(yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1103 */
+ * from ops.yaml:1104 */
 yt_tensor *
 yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1012,7 +1012,7 @@ yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1103 */
+ * from ops.yaml:1104 */
 yt_status
 yt_argmin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -1020,7 +1020,7 @@ yt_argmin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1103 */
+ * from ops.yaml:1104 */
 yt_status
 yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1069,7 +1069,7 @@ yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1117; backward from derivatives.yaml:405 */
+ * from ops.yaml:1118; backward from derivatives.yaml:405 */
 yt_tensor *
 yt_prod(yt_tensor *self)
 {
@@ -1077,7 +1077,7 @@ yt_prod(yt_tensor *self)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1117; backward from derivatives.yaml:405 */
+ * from ops.yaml:1118; backward from derivatives.yaml:405 */
 yt_tensor *
 yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -1108,7 +1108,7 @@ yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1131; backward from derivatives.yaml:408 */
+ * from ops.yaml:1132; backward from derivatives.yaml:408 */
 yt_tensor *
 yt_prod_dim_int(yt_tensor *self, int64_t dim)
 {
@@ -1116,7 +1116,7 @@ yt_prod_dim_int(yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1131; backward from derivatives.yaml:408 */
+ * from ops.yaml:1132; backward from derivatives.yaml:408 */
 yt_tensor *
 yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -1150,7 +1150,7 @@ yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1131; backward from derivatives.yaml:408 */
+ * from ops.yaml:1132; backward from derivatives.yaml:408 */
 yt_status
 yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1158,7 +1158,7 @@ yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1131; backward from derivatives.yaml:408 */
+ * from ops.yaml:1132; backward from derivatives.yaml:408 */
 yt_status
 yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -1205,7 +1205,7 @@ yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdi
 }
 
 /* all(Tensor self) -> Tensor
- * from ops.yaml:1146 */
+ * from ops.yaml:1147 */
 yt_tensor *
 yt_all(yt_tensor *self)
 {
@@ -1229,7 +1229,7 @@ yt_all(yt_tensor *self)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1158 */
+ * from ops.yaml:1159 */
 yt_tensor *
 yt_all_dim(yt_tensor *self, int64_t dim)
 {
@@ -1237,7 +1237,7 @@ yt_all_dim(yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1158 */
+ * from ops.yaml:1159 */
 yt_tensor *
 yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1264,7 +1264,7 @@ yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1158 */
+ * from ops.yaml:1159 */
 yt_status
 yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1272,7 +1272,7 @@ yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1158 */
+ * from ops.yaml:1159 */
 yt_status
 yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1317,7 +1317,7 @@ yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any(Tensor self) -> Tensor
- * from ops.yaml:1172 */
+ * from ops.yaml:1173 */
 yt_tensor *
 yt_any(yt_tensor *self)
 {
@@ -1341,7 +1341,7 @@ yt_any(yt_tensor *self)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1184 */
+ * from ops.yaml:1185 */
 yt_tensor *
 yt_any_dim(yt_tensor *self, int64_t dim)
 {
@@ -1349,7 +1349,7 @@ yt_any_dim(yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1184 */
+ * from ops.yaml:1185 */
 yt_tensor *
 yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1376,7 +1376,7 @@ yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1184 */
+ * from ops.yaml:1185 */
 yt_status
 yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1384,7 +1384,7 @@ yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1184 */
+ * from ops.yaml:1185 */
 yt_status
 yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1429,7 +1429,7 @@ yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1198; backward from derivatives.yaml:423 */
+ * from ops.yaml:1199; backward from derivatives.yaml:423 */
 yt_tensor *
 yt_cumsum(yt_tensor *self, int64_t dim)
 {
@@ -1437,7 +1437,7 @@ yt_cumsum(yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1198; backward from derivatives.yaml:423 */
+ * from ops.yaml:1199; backward from derivatives.yaml:423 */
 yt_tensor *
 yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1470,7 +1470,7 @@ yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1198; backward from derivatives.yaml:423 */
+ * from ops.yaml:1199; backward from derivatives.yaml:423 */
 yt_status
 yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1478,7 +1478,7 @@ yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1198; backward from derivatives.yaml:423 */
+ * from ops.yaml:1199; backward from derivatives.yaml:423 */
 yt_status
 yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1526,7 +1526,7 @@ yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1213; backward from derivatives.yaml:432 */
+ * from ops.yaml:1214; backward from derivatives.yaml:432 */
 yt_tensor *
 yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -1534,7 +1534,7 @@ yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1213; backward from derivatives.yaml:432 */
+ * from ops.yaml:1214; backward from derivatives.yaml:432 */
 yt_tensor *
 yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -1576,7 +1576,7 @@ yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1230; backward from derivatives.yaml:435 */
+ * from ops.yaml:1231; backward from derivatives.yaml:435 */
 yt_tensor *
 yt_var(yt_tensor *self)
 {
@@ -1584,7 +1584,7 @@ yt_var(yt_tensor *self)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1230; backward from derivatives.yaml:435 */
+ * from ops.yaml:1231; backward from derivatives.yaml:435 */
 yt_tensor *
 yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1628,7 +1628,7 @@ yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1245; backward from derivatives.yaml:438 */
+ * from ops.yaml:1246; backward from derivatives.yaml:438 */
 yt_tensor *
 yt_std(yt_tensor *self)
 {
@@ -1636,7 +1636,7 @@ yt_std(yt_tensor *self)
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1245; backward from derivatives.yaml:438 */
+ * from ops.yaml:1246; backward from derivatives.yaml:438 */
 yt_tensor *
 yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1680,7 +1680,7 @@ yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1259; backward from derivatives.yaml:429 */
+ * from ops.yaml:1260; backward from derivatives.yaml:429 */
 yt_tensor *
 yt_linalg_vector_norm(yt_tensor *self)
 {
@@ -1688,7 +1688,7 @@ yt_linalg_vector_norm(yt_tensor *self)
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1259; backward from derivatives.yaml:429 */
+ * from ops.yaml:1260; backward from derivatives.yaml:429 */
 yt_tensor *
 yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int dim_len,
                          bool keepdim, yt_dtype dtype)
@@ -1748,7 +1748,7 @@ yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2915; backward from derivatives.yaml:628 */
+ * from ops.yaml:2916; backward from derivatives.yaml:628 */
 yt_tensor *
 yt_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1756,7 +1756,7 @@ yt_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2915; backward from derivatives.yaml:628 */
+ * from ops.yaml:2916; backward from derivatives.yaml:628 */
 yt_tensor *
 yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1793,7 +1793,7 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2935; backward from derivatives.yaml:631 */
+ * from ops.yaml:2936; backward from derivatives.yaml:631 */
 yt_tensor *
 yt_log_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1801,7 +1801,7 @@ yt_log_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2935; backward from derivatives.yaml:631 */
+ * from ops.yaml:2936; backward from derivatives.yaml:631 */
 yt_tensor *
 yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {

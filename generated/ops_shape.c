@@ -12,7 +12,7 @@
 #endif
 
 /* t(Tensor self) -> Tensor
- * from ops.yaml:1604; backward from derivatives.yaml:121 */
+ * from ops.yaml:1605; backward from derivatives.yaml:121 */
 yt_tensor *
 yt_t(yt_tensor *self)
 {
@@ -32,7 +32,7 @@ yt_t(yt_tensor *self)
 }
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
- * from ops.yaml:1617; backward from derivatives.yaml:124 */
+ * from ops.yaml:1618; backward from derivatives.yaml:124 */
 yt_tensor *
 yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 {
@@ -54,7 +54,7 @@ yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 }
 
 /* permute(Tensor self, int[] dims) -> Tensor
- * from ops.yaml:1628; backward from derivatives.yaml:127 */
+ * from ops.yaml:1629; backward from derivatives.yaml:127 */
 yt_tensor *
 yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 {
@@ -85,7 +85,7 @@ yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 }
 
 /* view(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1641; backward from derivatives.yaml:130 */
+ * from ops.yaml:1642; backward from derivatives.yaml:130 */
 yt_tensor *
 yt_view(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -107,7 +107,7 @@ yt_view(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* reshape(Tensor self, int[] shape) -> Tensor
- * from ops.yaml:1651 */
+ * from ops.yaml:1652 */
 yt_tensor *
 yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 {
@@ -124,7 +124,7 @@ yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 }
 
 /* expand(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1661; backward from derivatives.yaml:133 */
+ * from ops.yaml:1662; backward from derivatives.yaml:133 */
 yt_tensor *
 yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -146,7 +146,7 @@ yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* squeeze(Tensor self) -> Tensor
- * from ops.yaml:1671; backward from derivatives.yaml:136 */
+ * from ops.yaml:1672; backward from derivatives.yaml:136 */
 yt_tensor *
 yt_squeeze(yt_tensor *self)
 {
@@ -164,7 +164,7 @@ yt_squeeze(yt_tensor *self)
 }
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
- * from ops.yaml:1680; backward from derivatives.yaml:139 */
+ * from ops.yaml:1681; backward from derivatives.yaml:139 */
 yt_tensor *
 yt_squeeze_dim(yt_tensor *self, int64_t dim)
 {
@@ -184,7 +184,7 @@ yt_squeeze_dim(yt_tensor *self, int64_t dim)
 }
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
- * from ops.yaml:1691; backward from derivatives.yaml:142 */
+ * from ops.yaml:1692; backward from derivatives.yaml:142 */
 yt_tensor *
 yt_unsqueeze(yt_tensor *self, int64_t dim)
 {
@@ -204,7 +204,7 @@ yt_unsqueeze(yt_tensor *self, int64_t dim)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:1702; backward from derivatives.yaml:145 */
+ * from ops.yaml:1703; backward from derivatives.yaml:145 */
 yt_tensor *
 yt_slice(yt_tensor *self)
 {
@@ -212,7 +212,7 @@ yt_slice(yt_tensor *self)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:1702; backward from derivatives.yaml:145 */
+ * from ops.yaml:1703; backward from derivatives.yaml:145 */
 yt_tensor *
 yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t step)
 {
@@ -234,7 +234,7 @@ yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t st
 }
 
 /* select(Tensor self, int dim, int index) -> Tensor
- * from ops.yaml:1716; backward from derivatives.yaml:148 */
+ * from ops.yaml:1717; backward from derivatives.yaml:148 */
 yt_tensor *
 yt_select(yt_tensor *self, int64_t dim, int64_t index)
 {
@@ -254,7 +254,7 @@ yt_select(yt_tensor *self, int64_t dim, int64_t index)
 }
 
 /* contiguous(Tensor self) -> Tensor
- * from ops.yaml:1727 */
+ * from ops.yaml:1728 */
 yt_tensor *
 yt_contiguous(yt_tensor *self)
 {
@@ -267,7 +267,7 @@ yt_contiguous(yt_tensor *self)
 }
 
 /* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
- * from ops.yaml:1736 */
+ * from ops.yaml:1737 */
 yt_tensor *
 yt_flatten(yt_tensor *self)
 {
@@ -275,7 +275,7 @@ yt_flatten(yt_tensor *self)
 }
 
 /* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
- * from ops.yaml:1736 */
+ * from ops.yaml:1737 */
 yt_tensor *
 yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim)
 {
@@ -296,7 +296,7 @@ yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim)
 }
 
 /* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
- * from ops.yaml:1753 */
+ * from ops.yaml:1754 */
 yt_tensor *
 yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len)
 {
@@ -320,7 +320,7 @@ yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len)
 }
 
 /* broadcast_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1771 */
+ * from ops.yaml:1772 */
 yt_tensor *
 yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -337,7 +337,7 @@ yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* narrow(Tensor self, int dim, int start, int length) -> Tensor
- * from ops.yaml:1783 */
+ * from ops.yaml:1784 */
 yt_tensor *
 yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length)
 {
@@ -357,7 +357,7 @@ yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length)
 }
 
 /* repeat(Tensor self, int[] repeats) -> Tensor
- * from ops.yaml:1801 */
+ * from ops.yaml:1802 */
 yt_tensor *
 yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len)
 {
@@ -379,7 +379,7 @@ yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len)
 }
 
 /* flip(Tensor self, int[] dims) -> Tensor
- * from ops.yaml:1818; backward from derivatives.yaml:461 */
+ * from ops.yaml:1819; backward from derivatives.yaml:461 */
 yt_tensor *
 yt_flip(yt_tensor *self, const int64_t *dims, int dims_len)
 {
@@ -419,7 +419,7 @@ yt_flip(yt_tensor *self, const int64_t *dims, int dims_len)
 }
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
- * from ops.yaml:1832; backward from derivatives.yaml:464 */
+ * from ops.yaml:1833; backward from derivatives.yaml:464 */
 yt_tensor *
 yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len)
 {
@@ -427,7 +427,7 @@ yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len)
 }
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
- * from ops.yaml:1832; backward from derivatives.yaml:464 */
+ * from ops.yaml:1833; backward from derivatives.yaml:464 */
 yt_tensor *
 yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len, const int64_t *dims,
            int dims_len)
@@ -476,7 +476,7 @@ yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len, const int64_t
 }
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:1857; backward from derivatives.yaml:467 */
+ * from ops.yaml:1858; backward from derivatives.yaml:467 */
 yt_tensor *
 yt_tril(yt_tensor *self)
 {
@@ -484,7 +484,7 @@ yt_tril(yt_tensor *self)
 }
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:1857; backward from derivatives.yaml:467 */
+ * from ops.yaml:1858; backward from derivatives.yaml:467 */
 yt_tensor *
 yt_tril_ex(yt_tensor *self, int64_t diagonal)
 {
@@ -516,7 +516,7 @@ yt_tril_ex(yt_tensor *self, int64_t diagonal)
 }
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:1873; backward from derivatives.yaml:470 */
+ * from ops.yaml:1874; backward from derivatives.yaml:470 */
 yt_tensor *
 yt_triu(yt_tensor *self)
 {
@@ -524,7 +524,7 @@ yt_triu(yt_tensor *self)
 }
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:1873; backward from derivatives.yaml:470 */
+ * from ops.yaml:1874; backward from derivatives.yaml:470 */
 yt_tensor *
 yt_triu_ex(yt_tensor *self, int64_t diagonal)
 {
@@ -556,7 +556,7 @@ yt_triu_ex(yt_tensor *self, int64_t diagonal)
 }
 
 /* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
- * from ops.yaml:1889 */
+ * from ops.yaml:1890 */
 yt_tensor *
 yt_pad(yt_tensor *self, const int64_t *pad, int pad_len)
 {
@@ -564,7 +564,7 @@ yt_pad(yt_tensor *self, const int64_t *pad, int pad_len)
 }
 
 /* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
- * from ops.yaml:1889 */
+ * from ops.yaml:1890 */
 yt_tensor *
 yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode, const double *value)
 {
@@ -592,7 +592,7 @@ yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode, co
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1911; backward from derivatives.yaml:473 */
+ * from ops.yaml:1912; backward from derivatives.yaml:473 */
 yt_tensor *
 yt_cat(yt_tensor *const *tensors, int tensors_len)
 {
@@ -600,7 +600,7 @@ yt_cat(yt_tensor *const *tensors, int tensors_len)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1911; backward from derivatives.yaml:473 */
+ * from ops.yaml:1912; backward from derivatives.yaml:473 */
 yt_tensor *
 yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 {
@@ -643,7 +643,7 @@ yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1911; backward from derivatives.yaml:473 */
+ * from ops.yaml:1912; backward from derivatives.yaml:473 */
 yt_status
 yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len)
 {
@@ -651,7 +651,7 @@ yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1911; backward from derivatives.yaml:473 */
+ * from ops.yaml:1912; backward from derivatives.yaml:473 */
 yt_status
 yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_t dim)
 {
@@ -711,7 +711,7 @@ yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_
 }
 
 /* stack(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1934 */
+ * from ops.yaml:1935 */
 yt_tensor *
 yt_stack(yt_tensor *const *tensors, int tensors_len)
 {
@@ -719,7 +719,7 @@ yt_stack(yt_tensor *const *tensors, int tensors_len)
 }
 
 /* stack(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1934 */
+ * from ops.yaml:1935 */
 yt_tensor *
 yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 {
@@ -744,7 +744,7 @@ yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 }
 
 /* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
- * from ops.yaml:1947 */
+ * from ops.yaml:1948 */
 int64_t
 yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capacity)
 {
@@ -752,7 +752,7 @@ yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capac
 }
 
 /* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
- * from ops.yaml:1947 */
+ * from ops.yaml:1948 */
 int64_t
 yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {
@@ -774,7 +774,7 @@ yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, i
 }
 
 /* split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]
- * from ops.yaml:1960 */
+ * from ops.yaml:1961 */
 int64_t
 yt_split_with_sizes(yt_tensor *self, const int64_t *split_sizes, int split_sizes_len,
                     yt_tensor **out, int64_t out_capacity)
@@ -783,7 +783,7 @@ yt_split_with_sizes(yt_tensor *self, const int64_t *split_sizes, int split_sizes
 }
 
 /* split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]
- * from ops.yaml:1960 */
+ * from ops.yaml:1961 */
 int64_t
 yt_split_with_sizes_ex(yt_tensor *self, const int64_t *split_sizes, int split_sizes_len,
                        int64_t dim, yt_tensor **out, int64_t out_capacity)
@@ -814,7 +814,7 @@ yt_split_with_sizes_ex(yt_tensor *self, const int64_t *split_sizes, int split_si
 }
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
- * from ops.yaml:1973 */
+ * from ops.yaml:1974 */
 int64_t
 yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity)
 {
@@ -822,7 +822,7 @@ yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity)
 }
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
- * from ops.yaml:1973 */
+ * from ops.yaml:1974 */
 int64_t
 yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {
@@ -844,7 +844,7 @@ yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out, int64
 }
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
- * from ops.yaml:1986 */
+ * from ops.yaml:1987 */
 int64_t
 yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
 {
@@ -852,7 +852,7 @@ yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
 }
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
- * from ops.yaml:1986 */
+ * from ops.yaml:1987 */
 int64_t
 yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {

@@ -18588,7 +18588,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Scalar",
-        .where = "ops.yaml:101 sample 0",
+        .where = "ops.yaml:102 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_pow_129,
@@ -18599,7 +18599,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Scalar",
-        .where = "ops.yaml:101 sample 1",
+        .where = "ops.yaml:102 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18611,7 +18611,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Scalar",
-        .where = "ops.yaml:101 sample 2",
+        .where = "ops.yaml:102 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pow_135,
@@ -18622,7 +18622,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Scalar",
-        .where = "ops.yaml:101 sample 3",
+        .where = "ops.yaml:102 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_pow_138,
@@ -18633,7 +18633,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Scalar",
-        .where = "ops.yaml:101 sample 4",
+        .where = "ops.yaml:102 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_pow_141,
@@ -18644,7 +18644,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Tensor",
-        .where = "ops.yaml:108 sample 0",
+        .where = "ops.yaml:109 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18656,7 +18656,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Tensor",
-        .where = "ops.yaml:108 sample 1",
+        .where = "ops.yaml:109 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -18668,7 +18668,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Tensor",
-        .where = "ops.yaml:108 sample 2",
+        .where = "ops.yaml:109 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -18680,7 +18680,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Tensor",
-        .where = "ops.yaml:108 sample 3",
+        .where = "ops.yaml:109 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -18692,7 +18692,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Tensor_Tensor",
-        .where = "ops.yaml:108 sample 4",
+        .where = "ops.yaml:109 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18705,7 +18705,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Scalar",
-        .where = "ops.yaml:126 sample 0",
+        .where = "ops.yaml:127 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_pow_scalar_159,
@@ -18716,7 +18716,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Scalar",
-        .where = "ops.yaml:126 sample 1",
+        .where = "ops.yaml:127 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_pow_scalar_161,
@@ -18727,7 +18727,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Scalar",
-        .where = "ops.yaml:126 sample 2",
+        .where = "ops.yaml:127 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "exponent",
                       .dim = 2,
@@ -18742,7 +18742,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Scalar",
-        .where = "ops.yaml:126 sample 3",
+        .where = "ops.yaml:127 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pow_scalar_165,
@@ -18753,7 +18753,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Scalar",
-        .where = "ops.yaml:126 sample 4",
+        .where = "ops.yaml:127 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "exponent", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_pow_scalar_167,
@@ -18764,7 +18764,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow.Scalar",
-        .where = "ops.yaml:126 sample 5",
+        .where = "ops.yaml:127 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_pow_scalar_169,
@@ -18775,7 +18775,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maximum",
-        .where = "ops.yaml:134 sample 0",
+        .where = "ops.yaml:135 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18787,7 +18787,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maximum",
-        .where = "ops.yaml:134 sample 1",
+        .where = "ops.yaml:135 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -18799,7 +18799,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maximum",
-        .where = "ops.yaml:134 sample 2",
+        .where = "ops.yaml:135 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -18811,7 +18811,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maximum",
-        .where = "ops.yaml:134 sample 3",
+        .where = "ops.yaml:135 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -18823,7 +18823,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maximum",
-        .where = "ops.yaml:134 sample 4",
+        .where = "ops.yaml:135 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18836,7 +18836,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "minimum",
-        .where = "ops.yaml:143 sample 0",
+        .where = "ops.yaml:144 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18848,7 +18848,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "minimum",
-        .where = "ops.yaml:143 sample 1",
+        .where = "ops.yaml:144 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -18860,7 +18860,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "minimum",
-        .where = "ops.yaml:143 sample 2",
+        .where = "ops.yaml:144 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -18872,7 +18872,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "minimum",
-        .where = "ops.yaml:143 sample 3",
+        .where = "ops.yaml:144 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -18884,7 +18884,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "minimum",
-        .where = "ops.yaml:143 sample 4",
+        .where = "ops.yaml:144 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18897,7 +18897,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_min",
-        .where = "ops.yaml:152 sample 0",
+        .where = "ops.yaml:153 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_min_193,
@@ -18908,7 +18908,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_min",
-        .where = "ops.yaml:152 sample 1",
+        .where = "ops.yaml:153 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_min_196,
@@ -18919,7 +18919,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_min",
-        .where = "ops.yaml:152 sample 2",
+        .where = "ops.yaml:153 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_min_199,
@@ -18930,7 +18930,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_min",
-        .where = "ops.yaml:152 sample 3",
+        .where = "ops.yaml:153 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18942,7 +18942,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_max",
-        .where = "ops.yaml:160 sample 0",
+        .where = "ops.yaml:161 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_max_206,
@@ -18953,7 +18953,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_max",
-        .where = "ops.yaml:160 sample 1",
+        .where = "ops.yaml:161 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_max_209,
@@ -18964,7 +18964,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_max",
-        .where = "ops.yaml:160 sample 2",
+        .where = "ops.yaml:161 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_max_212,
@@ -18975,7 +18975,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_max",
-        .where = "ops.yaml:160 sample 3",
+        .where = "ops.yaml:161 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -18987,7 +18987,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_min.Tensor",
-        .where = "ops.yaml:168 sample 0",
+        .where = "ops.yaml:169 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "min", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -18999,7 +18999,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_min.Tensor",
-        .where = "ops.yaml:168 sample 1",
+        .where = "ops.yaml:169 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19011,7 +19011,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_min.Tensor",
-        .where = "ops.yaml:168 sample 2",
+        .where = "ops.yaml:169 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "min", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19023,7 +19023,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_min.Tensor",
-        .where = "ops.yaml:168 sample 3",
+        .where = "ops.yaml:169 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "min", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -19035,7 +19035,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_min.Tensor",
-        .where = "ops.yaml:168 sample 4",
+        .where = "ops.yaml:169 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19048,7 +19048,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_max.Tensor",
-        .where = "ops.yaml:177 sample 0",
+        .where = "ops.yaml:178 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "max", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19060,7 +19060,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_max.Tensor",
-        .where = "ops.yaml:177 sample 1",
+        .where = "ops.yaml:178 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19072,7 +19072,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_max.Tensor",
-        .where = "ops.yaml:177 sample 2",
+        .where = "ops.yaml:178 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "max", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19084,7 +19084,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_max.Tensor",
-        .where = "ops.yaml:177 sample 3",
+        .where = "ops.yaml:178 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "max", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -19096,7 +19096,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_max.Tensor",
-        .where = "ops.yaml:177 sample 4",
+        .where = "ops.yaml:178 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19109,7 +19109,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "remainder.Tensor",
-        .where = "ops.yaml:186 sample 0",
+        .where = "ops.yaml:187 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19121,7 +19121,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "remainder.Tensor",
-        .where = "ops.yaml:186 sample 1",
+        .where = "ops.yaml:187 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19133,7 +19133,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "remainder.Tensor",
-        .where = "ops.yaml:186 sample 2",
+        .where = "ops.yaml:187 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19145,7 +19145,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "remainder.Tensor",
-        .where = "ops.yaml:186 sample 3",
+        .where = "ops.yaml:187 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -19157,7 +19157,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "remainder.Tensor",
-        .where = "ops.yaml:186 sample 4",
+        .where = "ops.yaml:187 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19170,7 +19170,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "remainder.Scalar",
-        .where = "ops.yaml:196 sample 0",
+        .where = "ops.yaml:197 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_remainder_scalar_264,
@@ -19181,7 +19181,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "remainder.Scalar",
-        .where = "ops.yaml:196 sample 1",
+        .where = "ops.yaml:197 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_remainder_scalar_267,
@@ -19192,7 +19192,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "remainder.Scalar",
-        .where = "ops.yaml:196 sample 2",
+        .where = "ops.yaml:197 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_remainder_scalar_270,
@@ -19203,7 +19203,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "remainder.Scalar",
-        .where = "ops.yaml:196 sample 3",
+        .where = "ops.yaml:197 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19215,7 +19215,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "floor_divide",
-        .where = "ops.yaml:204 sample 0",
+        .where = "ops.yaml:205 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19227,7 +19227,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "floor_divide",
-        .where = "ops.yaml:204 sample 1",
+        .where = "ops.yaml:205 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19239,7 +19239,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "floor_divide",
-        .where = "ops.yaml:204 sample 2",
+        .where = "ops.yaml:205 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19251,7 +19251,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "floor_divide",
-        .where = "ops.yaml:204 sample 3",
+        .where = "ops.yaml:205 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -19263,7 +19263,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "floor_divide",
-        .where = "ops.yaml:204 sample 4",
+        .where = "ops.yaml:205 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19276,7 +19276,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lerp.Scalar",
-        .where = "ops.yaml:214 sample 0",
+        .where = "ops.yaml:215 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19288,7 +19288,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lerp.Scalar",
-        .where = "ops.yaml:214 sample 1",
+        .where = "ops.yaml:215 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19300,7 +19300,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lerp.Scalar",
-        .where = "ops.yaml:214 sample 2",
+        .where = "ops.yaml:215 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19312,7 +19312,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lerp.Scalar",
-        .where = "ops.yaml:214 sample 3",
+        .where = "ops.yaml:215 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -19324,7 +19324,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lerp.Scalar",
-        .where = "ops.yaml:214 sample 4",
+        .where = "ops.yaml:215 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19337,7 +19337,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lerp.Tensor",
-        .where = "ops.yaml:231 sample 0",
+        .where = "ops.yaml:232 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19350,7 +19350,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lerp.Tensor",
-        .where = "ops.yaml:231 sample 1",
+        .where = "ops.yaml:232 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19363,7 +19363,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lerp.Tensor",
-        .where = "ops.yaml:231 sample 2",
+        .where = "ops.yaml:232 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19377,7 +19377,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lerp.Tensor",
-        .where = "ops.yaml:231 sample 3",
+        .where = "ops.yaml:232 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19390,7 +19390,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addcmul",
-        .where = "ops.yaml:245 sample 0",
+        .where = "ops.yaml:246 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19403,7 +19403,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addcmul",
-        .where = "ops.yaml:245 sample 1",
+        .where = "ops.yaml:246 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19416,7 +19416,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addcmul",
-        .where = "ops.yaml:245 sample 2",
+        .where = "ops.yaml:246 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19430,7 +19430,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addcmul",
-        .where = "ops.yaml:245 sample 3",
+        .where = "ops.yaml:246 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19443,7 +19443,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addcdiv",
-        .where = "ops.yaml:260 sample 0",
+        .where = "ops.yaml:261 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19456,7 +19456,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addcdiv",
-        .where = "ops.yaml:260 sample 1",
+        .where = "ops.yaml:261 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19469,7 +19469,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addcdiv",
-        .where = "ops.yaml:260 sample 2",
+        .where = "ops.yaml:261 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19483,7 +19483,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addcdiv",
-        .where = "ops.yaml:260 sample 3",
+        .where = "ops.yaml:261 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19496,7 +19496,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow_scalar_backward",
-        .where = "ops.yaml:275 sample 0",
+        .where = "ops.yaml:276 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19509,7 +19509,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow_scalar_backward",
-        .where = "ops.yaml:275 sample 1",
+        .where = "ops.yaml:276 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19522,7 +19522,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow_scalar_backward",
-        .where = "ops.yaml:275 sample 2",
+        .where = "ops.yaml:276 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19535,7 +19535,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pow_scalar_backward",
-        .where = "ops.yaml:275 sample 3",
+        .where = "ops.yaml:276 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19549,7 +19549,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div.Tensor_mode",
-        .where = "ops.yaml:293 sample 0",
+        .where = "ops.yaml:294 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19561,7 +19561,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div.Tensor_mode",
-        .where = "ops.yaml:293 sample 1",
+        .where = "ops.yaml:294 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19573,7 +19573,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div.Tensor_mode",
-        .where = "ops.yaml:293 sample 2",
+        .where = "ops.yaml:294 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19586,7 +19586,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div.Tensor_mode",
-        .where = "ops.yaml:293 sample 3",
+        .where = "ops.yaml:294 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19599,7 +19599,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div.Tensor_mode",
-        .where = "ops.yaml:293 sample 4",
+        .where = "ops.yaml:294 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19611,7 +19611,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div.Tensor_mode",
-        .where = "ops.yaml:293 sample 5",
+        .where = "ops.yaml:294 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -19623,7 +19623,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div.Tensor_mode",
-        .where = "ops.yaml:293 sample 6",
+        .where = "ops.yaml:294 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -19635,7 +19635,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div.Scalar_mode",
-        .where = "ops.yaml:311 sample 0",
+        .where = "ops.yaml:312 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_div_scalar_mode_375,
@@ -19646,7 +19646,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div.Scalar_mode",
-        .where = "ops.yaml:311 sample 1",
+        .where = "ops.yaml:312 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19658,7 +19658,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div.Scalar_mode",
-        .where = "ops.yaml:311 sample 2",
+        .where = "ops.yaml:312 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_div_scalar_mode_381,
@@ -19669,7 +19669,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div.Scalar_mode",
-        .where = "ops.yaml:311 sample 3",
+        .where = "ops.yaml:312 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_div_scalar_mode_384,
@@ -19680,7 +19680,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div.Scalar_mode",
-        .where = "ops.yaml:311 sample 4",
+        .where = "ops.yaml:312 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_div_scalar_mode_387,
@@ -19691,7 +19691,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp",
-        .where = "ops.yaml:328 sample 0",
+        .where = "ops.yaml:329 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_392,
@@ -19702,7 +19702,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp",
-        .where = "ops.yaml:328 sample 1",
+        .where = "ops.yaml:329 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19714,7 +19714,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp",
-        .where = "ops.yaml:328 sample 2",
+        .where = "ops.yaml:329 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_398,
@@ -19725,7 +19725,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp",
-        .where = "ops.yaml:328 sample 3",
+        .where = "ops.yaml:329 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_401,
@@ -19736,7 +19736,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp",
-        .where = "ops.yaml:328 sample 4",
+        .where = "ops.yaml:329 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_clamp_404,
@@ -19747,7 +19747,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp.Tensor",
-        .where = "ops.yaml:346 sample 0",
+        .where = "ops.yaml:347 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -19762,7 +19762,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp.Tensor",
-        .where = "ops.yaml:346 sample 1",
+        .where = "ops.yaml:347 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -19776,7 +19776,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp.Tensor",
-        .where = "ops.yaml:346 sample 2",
+        .where = "ops.yaml:347 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -19789,7 +19789,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp.Tensor",
-        .where = "ops.yaml:346 sample 3",
+        .where = "ops.yaml:347 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -19804,7 +19804,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_backward",
-        .where = "ops.yaml:360 sample 0",
+        .where = "ops.yaml:361 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19816,7 +19816,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_backward",
-        .where = "ops.yaml:360 sample 1",
+        .where = "ops.yaml:361 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -19829,7 +19829,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_backward",
-        .where = "ops.yaml:360 sample 2",
+        .where = "ops.yaml:361 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -19841,7 +19841,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_tensor_backward",
-        .where = "ops.yaml:374 sample 0",
+        .where = "ops.yaml:375 sample 0",
         .n_inputs = 4,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19857,7 +19857,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_tensor_backward",
-        .where = "ops.yaml:374 sample 1",
+        .where = "ops.yaml:375 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -19872,7 +19872,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_tensor_backward",
-        .where = "ops.yaml:374 sample 2",
+        .where = "ops.yaml:375 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -19886,7 +19886,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_tensor_backward_min",
-        .where = "ops.yaml:388 sample 0",
+        .where = "ops.yaml:389 sample 0",
         .n_inputs = 4,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19901,7 +19901,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_tensor_backward_min",
-        .where = "ops.yaml:388 sample 1",
+        .where = "ops.yaml:389 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -19915,7 +19915,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_tensor_backward_max",
-        .where = "ops.yaml:401 sample 0",
+        .where = "ops.yaml:402 sample 0",
         .n_inputs = 4,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -19930,7 +19930,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clamp_tensor_backward_max",
-        .where = "ops.yaml:401 sample 1",
+        .where = "ops.yaml:402 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -19944,7 +19944,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div_rounding_backward",
-        .where = "ops.yaml:413 sample 0",
+        .where = "ops.yaml:414 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_div_rounding_backward_442,
@@ -19955,7 +19955,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "div_rounding_backward",
-        .where = "ops.yaml:413 sample 1",
+        .where = "ops.yaml:414 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_div_rounding_backward_443,
@@ -19966,7 +19966,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "exp",
-        .where = "ops.yaml:421 sample 0",
+        .where = "ops.yaml:422 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_exp_446,
@@ -19977,7 +19977,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "exp",
-        .where = "ops.yaml:421 sample 1",
+        .where = "ops.yaml:422 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_exp_449,
@@ -19988,7 +19988,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "exp",
-        .where = "ops.yaml:421 sample 2",
+        .where = "ops.yaml:422 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_exp_452,
@@ -19999,7 +19999,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "exp",
-        .where = "ops.yaml:421 sample 3",
+        .where = "ops.yaml:422 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20011,7 +20011,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log",
-        .where = "ops.yaml:429 sample 0",
+        .where = "ops.yaml:430 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_458,
@@ -20022,7 +20022,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log",
-        .where = "ops.yaml:429 sample 1",
+        .where = "ops.yaml:430 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_log_461,
@@ -20033,7 +20033,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log",
-        .where = "ops.yaml:429 sample 2",
+        .where = "ops.yaml:430 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_log_464,
@@ -20044,7 +20044,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log",
-        .where = "ops.yaml:429 sample 3",
+        .where = "ops.yaml:430 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20056,7 +20056,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sqrt",
-        .where = "ops.yaml:438 sample 0",
+        .where = "ops.yaml:439 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sqrt_470,
@@ -20067,7 +20067,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sqrt",
-        .where = "ops.yaml:438 sample 1",
+        .where = "ops.yaml:439 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sqrt_473,
@@ -20078,7 +20078,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sqrt",
-        .where = "ops.yaml:438 sample 2",
+        .where = "ops.yaml:439 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_sqrt_476,
@@ -20089,7 +20089,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sqrt",
-        .where = "ops.yaml:438 sample 3",
+        .where = "ops.yaml:439 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20101,7 +20101,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "relu",
-        .where = "ops.yaml:447 sample 0",
+        .where = "ops.yaml:448 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_relu_482,
@@ -20112,7 +20112,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "relu",
-        .where = "ops.yaml:447 sample 1",
+        .where = "ops.yaml:448 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_relu_485,
@@ -20123,7 +20123,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "relu",
-        .where = "ops.yaml:447 sample 2",
+        .where = "ops.yaml:448 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_relu_488,
@@ -20134,7 +20134,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "relu",
-        .where = "ops.yaml:447 sample 3",
+        .where = "ops.yaml:448 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20146,7 +20146,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "threshold_backward",
-        .where = "ops.yaml:463 sample 0",
+        .where = "ops.yaml:464 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -20158,7 +20158,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "threshold_backward",
-        .where = "ops.yaml:463 sample 1",
+        .where = "ops.yaml:464 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -20170,7 +20170,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sigmoid",
-        .where = "ops.yaml:468 sample 0",
+        .where = "ops.yaml:469 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sigmoid_499,
@@ -20181,7 +20181,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sigmoid",
-        .where = "ops.yaml:468 sample 1",
+        .where = "ops.yaml:469 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sigmoid_502,
@@ -20192,7 +20192,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sigmoid",
-        .where = "ops.yaml:468 sample 2",
+        .where = "ops.yaml:469 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_sigmoid_505,
@@ -20203,7 +20203,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sigmoid",
-        .where = "ops.yaml:468 sample 3",
+        .where = "ops.yaml:469 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20215,7 +20215,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tanh",
-        .where = "ops.yaml:476 sample 0",
+        .where = "ops.yaml:477 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_tanh_511,
@@ -20226,7 +20226,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tanh",
-        .where = "ops.yaml:476 sample 1",
+        .where = "ops.yaml:477 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_tanh_514,
@@ -20237,7 +20237,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tanh",
-        .where = "ops.yaml:476 sample 2",
+        .where = "ops.yaml:477 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_tanh_517,
@@ -20248,7 +20248,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tanh",
-        .where = "ops.yaml:476 sample 3",
+        .where = "ops.yaml:477 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20260,7 +20260,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softplus",
-        .where = "ops.yaml:484 sample 0",
+        .where = "ops.yaml:485 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softplus_523,
@@ -20271,7 +20271,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softplus",
-        .where = "ops.yaml:484 sample 1",
+        .where = "ops.yaml:485 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_softplus_526,
@@ -20282,7 +20282,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softplus",
-        .where = "ops.yaml:484 sample 2",
+        .where = "ops.yaml:485 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_softplus_529,
@@ -20293,7 +20293,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softplus",
-        .where = "ops.yaml:484 sample 3",
+        .where = "ops.yaml:485 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20305,7 +20305,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clone",
-        .where = "ops.yaml:491 sample 0",
+        .where = "ops.yaml:492 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_clone_536,
@@ -20316,7 +20316,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clone",
-        .where = "ops.yaml:491 sample 1",
+        .where = "ops.yaml:492 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_clone_538,
@@ -20327,7 +20327,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clone",
-        .where = "ops.yaml:491 sample 2",
+        .where = "ops.yaml:492 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_clone_540,
@@ -20338,7 +20338,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "clone",
-        .where = "ops.yaml:491 sample 3",
+        .where = "ops.yaml:492 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20350,7 +20350,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "abs",
-        .where = "ops.yaml:506 sample 0",
+        .where = "ops.yaml:507 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_abs_544,
@@ -20361,7 +20361,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "abs",
-        .where = "ops.yaml:506 sample 1",
+        .where = "ops.yaml:507 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_abs_547,
@@ -20372,7 +20372,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "abs",
-        .where = "ops.yaml:506 sample 2",
+        .where = "ops.yaml:507 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_abs_550,
@@ -20383,7 +20383,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "abs",
-        .where = "ops.yaml:506 sample 3",
+        .where = "ops.yaml:507 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20395,7 +20395,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sign",
-        .where = "ops.yaml:514 sample 0",
+        .where = "ops.yaml:515 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sign_557,
@@ -20406,7 +20406,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sign",
-        .where = "ops.yaml:514 sample 1",
+        .where = "ops.yaml:515 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sign_560,
@@ -20417,7 +20417,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sign",
-        .where = "ops.yaml:514 sample 2",
+        .where = "ops.yaml:515 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_sign_563,
@@ -20428,7 +20428,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sign",
-        .where = "ops.yaml:514 sample 3",
+        .where = "ops.yaml:515 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20440,7 +20440,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "square",
-        .where = "ops.yaml:521 sample 0",
+        .where = "ops.yaml:522 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_square_569,
@@ -20451,7 +20451,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "square",
-        .where = "ops.yaml:521 sample 1",
+        .where = "ops.yaml:522 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_square_572,
@@ -20462,7 +20462,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "square",
-        .where = "ops.yaml:521 sample 2",
+        .where = "ops.yaml:522 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_square_575,
@@ -20473,7 +20473,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "square",
-        .where = "ops.yaml:521 sample 3",
+        .where = "ops.yaml:522 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20485,7 +20485,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reciprocal",
-        .where = "ops.yaml:530 sample 0",
+        .where = "ops.yaml:531 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_reciprocal_581,
@@ -20496,7 +20496,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reciprocal",
-        .where = "ops.yaml:530 sample 1",
+        .where = "ops.yaml:531 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_reciprocal_584,
@@ -20507,7 +20507,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reciprocal",
-        .where = "ops.yaml:530 sample 2",
+        .where = "ops.yaml:531 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_reciprocal_587,
@@ -20518,7 +20518,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reciprocal",
-        .where = "ops.yaml:530 sample 3",
+        .where = "ops.yaml:531 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20530,7 +20530,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rsqrt",
-        .where = "ops.yaml:539 sample 0",
+        .where = "ops.yaml:540 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_rsqrt_593,
@@ -20541,7 +20541,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rsqrt",
-        .where = "ops.yaml:539 sample 1",
+        .where = "ops.yaml:540 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_rsqrt_596,
@@ -20552,7 +20552,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rsqrt",
-        .where = "ops.yaml:539 sample 2",
+        .where = "ops.yaml:540 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_rsqrt_599,
@@ -20563,7 +20563,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rsqrt",
-        .where = "ops.yaml:539 sample 3",
+        .where = "ops.yaml:540 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20575,7 +20575,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expm1",
-        .where = "ops.yaml:548 sample 0",
+        .where = "ops.yaml:549 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_expm1_605,
@@ -20586,7 +20586,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expm1",
-        .where = "ops.yaml:548 sample 1",
+        .where = "ops.yaml:549 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_expm1_608,
@@ -20597,7 +20597,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expm1",
-        .where = "ops.yaml:548 sample 2",
+        .where = "ops.yaml:549 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_expm1_611,
@@ -20608,7 +20608,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expm1",
-        .where = "ops.yaml:548 sample 3",
+        .where = "ops.yaml:549 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20620,7 +20620,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log1p",
-        .where = "ops.yaml:556 sample 0",
+        .where = "ops.yaml:557 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log1p_617,
@@ -20631,7 +20631,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log1p",
-        .where = "ops.yaml:556 sample 1",
+        .where = "ops.yaml:557 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_log1p_620,
@@ -20642,7 +20642,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log1p",
-        .where = "ops.yaml:556 sample 2",
+        .where = "ops.yaml:557 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_log1p_623,
@@ -20653,7 +20653,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log1p",
-        .where = "ops.yaml:556 sample 3",
+        .where = "ops.yaml:557 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20665,7 +20665,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log2",
-        .where = "ops.yaml:565 sample 0",
+        .where = "ops.yaml:566 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log2_629,
@@ -20676,7 +20676,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log2",
-        .where = "ops.yaml:565 sample 1",
+        .where = "ops.yaml:566 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_log2_632,
@@ -20687,7 +20687,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log2",
-        .where = "ops.yaml:565 sample 2",
+        .where = "ops.yaml:566 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_log2_635,
@@ -20698,7 +20698,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log2",
-        .where = "ops.yaml:565 sample 3",
+        .where = "ops.yaml:566 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20710,7 +20710,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sin",
-        .where = "ops.yaml:574 sample 0",
+        .where = "ops.yaml:575 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sin_641,
@@ -20721,7 +20721,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sin",
-        .where = "ops.yaml:574 sample 1",
+        .where = "ops.yaml:575 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sin_644,
@@ -20732,7 +20732,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sin",
-        .where = "ops.yaml:574 sample 2",
+        .where = "ops.yaml:575 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_sin_647,
@@ -20743,7 +20743,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sin",
-        .where = "ops.yaml:574 sample 3",
+        .where = "ops.yaml:575 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20755,7 +20755,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cos",
-        .where = "ops.yaml:582 sample 0",
+        .where = "ops.yaml:583 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_cos_653,
@@ -20766,7 +20766,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cos",
-        .where = "ops.yaml:582 sample 1",
+        .where = "ops.yaml:583 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_cos_656,
@@ -20777,7 +20777,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cos",
-        .where = "ops.yaml:582 sample 2",
+        .where = "ops.yaml:583 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_cos_659,
@@ -20788,7 +20788,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cos",
-        .where = "ops.yaml:582 sample 3",
+        .where = "ops.yaml:583 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20800,7 +20800,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "erf",
-        .where = "ops.yaml:590 sample 0",
+        .where = "ops.yaml:591 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_erf_665,
@@ -20811,7 +20811,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "erf",
-        .where = "ops.yaml:590 sample 1",
+        .where = "ops.yaml:591 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_erf_668,
@@ -20822,7 +20822,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "erf",
-        .where = "ops.yaml:590 sample 2",
+        .where = "ops.yaml:591 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_erf_671,
@@ -20833,7 +20833,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "erf",
-        .where = "ops.yaml:590 sample 3",
+        .where = "ops.yaml:591 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20845,7 +20845,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "floor",
-        .where = "ops.yaml:598 sample 0",
+        .where = "ops.yaml:599 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_floor_677,
@@ -20856,7 +20856,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "floor",
-        .where = "ops.yaml:598 sample 1",
+        .where = "ops.yaml:599 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_floor_680,
@@ -20867,7 +20867,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "floor",
-        .where = "ops.yaml:598 sample 2",
+        .where = "ops.yaml:599 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_floor_683,
@@ -20878,7 +20878,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "floor",
-        .where = "ops.yaml:598 sample 3",
+        .where = "ops.yaml:599 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20890,7 +20890,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ceil",
-        .where = "ops.yaml:605 sample 0",
+        .where = "ops.yaml:606 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_ceil_690,
@@ -20901,7 +20901,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ceil",
-        .where = "ops.yaml:605 sample 1",
+        .where = "ops.yaml:606 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_ceil_693,
@@ -20912,7 +20912,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ceil",
-        .where = "ops.yaml:605 sample 2",
+        .where = "ops.yaml:606 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_ceil_696,
@@ -20923,7 +20923,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ceil",
-        .where = "ops.yaml:605 sample 3",
+        .where = "ops.yaml:606 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20935,7 +20935,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "round",
-        .where = "ops.yaml:612 sample 0",
+        .where = "ops.yaml:613 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_round_703,
@@ -20946,7 +20946,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "round",
-        .where = "ops.yaml:612 sample 1",
+        .where = "ops.yaml:613 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_round_706,
@@ -20957,7 +20957,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "round",
-        .where = "ops.yaml:612 sample 2",
+        .where = "ops.yaml:613 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_round_709,
@@ -20968,7 +20968,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "round",
-        .where = "ops.yaml:612 sample 3",
+        .where = "ops.yaml:613 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -20980,7 +20980,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "trunc",
-        .where = "ops.yaml:619 sample 0",
+        .where = "ops.yaml:620 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_trunc_716,
@@ -20991,7 +20991,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "trunc",
-        .where = "ops.yaml:619 sample 1",
+        .where = "ops.yaml:620 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_trunc_719,
@@ -21002,7 +21002,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "trunc",
-        .where = "ops.yaml:619 sample 2",
+        .where = "ops.yaml:620 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_trunc_722,
@@ -21013,7 +21013,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "trunc",
-        .where = "ops.yaml:619 sample 3",
+        .where = "ops.yaml:620 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21025,7 +21025,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "leaky_relu",
-        .where = "ops.yaml:626 sample 0",
+        .where = "ops.yaml:627 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_leaky_relu_729,
@@ -21036,7 +21036,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "leaky_relu",
-        .where = "ops.yaml:626 sample 1",
+        .where = "ops.yaml:627 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_leaky_relu_732,
@@ -21047,7 +21047,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "leaky_relu",
-        .where = "ops.yaml:626 sample 2",
+        .where = "ops.yaml:627 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_leaky_relu_735,
@@ -21058,7 +21058,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "leaky_relu",
-        .where = "ops.yaml:626 sample 3",
+        .where = "ops.yaml:627 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21070,7 +21070,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "leaky_relu_backward",
-        .where = "ops.yaml:634 sample 0",
+        .where = "ops.yaml:635 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -21082,7 +21082,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "leaky_relu_backward",
-        .where = "ops.yaml:634 sample 1",
+        .where = "ops.yaml:635 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -21094,7 +21094,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "leaky_relu_backward",
-        .where = "ops.yaml:634 sample 2",
+        .where = "ops.yaml:635 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -21106,7 +21106,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "leaky_relu_backward",
-        .where = "ops.yaml:634 sample 3",
+        .where = "ops.yaml:635 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -21118,7 +21118,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "leaky_relu_backward",
-        .where = "ops.yaml:634 sample 4",
+        .where = "ops.yaml:635 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -21134,7 +21134,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "elu",
-        .where = "ops.yaml:645 sample 0",
+        .where = "ops.yaml:646 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_elu_749,
@@ -21145,7 +21145,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "elu",
-        .where = "ops.yaml:645 sample 1",
+        .where = "ops.yaml:646 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_elu_752,
@@ -21156,7 +21156,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "elu",
-        .where = "ops.yaml:645 sample 2",
+        .where = "ops.yaml:646 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_elu_755,
@@ -21167,7 +21167,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "elu",
-        .where = "ops.yaml:645 sample 3",
+        .where = "ops.yaml:646 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21179,7 +21179,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "elu_backward",
-        .where = "ops.yaml:653 sample 0",
+        .where = "ops.yaml:654 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -21191,7 +21191,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "elu_backward",
-        .where = "ops.yaml:653 sample 1",
+        .where = "ops.yaml:654 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -21203,7 +21203,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "elu_backward",
-        .where = "ops.yaml:653 sample 2",
+        .where = "ops.yaml:654 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -21215,7 +21215,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "elu_backward",
-        .where = "ops.yaml:653 sample 3",
+        .where = "ops.yaml:654 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -21227,7 +21227,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "elu_backward",
-        .where = "ops.yaml:653 sample 4",
+        .where = "ops.yaml:654 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -21243,7 +21243,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "silu",
-        .where = "ops.yaml:664 sample 0",
+        .where = "ops.yaml:665 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_silu_769,
@@ -21254,7 +21254,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "silu",
-        .where = "ops.yaml:664 sample 1",
+        .where = "ops.yaml:665 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_silu_772,
@@ -21265,7 +21265,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "silu",
-        .where = "ops.yaml:664 sample 2",
+        .where = "ops.yaml:665 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_silu_775,
@@ -21276,7 +21276,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "silu",
-        .where = "ops.yaml:664 sample 3",
+        .where = "ops.yaml:665 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21288,7 +21288,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "isnan",
-        .where = "ops.yaml:671 sample 0",
+        .where = "ops.yaml:672 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_isnan_782,
@@ -21299,7 +21299,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "isnan",
-        .where = "ops.yaml:671 sample 1",
+        .where = "ops.yaml:672 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_isnan_783,
@@ -21310,7 +21310,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "isnan",
-        .where = "ops.yaml:671 sample 2",
+        .where = "ops.yaml:672 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_isnan_784,
@@ -21321,7 +21321,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "isnan",
-        .where = "ops.yaml:671 sample 3",
+        .where = "ops.yaml:672 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21333,7 +21333,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "isfinite",
-        .where = "ops.yaml:680 sample 0",
+        .where = "ops.yaml:681 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_isfinite_786,
@@ -21344,7 +21344,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "isfinite",
-        .where = "ops.yaml:680 sample 1",
+        .where = "ops.yaml:681 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_isfinite_787,
@@ -21355,7 +21355,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "isfinite",
-        .where = "ops.yaml:680 sample 2",
+        .where = "ops.yaml:681 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_isfinite_788,
@@ -21366,7 +21366,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "isfinite",
-        .where = "ops.yaml:680 sample 3",
+        .where = "ops.yaml:681 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21378,7 +21378,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gelu",
-        .where = "ops.yaml:696 sample 0",
+        .where = "ops.yaml:697 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_gelu_790,
@@ -21389,7 +21389,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gelu",
-        .where = "ops.yaml:696 sample 1",
+        .where = "ops.yaml:697 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21401,7 +21401,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gelu",
-        .where = "ops.yaml:696 sample 2",
+        .where = "ops.yaml:697 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_gelu_796,
@@ -21412,7 +21412,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gelu",
-        .where = "ops.yaml:696 sample 3",
+        .where = "ops.yaml:697 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_gelu_799,
@@ -21423,7 +21423,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gelu",
-        .where = "ops.yaml:696 sample 4",
+        .where = "ops.yaml:697 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_gelu_802,
@@ -21434,7 +21434,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gelu_backward",
-        .where = "ops.yaml:712 sample 0",
+        .where = "ops.yaml:713 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -21446,7 +21446,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gelu_backward",
-        .where = "ops.yaml:712 sample 1",
+        .where = "ops.yaml:713 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -21458,7 +21458,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gelu_backward",
-        .where = "ops.yaml:712 sample 2",
+        .where = "ops.yaml:713 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -21471,7 +21471,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gelu_backward",
-        .where = "ops.yaml:712 sample 3",
+        .where = "ops.yaml:713 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -21483,7 +21483,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gelu_backward",
-        .where = "ops.yaml:712 sample 4",
+        .where = "ops.yaml:713 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -21495,7 +21495,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nan_to_num",
-        .where = "ops.yaml:733 sample 0",
+        .where = "ops.yaml:734 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_nan_to_num_815,
@@ -21506,7 +21506,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nan_to_num",
-        .where = "ops.yaml:733 sample 1",
+        .where = "ops.yaml:734 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21518,7 +21518,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nan_to_num",
-        .where = "ops.yaml:733 sample 2",
+        .where = "ops.yaml:734 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_nan_to_num_821,
@@ -21529,7 +21529,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nan_to_num",
-        .where = "ops.yaml:733 sample 3",
+        .where = "ops.yaml:734 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_nan_to_num_824,
@@ -21540,7 +21540,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:742 sample 0",
+        .where = "ops.yaml:743 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -21552,7 +21552,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:742 sample 1",
+        .where = "ops.yaml:743 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -21564,7 +21564,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:742 sample 2",
+        .where = "ops.yaml:743 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -21576,7 +21576,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:742 sample 3",
+        .where = "ops.yaml:743 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -21588,7 +21588,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eq.Tensor",
-        .where = "ops.yaml:742 sample 4",
+        .where = "ops.yaml:743 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21601,7 +21601,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eq.Scalar",
-        .where = "ops.yaml:752 sample 0",
+        .where = "ops.yaml:753 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_eq_scalar_838,
@@ -21612,7 +21612,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eq.Scalar",
-        .where = "ops.yaml:752 sample 1",
+        .where = "ops.yaml:753 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_eq_scalar_840,
@@ -21623,7 +21623,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eq.Scalar",
-        .where = "ops.yaml:752 sample 2",
+        .where = "ops.yaml:753 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_eq_scalar_842,
@@ -21634,7 +21634,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eq.Scalar",
-        .where = "ops.yaml:752 sample 3",
+        .where = "ops.yaml:753 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21646,7 +21646,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:761 sample 0",
+        .where = "ops.yaml:762 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -21658,7 +21658,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:761 sample 1",
+        .where = "ops.yaml:762 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -21670,7 +21670,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:761 sample 2",
+        .where = "ops.yaml:762 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -21682,7 +21682,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:761 sample 3",
+        .where = "ops.yaml:762 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -21694,7 +21694,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lt.Tensor",
-        .where = "ops.yaml:761 sample 4",
+        .where = "ops.yaml:762 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21707,7 +21707,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lt.Scalar",
-        .where = "ops.yaml:771 sample 0",
+        .where = "ops.yaml:772 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_lt_scalar_857,
@@ -21718,7 +21718,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lt.Scalar",
-        .where = "ops.yaml:771 sample 1",
+        .where = "ops.yaml:772 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_lt_scalar_859,
@@ -21729,7 +21729,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lt.Scalar",
-        .where = "ops.yaml:771 sample 2",
+        .where = "ops.yaml:772 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_lt_scalar_861,
@@ -21740,7 +21740,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "lt.Scalar",
-        .where = "ops.yaml:771 sample 3",
+        .where = "ops.yaml:772 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21752,7 +21752,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:780 sample 0",
+        .where = "ops.yaml:781 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -21764,7 +21764,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:780 sample 1",
+        .where = "ops.yaml:781 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -21776,7 +21776,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:780 sample 2",
+        .where = "ops.yaml:781 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -21788,7 +21788,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:780 sample 3",
+        .where = "ops.yaml:781 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -21800,7 +21800,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gt.Tensor",
-        .where = "ops.yaml:780 sample 4",
+        .where = "ops.yaml:781 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21813,7 +21813,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gt.Scalar",
-        .where = "ops.yaml:790 sample 0",
+        .where = "ops.yaml:791 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_gt_scalar_876,
@@ -21824,7 +21824,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gt.Scalar",
-        .where = "ops.yaml:790 sample 1",
+        .where = "ops.yaml:791 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_gt_scalar_878,
@@ -21835,7 +21835,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gt.Scalar",
-        .where = "ops.yaml:790 sample 2",
+        .where = "ops.yaml:791 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_gt_scalar_880,
@@ -21846,7 +21846,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gt.Scalar",
-        .where = "ops.yaml:790 sample 3",
+        .where = "ops.yaml:791 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21858,7 +21858,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "where",
-        .where = "ops.yaml:807 sample 0",
+        .where = "ops.yaml:808 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -21871,7 +21871,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "where",
-        .where = "ops.yaml:807 sample 1",
+        .where = "ops.yaml:808 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -21884,7 +21884,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "where",
-        .where = "ops.yaml:807 sample 2",
+        .where = "ops.yaml:808 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -21897,7 +21897,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:812 sample 0",
+        .where = "ops.yaml:813 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -21909,7 +21909,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:812 sample 1",
+        .where = "ops.yaml:813 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -21921,7 +21921,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:812 sample 2",
+        .where = "ops.yaml:813 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -21933,7 +21933,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:812 sample 3",
+        .where = "ops.yaml:813 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -21945,7 +21945,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ne.Tensor",
-        .where = "ops.yaml:812 sample 4",
+        .where = "ops.yaml:813 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -21958,7 +21958,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ne.Scalar",
-        .where = "ops.yaml:822 sample 0",
+        .where = "ops.yaml:823 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_ne_scalar_903,
@@ -21969,7 +21969,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ne.Scalar",
-        .where = "ops.yaml:822 sample 1",
+        .where = "ops.yaml:823 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_ne_scalar_905,
@@ -21980,7 +21980,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ne.Scalar",
-        .where = "ops.yaml:822 sample 2",
+        .where = "ops.yaml:823 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_ne_scalar_907,
@@ -21991,7 +21991,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ne.Scalar",
-        .where = "ops.yaml:822 sample 3",
+        .where = "ops.yaml:823 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22003,7 +22003,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:831 sample 0",
+        .where = "ops.yaml:832 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -22015,7 +22015,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:831 sample 1",
+        .where = "ops.yaml:832 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -22027,7 +22027,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:831 sample 2",
+        .where = "ops.yaml:832 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -22039,7 +22039,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:831 sample 3",
+        .where = "ops.yaml:832 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -22051,7 +22051,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "le.Tensor",
-        .where = "ops.yaml:831 sample 4",
+        .where = "ops.yaml:832 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22064,7 +22064,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "le.Scalar",
-        .where = "ops.yaml:841 sample 0",
+        .where = "ops.yaml:842 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_le_scalar_922,
@@ -22075,7 +22075,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "le.Scalar",
-        .where = "ops.yaml:841 sample 1",
+        .where = "ops.yaml:842 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_le_scalar_924,
@@ -22086,7 +22086,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "le.Scalar",
-        .where = "ops.yaml:841 sample 2",
+        .where = "ops.yaml:842 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_le_scalar_926,
@@ -22097,7 +22097,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "le.Scalar",
-        .where = "ops.yaml:841 sample 3",
+        .where = "ops.yaml:842 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22109,7 +22109,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:850 sample 0",
+        .where = "ops.yaml:851 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -22121,7 +22121,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:850 sample 1",
+        .where = "ops.yaml:851 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -22133,7 +22133,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:850 sample 2",
+        .where = "ops.yaml:851 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -22145,7 +22145,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:850 sample 3",
+        .where = "ops.yaml:851 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -22157,7 +22157,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ge.Tensor",
-        .where = "ops.yaml:850 sample 4",
+        .where = "ops.yaml:851 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22170,7 +22170,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ge.Scalar",
-        .where = "ops.yaml:860 sample 0",
+        .where = "ops.yaml:861 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_ge_scalar_941,
@@ -22181,7 +22181,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ge.Scalar",
-        .where = "ops.yaml:860 sample 1",
+        .where = "ops.yaml:861 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_ge_scalar_943,
@@ -22192,7 +22192,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ge.Scalar",
-        .where = "ops.yaml:860 sample 2",
+        .where = "ops.yaml:861 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_ge_scalar_945,
@@ -22203,7 +22203,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ge.Scalar",
-        .where = "ops.yaml:860 sample 3",
+        .where = "ops.yaml:861 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22215,7 +22215,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:869 sample 0",
+        .where = "ops.yaml:870 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -22227,7 +22227,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:869 sample 1",
+        .where = "ops.yaml:870 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -22239,7 +22239,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:869 sample 2",
+        .where = "ops.yaml:870 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -22251,7 +22251,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:869 sample 3",
+        .where = "ops.yaml:870 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -22263,7 +22263,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_and",
-        .where = "ops.yaml:869 sample 4",
+        .where = "ops.yaml:870 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22276,7 +22276,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:879 sample 0",
+        .where = "ops.yaml:880 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -22288,7 +22288,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:879 sample 1",
+        .where = "ops.yaml:880 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -22300,7 +22300,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:879 sample 2",
+        .where = "ops.yaml:880 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -22312,7 +22312,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:879 sample 3",
+        .where = "ops.yaml:880 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -22324,7 +22324,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_or",
-        .where = "ops.yaml:879 sample 4",
+        .where = "ops.yaml:880 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22337,7 +22337,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:889 sample 0",
+        .where = "ops.yaml:890 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -22349,7 +22349,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:889 sample 1",
+        .where = "ops.yaml:890 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -22361,7 +22361,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:889 sample 2",
+        .where = "ops.yaml:890 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -22373,7 +22373,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:889 sample 3",
+        .where = "ops.yaml:890 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -22385,7 +22385,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_xor",
-        .where = "ops.yaml:889 sample 4",
+        .where = "ops.yaml:890 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22398,7 +22398,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_not",
-        .where = "ops.yaml:899 sample 0",
+        .where = "ops.yaml:900 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_logical_not_982,
@@ -22409,7 +22409,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_not",
-        .where = "ops.yaml:899 sample 1",
+        .where = "ops.yaml:900 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_logical_not_984,
@@ -22420,7 +22420,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_not",
-        .where = "ops.yaml:899 sample 2",
+        .where = "ops.yaml:900 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_logical_not_986,
@@ -22431,7 +22431,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logical_not",
-        .where = "ops.yaml:899 sample 3",
+        .where = "ops.yaml:900 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22443,7 +22443,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_fill.Scalar",
-        .where = "ops.yaml:915 sample 0",
+        .where = "ops.yaml:916 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
@@ -22455,7 +22455,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_fill.Scalar",
-        .where = "ops.yaml:915 sample 1",
+        .where = "ops.yaml:916 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
@@ -22467,7 +22467,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_fill.Scalar",
-        .where = "ops.yaml:915 sample 2",
+        .where = "ops.yaml:916 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22480,7 +22480,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_fill.Scalar",
-        .where = "ops.yaml:915 sample 3",
+        .where = "ops.yaml:916 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
@@ -22492,7 +22492,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_fill.Tensor",
-        .where = "ops.yaml:932 sample 0",
+        .where = "ops.yaml:933 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
@@ -22505,7 +22505,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_fill.Tensor",
-        .where = "ops.yaml:932 sample 1",
+        .where = "ops.yaml:933 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22519,7 +22519,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_fill.Tensor",
-        .where = "ops.yaml:932 sample 2",
+        .where = "ops.yaml:933 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
@@ -22532,7 +22532,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_fill.Tensor",
-        .where = "ops.yaml:932 sample 3",
+        .where = "ops.yaml:933 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
@@ -22545,7 +22545,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_fill.Tensor",
-        .where = "ops.yaml:932 sample 4",
+        .where = "ops.yaml:933 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_BOOL},
@@ -22558,7 +22558,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:949 sample 0",
+        .where = "ops.yaml:950 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_1013,
@@ -22569,7 +22569,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:949 sample 1",
+        .where = "ops.yaml:950 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22581,7 +22581,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:949 sample 2",
+        .where = "ops.yaml:950 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sum_1015,
@@ -22592,7 +22592,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum",
-        .where = "ops.yaml:949 sample 3",
+        .where = "ops.yaml:950 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_sum_1016,
@@ -22603,7 +22603,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:964 sample 0",
+        .where = "ops.yaml:965 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_dim_1017,
@@ -22614,7 +22614,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:964 sample 1",
+        .where = "ops.yaml:965 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_dim_1019,
@@ -22625,7 +22625,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:964 sample 2",
+        .where = "ops.yaml:965 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22637,7 +22637,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum.dim",
-        .where = "ops.yaml:964 sample 3",
+        .where = "ops.yaml:965 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sum_dim_1023,
@@ -22648,7 +22648,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:981 sample 0",
+        .where = "ops.yaml:982 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mean_1026,
@@ -22659,7 +22659,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:981 sample 1",
+        .where = "ops.yaml:982 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22671,7 +22671,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:981 sample 2",
+        .where = "ops.yaml:982 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_mean_1028,
@@ -22682,7 +22682,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean",
-        .where = "ops.yaml:981 sample 3",
+        .where = "ops.yaml:982 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
         .call = call_mean_1029,
@@ -22693,7 +22693,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:999 sample 0",
+        .where = "ops.yaml:1000 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mean_dim_1031,
@@ -22704,7 +22704,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:999 sample 1",
+        .where = "ops.yaml:1000 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_mean_dim_1033,
@@ -22715,7 +22715,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:999 sample 2",
+        .where = "ops.yaml:1000 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
         .call = call_mean_dim_1035,
@@ -22726,7 +22726,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mean.dim",
-        .where = "ops.yaml:999 sample 3",
+        .where = "ops.yaml:1000 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
         .call = call_mean_dim_1037,
@@ -22737,7 +22737,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "amax",
-        .where = "ops.yaml:1013 sample 0",
+        .where = "ops.yaml:1014 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_amax_1041,
@@ -22748,7 +22748,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "amax",
-        .where = "ops.yaml:1013 sample 1",
+        .where = "ops.yaml:1014 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_amax_1043,
@@ -22759,7 +22759,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "amax",
-        .where = "ops.yaml:1013 sample 2",
+        .where = "ops.yaml:1014 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_amax_1045,
@@ -22770,7 +22770,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "amin",
-        .where = "ops.yaml:1026 sample 0",
+        .where = "ops.yaml:1027 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_amin_1048,
@@ -22781,7 +22781,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "amin",
-        .where = "ops.yaml:1026 sample 1",
+        .where = "ops.yaml:1027 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_amin_1050,
@@ -22792,7 +22792,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "amin",
-        .where = "ops.yaml:1026 sample 2",
+        .where = "ops.yaml:1027 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22804,7 +22804,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "amin",
-        .where = "ops.yaml:1026 sample 3",
+        .where = "ops.yaml:1027 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_amin_1054,
@@ -22815,7 +22815,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "amin",
-        .where = "ops.yaml:1026 sample 4",
+        .where = "ops.yaml:1027 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_amin_1056,
@@ -22826,7 +22826,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max",
-        .where = "ops.yaml:1040 sample 0",
+        .where = "ops.yaml:1041 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_1059,
@@ -22837,7 +22837,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max",
-        .where = "ops.yaml:1040 sample 1",
+        .where = "ops.yaml:1041 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22849,7 +22849,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max",
-        .where = "ops.yaml:1040 sample 2",
+        .where = "ops.yaml:1041 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_max_1061,
@@ -22860,7 +22860,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min",
-        .where = "ops.yaml:1052 sample 0",
+        .where = "ops.yaml:1053 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_min_1062,
@@ -22871,7 +22871,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min",
-        .where = "ops.yaml:1052 sample 1",
+        .where = "ops.yaml:1053 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22883,7 +22883,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min",
-        .where = "ops.yaml:1052 sample 2",
+        .where = "ops.yaml:1053 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_min_1064,
@@ -22894,7 +22894,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1066 sample 0 result values",
+        .where = "ops.yaml:1067 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_values_1065,
@@ -22905,7 +22905,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1066 sample 0 result indices",
+        .where = "ops.yaml:1067 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_indices_1067,
@@ -22916,7 +22916,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1066 sample 1 result values",
+        .where = "ops.yaml:1067 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_values_1069,
@@ -22927,7 +22927,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1066 sample 1 result indices",
+        .where = "ops.yaml:1067 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_indices_1071,
@@ -22938,7 +22938,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1066 sample 2 result values",
+        .where = "ops.yaml:1067 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22950,7 +22950,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1066 sample 2 result indices",
+        .where = "ops.yaml:1067 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -22962,7 +22962,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1066 sample 3 result values",
+        .where = "ops.yaml:1067 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_values_1077,
@@ -22973,7 +22973,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1066 sample 3 result indices",
+        .where = "ops.yaml:1067 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_indices_1079,
@@ -22984,7 +22984,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1066 sample 4 result values",
+        .where = "ops.yaml:1067 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_values_1081,
@@ -22995,7 +22995,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max.dim",
-        .where = "ops.yaml:1066 sample 4 result indices",
+        .where = "ops.yaml:1067 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_max_dim_indices_1083,
@@ -23006,7 +23006,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1082 sample 0 result values",
+        .where = "ops.yaml:1083 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_min_dim_values_1086,
@@ -23017,7 +23017,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1082 sample 0 result indices",
+        .where = "ops.yaml:1083 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_min_dim_indices_1088,
@@ -23028,7 +23028,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1082 sample 1 result values",
+        .where = "ops.yaml:1083 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_min_dim_values_1090,
@@ -23039,7 +23039,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1082 sample 1 result indices",
+        .where = "ops.yaml:1083 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_min_dim_indices_1092,
@@ -23050,7 +23050,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1082 sample 2 result values",
+        .where = "ops.yaml:1083 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23062,7 +23062,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1082 sample 2 result indices",
+        .where = "ops.yaml:1083 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23074,7 +23074,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1082 sample 3 result values",
+        .where = "ops.yaml:1083 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .call = call_min_dim_values_1098,
@@ -23085,7 +23085,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "min.dim",
-        .where = "ops.yaml:1082 sample 3 result indices",
+        .where = "ops.yaml:1083 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .call = call_min_dim_indices_1100,
@@ -23096,7 +23096,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argmax",
-        .where = "ops.yaml:1096 sample 0",
+        .where = "ops.yaml:1097 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_argmax_1103,
@@ -23107,7 +23107,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argmax",
-        .where = "ops.yaml:1096 sample 1",
+        .where = "ops.yaml:1097 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_argmax_1105,
@@ -23118,7 +23118,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argmax",
-        .where = "ops.yaml:1096 sample 2",
+        .where = "ops.yaml:1097 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23130,7 +23130,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argmax",
-        .where = "ops.yaml:1096 sample 3",
+        .where = "ops.yaml:1097 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_argmax_1109,
@@ -23141,7 +23141,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argmax",
-        .where = "ops.yaml:1096 sample 4",
+        .where = "ops.yaml:1097 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_argmax_1111,
@@ -23152,7 +23152,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argmin",
-        .where = "ops.yaml:1111 sample 0",
+        .where = "ops.yaml:1112 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_argmin_1114,
@@ -23163,7 +23163,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argmin",
-        .where = "ops.yaml:1111 sample 1",
+        .where = "ops.yaml:1112 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_argmin_1116,
@@ -23174,7 +23174,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argmin",
-        .where = "ops.yaml:1111 sample 2",
+        .where = "ops.yaml:1112 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23186,7 +23186,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argmin",
-        .where = "ops.yaml:1111 sample 3",
+        .where = "ops.yaml:1112 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_argmin_1120,
@@ -23197,7 +23197,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod",
-        .where = "ops.yaml:1125 sample 0",
+        .where = "ops.yaml:1126 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_prod_1123,
@@ -23208,7 +23208,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod",
-        .where = "ops.yaml:1125 sample 1",
+        .where = "ops.yaml:1126 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23220,7 +23220,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod",
-        .where = "ops.yaml:1125 sample 2",
+        .where = "ops.yaml:1126 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_prod_1125,
@@ -23231,7 +23231,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod",
-        .where = "ops.yaml:1125 sample 3",
+        .where = "ops.yaml:1126 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_prod_1126,
@@ -23242,7 +23242,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod.dim_int",
-        .where = "ops.yaml:1140 sample 0",
+        .where = "ops.yaml:1141 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_prod_dim_int_1127,
@@ -23253,7 +23253,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod.dim_int",
-        .where = "ops.yaml:1140 sample 1",
+        .where = "ops.yaml:1141 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_prod_dim_int_1129,
@@ -23264,7 +23264,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod.dim_int",
-        .where = "ops.yaml:1140 sample 2",
+        .where = "ops.yaml:1141 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23276,7 +23276,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "prod.dim_int",
-        .where = "ops.yaml:1140 sample 3",
+        .where = "ops.yaml:1141 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_prod_dim_int_1133,
@@ -23287,7 +23287,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "all",
-        .where = "ops.yaml:1154 sample 0",
+        .where = "ops.yaml:1155 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_all_1136,
@@ -23298,7 +23298,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "all",
-        .where = "ops.yaml:1154 sample 1",
+        .where = "ops.yaml:1155 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_all_1137,
@@ -23309,7 +23309,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "all.dim",
-        .where = "ops.yaml:1167 sample 0",
+        .where = "ops.yaml:1168 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_all_dim_1138,
@@ -23320,7 +23320,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "all.dim",
-        .where = "ops.yaml:1167 sample 1",
+        .where = "ops.yaml:1168 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23332,7 +23332,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "all.dim",
-        .where = "ops.yaml:1167 sample 2",
+        .where = "ops.yaml:1168 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .call = call_all_dim_1142,
@@ -23343,7 +23343,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "any",
-        .where = "ops.yaml:1180 sample 0",
+        .where = "ops.yaml:1181 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_any_1145,
@@ -23354,7 +23354,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "any",
-        .where = "ops.yaml:1180 sample 1",
+        .where = "ops.yaml:1181 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_any_1146,
@@ -23365,7 +23365,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "any.dim",
-        .where = "ops.yaml:1193 sample 0",
+        .where = "ops.yaml:1194 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_any_dim_1147,
@@ -23376,7 +23376,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "any.dim",
-        .where = "ops.yaml:1193 sample 1",
+        .where = "ops.yaml:1194 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23388,7 +23388,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "any.dim",
-        .where = "ops.yaml:1193 sample 2",
+        .where = "ops.yaml:1194 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .call = call_any_dim_1151,
@@ -23399,7 +23399,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:1206 sample 0",
+        .where = "ops.yaml:1207 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_cumsum_1154,
@@ -23410,7 +23410,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:1206 sample 1",
+        .where = "ops.yaml:1207 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_cumsum_1156,
@@ -23421,7 +23421,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:1206 sample 2",
+        .where = "ops.yaml:1207 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23433,7 +23433,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:1206 sample 3",
+        .where = "ops.yaml:1207 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_cumsum_1160,
@@ -23444,7 +23444,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cumsum",
-        .where = "ops.yaml:1206 sample 4",
+        .where = "ops.yaml:1207 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_cumsum_1162,
@@ -23455,7 +23455,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1222 sample 0",
+        .where = "ops.yaml:1223 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1165,
@@ -23466,7 +23466,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1222 sample 1",
+        .where = "ops.yaml:1223 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1166,
@@ -23477,7 +23477,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1222 sample 2",
+        .where = "ops.yaml:1223 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23489,7 +23489,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1222 sample 3",
+        .where = "ops.yaml:1223 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_logsumexp_1168,
@@ -23500,7 +23500,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1222 sample 4",
+        .where = "ops.yaml:1223 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
         .call = call_logsumexp_1169,
@@ -23511,7 +23511,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "logsumexp",
-        .where = "ops.yaml:1222 sample 5",
+        .where = "ops.yaml:1223 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
         .call = call_logsumexp_1170,
@@ -23522,7 +23522,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1238 sample 0",
+        .where = "ops.yaml:1239 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1172,
@@ -23533,7 +23533,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1238 sample 1",
+        .where = "ops.yaml:1239 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1173,
@@ -23544,7 +23544,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1238 sample 2",
+        .where = "ops.yaml:1239 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23556,7 +23556,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "var.correction",
-        .where = "ops.yaml:1238 sample 3",
+        .where = "ops.yaml:1239 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_var_1175,
@@ -23567,7 +23567,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1253 sample 0",
+        .where = "ops.yaml:1254 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_std_1178,
@@ -23578,7 +23578,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1253 sample 1",
+        .where = "ops.yaml:1254 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_std_1179,
@@ -23589,7 +23589,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "std.correction",
-        .where = "ops.yaml:1253 sample 2",
+        .where = "ops.yaml:1254 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23601,7 +23601,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1271 sample 0",
+        .where = "ops.yaml:1272 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1183,
@@ -23612,7 +23612,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1271 sample 1",
+        .where = "ops.yaml:1272 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1184,
@@ -23623,7 +23623,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1271 sample 2",
+        .where = "ops.yaml:1272 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23635,7 +23635,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .where = "ops.yaml:1271 sample 3",
+        .where = "ops.yaml:1272 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_linalg_vector_norm_1186,
@@ -23646,7 +23646,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cumsum_backward",
-        .where = "ops.yaml:1307 sample 0",
+        .where = "ops.yaml:1308 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_cumsum_backward_1190,
@@ -23657,7 +23657,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cumsum_backward",
-        .where = "ops.yaml:1307 sample 1",
+        .where = "ops.yaml:1308 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_cumsum_backward_1191,
@@ -23668,7 +23668,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cumsum_backward",
-        .where = "ops.yaml:1307 sample 2",
+        .where = "ops.yaml:1308 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -23683,7 +23683,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cumsum_backward",
-        .where = "ops.yaml:1307 sample 3",
+        .where = "ops.yaml:1308 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_cumsum_backward_1193,
@@ -23694,7 +23694,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cumsum_backward",
-        .where = "ops.yaml:1307 sample 4",
+        .where = "ops.yaml:1308 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_cumsum_backward_1194,
@@ -23705,7 +23705,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1367 sample 0",
+        .where = "ops.yaml:1368 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -23717,7 +23717,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1367 sample 1",
+        .where = "ops.yaml:1368 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -23731,7 +23731,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1367 sample 2",
+        .where = "ops.yaml:1368 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -23743,7 +23743,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1367 sample 3",
+        .where = "ops.yaml:1368 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -23755,7 +23755,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1367 sample 4",
+        .where = "ops.yaml:1368 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I32},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_I32},
@@ -23767,7 +23767,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1367 sample 5",
+        .where = "ops.yaml:1368 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_U8, .high = 256},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_U8, .high = 256},
@@ -23779,7 +23779,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm",
-        .where = "ops.yaml:1367 sample 6",
+        .where = "ops.yaml:1368 sample 6",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
@@ -23792,7 +23792,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1388 sample 0",
+        .where = "ops.yaml:1389 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -23804,7 +23804,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1388 sample 1",
+        .where = "ops.yaml:1389 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -23816,7 +23816,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1388 sample 2",
+        .where = "ops.yaml:1389 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -23828,7 +23828,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1388 sample 3",
+        .where = "ops.yaml:1389 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -23840,7 +23840,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1388 sample 4",
+        .where = "ops.yaml:1389 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
@@ -23852,7 +23852,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1388 sample 5",
+        .where = "ops.yaml:1389 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -23864,7 +23864,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1388 sample 6",
+        .where = "ops.yaml:1389 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -23880,7 +23880,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1388 sample 7",
+        .where = "ops.yaml:1389 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -23892,7 +23892,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1388 sample 8",
+        .where = "ops.yaml:1389 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {3, 4, 2}, .dtype = YT_DTYPE_F64},
@@ -23904,7 +23904,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1388 sample 9",
+        .where = "ops.yaml:1389 sample 9",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other",
@@ -23920,7 +23920,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1388 sample 10",
+        .where = "ops.yaml:1389 sample 10",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
@@ -23932,7 +23932,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "matmul",
-        .where = "ops.yaml:1388 sample 11",
+        .where = "ops.yaml:1389 sample 11",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I32},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I32},
@@ -23944,7 +23944,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1419 sample 0",
+        .where = "ops.yaml:1420 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -23956,7 +23956,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1419 sample 1",
+        .where = "ops.yaml:1420 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -23976,7 +23976,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1419 sample 2",
+        .where = "ops.yaml:1420 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {0, 4, 2}, .dtype = YT_DTYPE_F64},
@@ -23988,7 +23988,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1419 sample 3",
+        .where = "ops.yaml:1420 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 0, 2}, .dtype = YT_DTYPE_F64},
@@ -24000,7 +24000,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bmm",
-        .where = "ops.yaml:1419 sample 4",
+        .where = "ops.yaml:1420 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I16},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_I16},
@@ -24012,7 +24012,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1447 sample 0",
+        .where = "ops.yaml:1448 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -24025,7 +24025,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1447 sample 1",
+        .where = "ops.yaml:1448 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -24040,7 +24040,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1447 sample 2",
+        .where = "ops.yaml:1448 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -24053,7 +24053,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1447 sample 3",
+        .where = "ops.yaml:1448 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
@@ -24066,7 +24066,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1447 sample 4",
+        .where = "ops.yaml:1448 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -24079,7 +24079,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1447 sample 5",
+        .where = "ops.yaml:1448 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
@@ -24092,7 +24092,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "addmm",
-        .where = "ops.yaml:1447 sample 6",
+        .where = "ops.yaml:1448 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I8, .high = 100},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I8, .high = 100},
@@ -24105,7 +24105,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1481 sample 0",
+        .where = "ops.yaml:1482 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -24118,7 +24118,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1481 sample 1",
+        .where = "ops.yaml:1482 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1",
@@ -24135,7 +24135,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1481 sample 2",
+        .where = "ops.yaml:1482 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -24152,7 +24152,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1481 sample 3",
+        .where = "ops.yaml:1482 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 0}, .dtype = YT_DTYPE_F64},
@@ -24165,7 +24165,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1481 sample 4",
+        .where = "ops.yaml:1482 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {0, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -24178,7 +24178,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "baddbmm",
-        .where = "ops.yaml:1481 sample 5",
+        .where = "ops.yaml:1482 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_I32},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I32},
@@ -24191,7 +24191,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1503 sample 0",
+        .where = "ops.yaml:1504 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
@@ -24203,7 +24203,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1503 sample 1",
+        .where = "ops.yaml:1504 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -24215,7 +24215,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1503 sample 2",
+        .where = "ops.yaml:1504 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
@@ -24227,7 +24227,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dot",
-        .where = "ops.yaml:1503 sample 3",
+        .where = "ops.yaml:1504 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64},
@@ -24239,7 +24239,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1521 sample 0",
+        .where = "ops.yaml:1522 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -24251,7 +24251,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1521 sample 1",
+        .where = "ops.yaml:1522 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -24263,7 +24263,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1521 sample 2",
+        .where = "ops.yaml:1522 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
@@ -24275,7 +24275,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "outer",
-        .where = "ops.yaml:1521 sample 3",
+        .where = "ops.yaml:1522 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I32},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I32},
@@ -24287,7 +24287,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1545 sample 0",
+        .where = "ops.yaml:1546 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -24301,7 +24301,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1545 sample 1",
+        .where = "ops.yaml:1546 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -24315,7 +24315,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1545 sample 2",
+        .where = "ops.yaml:1546 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -24327,7 +24327,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1545 sample 3",
+        .where = "ops.yaml:1546 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -24341,7 +24341,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1545 sample 4",
+        .where = "ops.yaml:1546 sample 4",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24356,7 +24356,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1545 sample 5",
+        .where = "ops.yaml:1546 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -24370,7 +24370,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1545 sample 6",
+        .where = "ops.yaml:1546 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -24383,7 +24383,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1545 sample 7",
+        .where = "ops.yaml:1546 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -24395,7 +24395,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1545 sample 8",
+        .where = "ops.yaml:1546 sample 8",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -24407,7 +24407,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1545 sample 9",
+        .where = "ops.yaml:1546 sample 9",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -24419,7 +24419,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1545 sample 10",
+        .where = "ops.yaml:1546 sample 10",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -24431,7 +24431,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1545 sample 11",
+        .where = "ops.yaml:1546 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -24445,7 +24445,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linear",
-        .where = "ops.yaml:1545 sample 12",
+        .where = "ops.yaml:1546 sample 12",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_I64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_I64},
@@ -24459,7 +24459,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1574 sample 0",
+        .where = "ops.yaml:1575 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -24472,7 +24472,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1574 sample 1",
+        .where = "ops.yaml:1575 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -24487,7 +24487,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1574 sample 2",
+        .where = "ops.yaml:1575 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -24500,7 +24500,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .where = "ops.yaml:1574 sample 3",
+        .where = "ops.yaml:1575 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
@@ -24514,7 +24514,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1595 sample 0",
+        .where = "ops.yaml:1596 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -24527,7 +24527,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1595 sample 1",
+        .where = "ops.yaml:1596 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -24542,7 +24542,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1595 sample 2",
+        .where = "ops.yaml:1596 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {0, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -24556,7 +24556,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .where = "ops.yaml:1595 sample 3",
+        .where = "ops.yaml:1596 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
@@ -24569,7 +24569,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1613 sample 0",
+        .where = "ops.yaml:1614 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_t_1336,
@@ -24580,7 +24580,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "t",
-        .where = "ops.yaml:1613 sample 1",
+        .where = "ops.yaml:1614 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_t_1337,
@@ -24591,7 +24591,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1624 sample 0",
+        .where = "ops.yaml:1625 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_1339,
@@ -24602,7 +24602,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "transpose",
-        .where = "ops.yaml:1624 sample 1",
+        .where = "ops.yaml:1625 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_transpose_1340,
@@ -24613,7 +24613,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "permute",
-        .where = "ops.yaml:1638 sample 0",
+        .where = "ops.yaml:1639 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_permute_1343,
@@ -24624,7 +24624,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1647 sample 0",
+        .where = "ops.yaml:1648 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_1346,
@@ -24635,7 +24635,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "view",
-        .where = "ops.yaml:1647 sample 1",
+        .where = "ops.yaml:1648 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_view_1347,
@@ -24646,7 +24646,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1657 sample 0",
+        .where = "ops.yaml:1658 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_reshape_1348,
@@ -24657,7 +24657,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "reshape",
-        .where = "ops.yaml:1657 sample 1",
+        .where = "ops.yaml:1658 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24669,7 +24669,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1667 sample 0",
+        .where = "ops.yaml:1668 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_expand_1350,
@@ -24680,7 +24680,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "expand",
-        .where = "ops.yaml:1667 sample 1",
+        .where = "ops.yaml:1668 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_expand_1351,
@@ -24691,7 +24691,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze",
-        .where = "ops.yaml:1677 sample 0",
+        .where = "ops.yaml:1678 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_1352,
@@ -24702,7 +24702,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1687 sample 0",
+        .where = "ops.yaml:1688 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_1353,
@@ -24713,7 +24713,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .where = "ops.yaml:1687 sample 1",
+        .where = "ops.yaml:1688 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_squeeze_dim_1354,
@@ -24724,7 +24724,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1698 sample 0",
+        .where = "ops.yaml:1699 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_1356,
@@ -24735,7 +24735,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .where = "ops.yaml:1698 sample 1",
+        .where = "ops.yaml:1699 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_unsqueeze_1357,
@@ -24746,7 +24746,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1712 sample 0",
+        .where = "ops.yaml:1713 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_1359,
@@ -24757,7 +24757,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "slice",
-        .where = "ops.yaml:1712 sample 1",
+        .where = "ops.yaml:1713 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_slice_1360,
@@ -24768,7 +24768,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1723 sample 0",
+        .where = "ops.yaml:1724 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_1363,
@@ -24779,7 +24779,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "select",
-        .where = "ops.yaml:1723 sample 1",
+        .where = "ops.yaml:1724 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_select_1364,
@@ -24790,7 +24790,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "contiguous",
-        .where = "ops.yaml:1733 sample 0",
+        .where = "ops.yaml:1734 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24802,7 +24802,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1746 sample 0",
+        .where = "ops.yaml:1747 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1367,
@@ -24813,7 +24813,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1746 sample 1",
+        .where = "ops.yaml:1747 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1368,
@@ -24824,7 +24824,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1746 sample 2",
+        .where = "ops.yaml:1747 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24836,7 +24836,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1746 sample 3",
+        .where = "ops.yaml:1747 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1370,
@@ -24847,7 +24847,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .where = "ops.yaml:1746 sample 4",
+        .where = "ops.yaml:1747 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_flatten_1371,
@@ -24858,7 +24858,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1765 sample 0",
+        .where = "ops.yaml:1766 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = call_unflatten_1375,
@@ -24869,7 +24869,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1765 sample 1",
+        .where = "ops.yaml:1766 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64},
         .call = call_unflatten_1376,
@@ -24880,7 +24880,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1765 sample 2",
+        .where = "ops.yaml:1766 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24892,7 +24892,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .where = "ops.yaml:1765 sample 3",
+        .where = "ops.yaml:1766 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_unflatten_1378,
@@ -24903,7 +24903,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1777 sample 0",
+        .where = "ops.yaml:1778 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .call = call_broadcast_to_1382,
@@ -24914,7 +24914,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1777 sample 1",
+        .where = "ops.yaml:1778 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = call_broadcast_to_1383,
@@ -24925,7 +24925,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1777 sample 2",
+        .where = "ops.yaml:1778 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {1, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24937,7 +24937,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "broadcast_to",
-        .where = "ops.yaml:1777 sample 3",
+        .where = "ops.yaml:1778 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_broadcast_to_1385,
@@ -24948,7 +24948,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1795 sample 0",
+        .where = "ops.yaml:1796 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_narrow_1386,
@@ -24959,7 +24959,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1795 sample 1",
+        .where = "ops.yaml:1796 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = call_narrow_1387,
@@ -24970,7 +24970,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1795 sample 2",
+        .where = "ops.yaml:1796 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -24982,7 +24982,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "narrow",
-        .where = "ops.yaml:1795 sample 3",
+        .where = "ops.yaml:1796 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_narrow_1389,
@@ -24993,7 +24993,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1810 sample 0",
+        .where = "ops.yaml:1811 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1393,
@@ -25004,7 +25004,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1810 sample 1",
+        .where = "ops.yaml:1811 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1394,
@@ -25015,7 +25015,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1810 sample 2",
+        .where = "ops.yaml:1811 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25027,7 +25027,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1810 sample 3",
+        .where = "ops.yaml:1811 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1396,
@@ -25038,7 +25038,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1810 sample 4",
+        .where = "ops.yaml:1811 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1397,
@@ -25049,7 +25049,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "repeat",
-        .where = "ops.yaml:1810 sample 5",
+        .where = "ops.yaml:1811 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
         .call = call_repeat_1398,
@@ -25060,7 +25060,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1825 sample 0",
+        .where = "ops.yaml:1826 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1400,
@@ -25071,7 +25071,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1825 sample 1",
+        .where = "ops.yaml:1826 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1401,
@@ -25082,7 +25082,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1825 sample 2",
+        .where = "ops.yaml:1826 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25094,7 +25094,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1825 sample 3",
+        .where = "ops.yaml:1826 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1403,
@@ -25105,7 +25105,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "flip",
-        .where = "ops.yaml:1825 sample 4",
+        .where = "ops.yaml:1826 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_flip_1404,
@@ -25116,7 +25116,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1842 sample 0",
+        .where = "ops.yaml:1843 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1406,
@@ -25127,7 +25127,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1842 sample 1",
+        .where = "ops.yaml:1843 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1407,
@@ -25138,7 +25138,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1842 sample 2",
+        .where = "ops.yaml:1843 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1408,
@@ -25149,7 +25149,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1842 sample 3",
+        .where = "ops.yaml:1843 sample 3",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25161,7 +25161,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "roll",
-        .where = "ops.yaml:1842 sample 4",
+        .where = "ops.yaml:1843 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_roll_1410,
@@ -25172,7 +25172,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1866 sample 0",
+        .where = "ops.yaml:1867 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1413,
@@ -25183,7 +25183,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1866 sample 1",
+        .where = "ops.yaml:1867 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1414,
@@ -25194,7 +25194,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1866 sample 2",
+        .where = "ops.yaml:1867 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25206,7 +25206,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1866 sample 3",
+        .where = "ops.yaml:1867 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1416,
@@ -25217,7 +25217,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "tril",
-        .where = "ops.yaml:1866 sample 4",
+        .where = "ops.yaml:1867 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_tril_1417,
@@ -25228,7 +25228,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1882 sample 0",
+        .where = "ops.yaml:1883 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1419,
@@ -25239,7 +25239,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1882 sample 1",
+        .where = "ops.yaml:1883 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1420,
@@ -25250,7 +25250,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1882 sample 2",
+        .where = "ops.yaml:1883 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25262,7 +25262,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1882 sample 3",
+        .where = "ops.yaml:1883 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1422,
@@ -25273,7 +25273,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "triu",
-        .where = "ops.yaml:1882 sample 4",
+        .where = "ops.yaml:1883 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_triu_1423,
@@ -25284,7 +25284,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1896 sample 0",
+        .where = "ops.yaml:1897 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1425,
@@ -25295,7 +25295,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1896 sample 1",
+        .where = "ops.yaml:1897 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1426,
@@ -25306,7 +25306,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1896 sample 2",
+        .where = "ops.yaml:1897 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25318,7 +25318,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1896 sample 3",
+        .where = "ops.yaml:1897 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1428,
@@ -25329,7 +25329,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1896 sample 4",
+        .where = "ops.yaml:1897 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1429,
@@ -25340,7 +25340,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1896 sample 5",
+        .where = "ops.yaml:1897 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1430,
@@ -25351,7 +25351,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1896 sample 6",
+        .where = "ops.yaml:1897 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1431,
@@ -25362,7 +25362,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1896 sample 7",
+        .where = "ops.yaml:1897 sample 7",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 3,
@@ -25377,7 +25377,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1896 sample 8",
+        .where = "ops.yaml:1897 sample 8",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1433,
@@ -25388,7 +25388,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1896 sample 9",
+        .where = "ops.yaml:1897 sample 9",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1434,
@@ -25399,7 +25399,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "pad",
-        .where = "ops.yaml:1896 sample 10",
+        .where = "ops.yaml:1897 sample 10",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_pad_1435,
@@ -25410,7 +25410,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1919 sample 0",
+        .where = "ops.yaml:1920 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -25422,7 +25422,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1919 sample 1",
+        .where = "ops.yaml:1920 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 1}, .dtype = YT_DTYPE_F64},
@@ -25435,7 +25435,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1919 sample 2",
+        .where = "ops.yaml:1920 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors",
                       .dim = 2,
@@ -25451,7 +25451,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1919 sample 3",
+        .where = "ops.yaml:1920 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -25464,7 +25464,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cat",
-        .where = "ops.yaml:1919 sample 4",
+        .where = "ops.yaml:1920 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -25476,7 +25476,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1940 sample 0",
+        .where = "ops.yaml:1941 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -25488,7 +25488,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1940 sample 1",
+        .where = "ops.yaml:1941 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -25501,7 +25501,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1940 sample 2",
+        .where = "ops.yaml:1941 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors",
                       .dim = 2,
@@ -25517,7 +25517,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1940 sample 3",
+        .where = "ops.yaml:1941 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -25529,7 +25529,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "stack",
-        .where = "ops.yaml:1940 sample 4",
+        .where = "ops.yaml:1941 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensors", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -25541,7 +25541,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1954 sample 0",
+        .where = "ops.yaml:1955 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = call_split_1452,
@@ -25552,7 +25552,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1954 sample 1",
+        .where = "ops.yaml:1955 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = call_split_1454,
@@ -25563,7 +25563,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1954 sample 2",
+        .where = "ops.yaml:1955 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25575,7 +25575,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .where = "ops.yaml:1954 sample 3",
+        .where = "ops.yaml:1955 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_split_1458,
@@ -25586,7 +25586,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1967 sample 0",
+        .where = "ops.yaml:1968 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = call_split_with_sizes_1460,
@@ -25597,7 +25597,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1967 sample 1",
+        .where = "ops.yaml:1968 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = call_split_with_sizes_1462,
@@ -25608,7 +25608,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1967 sample 2",
+        .where = "ops.yaml:1968 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25620,7 +25620,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .where = "ops.yaml:1967 sample 3",
+        .where = "ops.yaml:1968 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_split_with_sizes_1466,
@@ -25631,7 +25631,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1980 sample 0",
+        .where = "ops.yaml:1981 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = call_chunk_1468,
@@ -25642,7 +25642,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1980 sample 1",
+        .where = "ops.yaml:1981 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = call_chunk_1470,
@@ -25653,7 +25653,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1980 sample 2",
+        .where = "ops.yaml:1981 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25665,7 +25665,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "chunk",
-        .where = "ops.yaml:1980 sample 3",
+        .where = "ops.yaml:1981 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_chunk_1474,
@@ -25676,7 +25676,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1993 sample 0",
+        .where = "ops.yaml:1994 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_unbind_1476,
@@ -25687,7 +25687,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1993 sample 1",
+        .where = "ops.yaml:1994 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_unbind_1478,
@@ -25698,7 +25698,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1993 sample 2",
+        .where = "ops.yaml:1994 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25710,7 +25710,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "unbind.int",
-        .where = "ops.yaml:1993 sample 3",
+        .where = "ops.yaml:1994 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_unbind_1482,
@@ -25721,7 +25721,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:2010 sample 0",
+        .where = "ops.yaml:2011 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -25733,7 +25733,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:2010 sample 1",
+        .where = "ops.yaml:2011 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {7}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -25745,7 +25745,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:2010 sample 2",
+        .where = "ops.yaml:2011 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25758,7 +25758,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:2010 sample 3",
+        .where = "ops.yaml:2011 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_I64, .high = 4},
@@ -25770,7 +25770,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:2010 sample 4",
+        .where = "ops.yaml:2011 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -25782,7 +25782,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_select",
-        .where = "ops.yaml:2010 sample 5",
+        .where = "ops.yaml:2011 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
@@ -25794,7 +25794,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2034 sample 0",
+        .where = "ops.yaml:2035 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -25807,7 +25807,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2034 sample 1",
+        .where = "ops.yaml:2035 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -25820,7 +25820,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2034 sample 2",
+        .where = "ops.yaml:2035 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25835,7 +25835,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2034 sample 3",
+        .where = "ops.yaml:2035 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64, .high = 3},
@@ -25848,7 +25848,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_add",
-        .where = "ops.yaml:2034 sample 4",
+        .where = "ops.yaml:2035 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 1},
@@ -25861,7 +25861,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2049 sample 0",
+        .where = "ops.yaml:2050 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -25874,7 +25874,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2049 sample 1",
+        .where = "ops.yaml:2050 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25888,7 +25888,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_copy",
-        .where = "ops.yaml:2049 sample 2",
+        .where = "ops.yaml:2050 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 3},
@@ -25901,7 +25901,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2062 sample 0",
+        .where = "ops.yaml:2063 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -25913,7 +25913,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2062 sample 1",
+        .where = "ops.yaml:2063 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
@@ -25925,7 +25925,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2062 sample 2",
+        .where = "ops.yaml:2063 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25938,7 +25938,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2062 sample 3",
+        .where = "ops.yaml:2063 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 0}, .dtype = YT_DTYPE_I64},
@@ -25950,7 +25950,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "gather",
-        .where = "ops.yaml:2062 sample 4",
+        .where = "ops.yaml:2063 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
@@ -25962,7 +25962,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2085 sample 0",
+        .where = "ops.yaml:2086 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -25975,7 +25975,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2085 sample 1",
+        .where = "ops.yaml:2086 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -25989,7 +25989,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2085 sample 2",
+        .where = "ops.yaml:2086 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
@@ -26002,7 +26002,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.src",
-        .where = "ops.yaml:2085 sample 3",
+        .where = "ops.yaml:2086 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
@@ -26015,7 +26015,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2106 sample 0",
+        .where = "ops.yaml:2107 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -26027,7 +26027,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2106 sample 1",
+        .where = "ops.yaml:2107 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26040,7 +26040,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter.value",
-        .where = "ops.yaml:2106 sample 2",
+        .where = "ops.yaml:2107 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
@@ -26052,7 +26052,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2119 sample 0",
+        .where = "ops.yaml:2120 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -26065,7 +26065,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2119 sample 1",
+        .where = "ops.yaml:2120 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {6, 2}, .dtype = YT_DTYPE_I64, .high = 4},
@@ -26078,7 +26078,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2119 sample 2",
+        .where = "ops.yaml:2120 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26093,7 +26093,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2119 sample 3",
+        .where = "ops.yaml:2120 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_I64},
@@ -26106,7 +26106,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scatter_add",
-        .where = "ops.yaml:2119 sample 4",
+        .where = "ops.yaml:2120 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 1},
@@ -26119,7 +26119,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2138 sample 0",
+        .where = "ops.yaml:2139 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -26132,7 +26132,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2138 sample 1",
+        .where = "ops.yaml:2139 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "weight", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26150,7 +26150,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2138 sample 2",
+        .where = "ops.yaml:2139 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_I64},
@@ -26162,7 +26162,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding",
-        .where = "ops.yaml:2138 sample 3",
+        .where = "ops.yaml:2139 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -26174,7 +26174,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2152 sample 0",
+        .where = "ops.yaml:2153 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -26187,7 +26187,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .where = "ops.yaml:2152 sample 1",
+        .where = "ops.yaml:2153 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_I64, .high = 4},
@@ -26199,7 +26199,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2179 sample 0",
+        .where = "ops.yaml:2180 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I64, .high = 4},
         .call = call_one_hot_1570,
@@ -26210,7 +26210,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2179 sample 1",
+        .where = "ops.yaml:2180 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_I64, .high = 3},
         .call = call_one_hot_1571,
@@ -26221,7 +26221,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2179 sample 2",
+        .where = "ops.yaml:2180 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
         .call = call_one_hot_1572,
@@ -26232,7 +26232,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "one_hot",
-        .where = "ops.yaml:2179 sample 3",
+        .where = "ops.yaml:2180 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64, .high = 3},
         .call = call_one_hot_1573,
@@ -26243,7 +26243,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2191 sample 0",
+        .where = "ops.yaml:2192 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = call_nonzero_1575,
@@ -26254,7 +26254,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2191 sample 1",
+        .where = "ops.yaml:2192 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_I64, .transpose = true},
@@ -26266,7 +26266,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2191 sample 2",
+        .where = "ops.yaml:2192 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_nonzero_1577,
@@ -26277,7 +26277,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nonzero",
-        .where = "ops.yaml:2191 sample 3",
+        .where = "ops.yaml:2192 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_BOOL},
         .call = call_nonzero_1578,
@@ -26288,7 +26288,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2204 sample 0",
+        .where = "ops.yaml:2205 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
@@ -26300,7 +26300,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2204 sample 1",
+        .where = "ops.yaml:2205 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
@@ -26312,7 +26312,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2204 sample 2",
+        .where = "ops.yaml:2205 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26325,7 +26325,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2204 sample 3",
+        .where = "ops.yaml:2205 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL},
@@ -26337,7 +26337,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "masked_select",
-        .where = "ops.yaml:2204 sample 4",
+        .where = "ops.yaml:2205 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_BOOL},
@@ -26349,7 +26349,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2219 sample 0",
+        .where = "ops.yaml:2220 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1586,
@@ -26360,7 +26360,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2219 sample 1",
+        .where = "ops.yaml:2220 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1587,
@@ -26371,7 +26371,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2219 sample 2",
+        .where = "ops.yaml:2220 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26383,7 +26383,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2219 sample 3",
+        .where = "ops.yaml:2220 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1589,
@@ -26394,7 +26394,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort",
-        .where = "ops.yaml:2219 sample 4",
+        .where = "ops.yaml:2220 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_1590,
@@ -26405,7 +26405,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort.stable",
-        .where = "ops.yaml:2235 sample 0",
+        .where = "ops.yaml:2236 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_argsort_stable_1591,
@@ -26416,7 +26416,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "argsort.stable",
-        .where = "ops.yaml:2235 sample 1",
+        .where = "ops.yaml:2236 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26428,7 +26428,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2246 sample 0",
+        .where = "ops.yaml:2247 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26445,7 +26445,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2246 sample 1",
+        .where = "ops.yaml:2247 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26462,7 +26462,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2246 sample 2",
+        .where = "ops.yaml:2247 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26485,7 +26485,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2246 sample 3",
+        .where = "ops.yaml:2247 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26502,7 +26502,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2246 sample 4",
+        .where = "ops.yaml:2247 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -26515,7 +26515,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index.Tensor",
-        .where = "ops.yaml:2246 sample 5",
+        .where = "ops.yaml:2247 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26532,7 +26532,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2261 sample 0",
+        .where = "ops.yaml:2262 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26550,7 +26550,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2261 sample 1",
+        .where = "ops.yaml:2262 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26568,7 +26568,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2261 sample 2",
+        .where = "ops.yaml:2262 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26592,7 +26592,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2261 sample 3",
+        .where = "ops.yaml:2262 sample 3",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26610,7 +26610,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "index_put",
-        .where = "ops.yaml:2261 sample 4",
+        .where = "ops.yaml:2262 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices",
@@ -26628,7 +26628,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2276 sample 0 result values",
+        .where = "ops.yaml:2277 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_sort_values_1604,
@@ -26639,7 +26639,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2276 sample 0 result indices",
+        .where = "ops.yaml:2277 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1605,
@@ -26650,7 +26650,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2276 sample 1 result values",
+        .where = "ops.yaml:2277 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_values_1606,
@@ -26661,7 +26661,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2276 sample 1 result indices",
+        .where = "ops.yaml:2277 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1607,
@@ -26672,7 +26672,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2276 sample 2 result values",
+        .where = "ops.yaml:2277 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26684,7 +26684,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2276 sample 2 result indices",
+        .where = "ops.yaml:2277 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26696,7 +26696,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2276 sample 3 result values",
+        .where = "ops.yaml:2277 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_values_1610,
@@ -26707,7 +26707,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2276 sample 3 result indices",
+        .where = "ops.yaml:2277 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1611,
@@ -26718,7 +26718,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2276 sample 4 result values",
+        .where = "ops.yaml:2277 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_sort_values_1612,
@@ -26729,7 +26729,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort",
-        .where = "ops.yaml:2276 sample 4 result indices",
+        .where = "ops.yaml:2277 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_sort_indices_1613,
@@ -26740,7 +26740,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2292 sample 0 result values",
+        .where = "ops.yaml:2293 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_sort_stable_values_1614,
@@ -26751,7 +26751,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2292 sample 0 result indices",
+        .where = "ops.yaml:2293 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_sort_stable_indices_1615,
@@ -26762,7 +26762,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2292 sample 1 result values",
+        .where = "ops.yaml:2293 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26774,7 +26774,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sort.stable",
-        .where = "ops.yaml:2292 sample 1 result indices",
+        .where = "ops.yaml:2293 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26786,7 +26786,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2306 sample 0 result values",
+        .where = "ops.yaml:2307 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_topk_values_1618,
@@ -26797,7 +26797,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2306 sample 0 result indices",
+        .where = "ops.yaml:2307 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1619,
@@ -26808,7 +26808,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2306 sample 1 result values",
+        .where = "ops.yaml:2307 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_values_1620,
@@ -26819,7 +26819,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2306 sample 1 result indices",
+        .where = "ops.yaml:2307 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1621,
@@ -26830,7 +26830,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2306 sample 2 result values",
+        .where = "ops.yaml:2307 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26842,7 +26842,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2306 sample 2 result indices",
+        .where = "ops.yaml:2307 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -26854,7 +26854,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2306 sample 3 result values",
+        .where = "ops.yaml:2307 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_values_1624,
@@ -26865,7 +26865,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2306 sample 3 result indices",
+        .where = "ops.yaml:2307 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1625,
@@ -26876,7 +26876,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2306 sample 4 result values",
+        .where = "ops.yaml:2307 sample 4 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_topk_values_1626,
@@ -26887,7 +26887,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "topk",
-        .where = "ops.yaml:2306 sample 4 result indices",
+        .where = "ops.yaml:2307 sample 4 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_topk_indices_1627,
@@ -26898,7 +26898,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2328 sample 0",
+        .where = "ops.yaml:2329 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .call = call_avg_pool2d_1628,
@@ -26909,7 +26909,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2328 sample 1",
+        .where = "ops.yaml:2329 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
         .call = call_avg_pool2d_1629,
@@ -26920,7 +26920,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2328 sample 2",
+        .where = "ops.yaml:2329 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
@@ -26935,7 +26935,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .where = "ops.yaml:2328 sample 3",
+        .where = "ops.yaml:2329 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_avg_pool2d_1631,
@@ -26946,7 +26946,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2347 sample 0",
+        .where = "ops.yaml:2348 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_F64},
         .call = call_adaptive_avg_pool2d_1635,
@@ -26957,7 +26957,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2347 sample 1",
+        .where = "ops.yaml:2348 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 6}, .dtype = YT_DTYPE_F64},
         .call = call_adaptive_avg_pool2d_1636,
@@ -26968,7 +26968,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2347 sample 2",
+        .where = "ops.yaml:2348 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
@@ -26983,7 +26983,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .where = "ops.yaml:2347 sample 3",
+        .where = "ops.yaml:2348 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_adaptive_avg_pool2d_1638,
@@ -26994,7 +26994,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2362 sample 0",
+        .where = "ops.yaml:2363 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -27007,7 +27007,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .where = "ops.yaml:2362 sample 1",
+        .where = "ops.yaml:2363 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 3, .sizes = {2, 5, 5}, .dtype = YT_DTYPE_F64},
@@ -27019,7 +27019,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .where = "ops.yaml:2375 sample 0",
+        .where = "ops.yaml:2376 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -27032,7 +27032,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2422 sample 0",
+        .where = "ops.yaml:2423 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -27046,7 +27046,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2422 sample 1",
+        .where = "ops.yaml:2423 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -27060,7 +27060,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2422 sample 2",
+        .where = "ops.yaml:2423 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
@@ -27074,7 +27074,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2422 sample 3",
+        .where = "ops.yaml:2423 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 4,
@@ -27096,7 +27096,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2422 sample 4",
+        .where = "ops.yaml:2423 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -27110,7 +27110,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d",
-        .where = "ops.yaml:2422 sample 5",
+        .where = "ops.yaml:2423 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 5, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {6, 2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -27122,7 +27122,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2444 sample 0",
+        .where = "ops.yaml:2445 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -27136,7 +27136,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2444 sample 1",
+        .where = "ops.yaml:2445 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 7, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -27150,7 +27150,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .where = "ops.yaml:2444 sample 2",
+        .where = "ops.yaml:2445 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {3, 5, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
@@ -27164,7 +27164,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2464 sample 0",
+        .where = "ops.yaml:2465 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -27178,7 +27178,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2464 sample 1",
+        .where = "ops.yaml:2465 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {6, 2, 2}, .dtype = YT_DTYPE_F64},
@@ -27192,7 +27192,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d",
-        .where = "ops.yaml:2464 sample 2",
+        .where = "ops.yaml:2465 sample 2",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {7, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -27207,7 +27207,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .where = "ops.yaml:2483 sample 0",
+        .where = "ops.yaml:2484 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -27221,7 +27221,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2501 sample 0",
+        .where = "ops.yaml:2502 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -27235,7 +27235,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2501 sample 1",
+        .where = "ops.yaml:2502 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 4, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -27249,7 +27249,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2501 sample 2",
+        .where = "ops.yaml:2502 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27267,7 +27267,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2501 sample 3",
+        .where = "ops.yaml:2502 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
@@ -27279,7 +27279,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2501 sample 4",
+        .where = "ops.yaml:2502 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 3, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 3, 2, 2}, .dtype = YT_DTYPE_F64},
@@ -27293,7 +27293,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .where = "ops.yaml:2501 sample 5",
+        .where = "ops.yaml:2502 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -27305,7 +27305,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2520 sample 0",
+        .where = "ops.yaml:2521 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
@@ -27318,7 +27318,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .where = "ops.yaml:2520 sample 1",
+        .where = "ops.yaml:2521 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
@@ -27331,7 +27331,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2533 sample 0",
+        .where = "ops.yaml:2534 sample 0",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_F64},
@@ -27344,7 +27344,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .where = "ops.yaml:2533 sample 1",
+        .where = "ops.yaml:2534 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 6, 4, 6}, .dtype = YT_DTYPE_F64},
@@ -27357,7 +27357,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2547 sample 0",
+        .where = "ops.yaml:2548 sample 0",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -27369,7 +27369,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .where = "ops.yaml:2547 sample 1",
+        .where = "ops.yaml:2548 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = call_conv2d_backward_bias_1693,
@@ -27380,7 +27380,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2565 sample 0 result values",
+        .where = "ops.yaml:2566 sample 0 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_values_1696,
@@ -27391,7 +27391,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2565 sample 0 result indices",
+        .where = "ops.yaml:2566 sample 0 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_indices_1697,
@@ -27402,7 +27402,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2565 sample 1 result values",
+        .where = "ops.yaml:2566 sample 1 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_values_1698,
@@ -27413,7 +27413,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2565 sample 1 result indices",
+        .where = "ops.yaml:2566 sample 1 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_indices_1699,
@@ -27424,7 +27424,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2565 sample 2 result values",
+        .where = "ops.yaml:2566 sample 2 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
@@ -27439,7 +27439,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2565 sample 2 result indices",
+        .where = "ops.yaml:2566 sample 2 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
@@ -27454,7 +27454,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2565 sample 3 result values",
+        .where = "ops.yaml:2566 sample 3 result values",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_values_1702,
@@ -27465,7 +27465,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .where = "ops.yaml:2565 sample 3 result indices",
+        .where = "ops.yaml:2566 sample 3 result indices",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {0, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_with_indices_indices_1703,
@@ -27476,7 +27476,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2583 sample 0",
+        .where = "ops.yaml:2584 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_1707,
@@ -27487,7 +27487,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2583 sample 1",
+        .where = "ops.yaml:2584 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 5, 7}, .dtype = YT_DTYPE_F64},
         .call = call_max_pool2d_1708,
@@ -27498,7 +27498,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .where = "ops.yaml:2583 sample 2",
+        .where = "ops.yaml:2584 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self",
                       .dim = 4,
@@ -27513,7 +27513,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2608 sample 0",
+        .where = "ops.yaml:2609 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27528,7 +27528,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2608 sample 1",
+        .where = "ops.yaml:2609 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27541,7 +27541,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2608 sample 2",
+        .where = "ops.yaml:2609 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -27555,7 +27555,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2608 sample 3",
+        .where = "ops.yaml:2609 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27570,7 +27570,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "layer_norm",
-        .where = "ops.yaml:2608 sample 4",
+        .where = "ops.yaml:2609 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_F64},
         .call = call_layer_norm_1717,
@@ -27581,7 +27581,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2635 sample 0",
+        .where = "ops.yaml:2636 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27596,7 +27596,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2635 sample 1",
+        .where = "ops.yaml:2636 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 6, 2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27609,7 +27609,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2635 sample 2",
+        .where = "ops.yaml:2636 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27626,7 +27626,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2635 sample 3",
+        .where = "ops.yaml:2636 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27641,7 +27641,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "group_norm",
-        .where = "ops.yaml:2635 sample 4",
+        .where = "ops.yaml:2636 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_group_norm_1727,
@@ -27652,7 +27652,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2659 sample 0",
+        .where = "ops.yaml:2660 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27665,7 +27665,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2659 sample 1",
+        .where = "ops.yaml:2660 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_rms_norm_1736,
@@ -27676,7 +27676,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2659 sample 2",
+        .where = "ops.yaml:2660 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -27690,7 +27690,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rms_norm",
-        .where = "ops.yaml:2659 sample 3",
+        .where = "ops.yaml:2660 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27703,7 +27703,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2693 sample 0",
+        .where = "ops.yaml:2694 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27718,7 +27718,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2693 sample 1",
+        .where = "ops.yaml:2694 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -27741,7 +27741,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2693 sample 2",
+        .where = "ops.yaml:2694 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27770,7 +27770,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2693 sample 3",
+        .where = "ops.yaml:2694 sample 3",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27795,7 +27795,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2693 sample 4",
+        .where = "ops.yaml:2694 sample 4",
         .n_inputs = 4,
         .inputs[0] = {.name = "input",
                       .dim = 3,
@@ -27824,7 +27824,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm",
-        .where = "ops.yaml:2693 sample 5",
+        .where = "ops.yaml:2694 sample 5",
         .n_inputs = 4,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {0, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27849,7 +27849,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2726 sample 0",
+        .where = "ops.yaml:2727 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27864,7 +27864,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "row_norm",
-        .where = "ops.yaml:2726 sample 1",
+        .where = "ops.yaml:2727 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {3, 1, 4, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27877,7 +27877,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2757 sample 0",
+        .where = "ops.yaml:2758 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -27892,7 +27892,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .where = "ops.yaml:2757 sample 1",
+        .where = "ops.yaml:2758 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -27915,7 +27915,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2926 sample 0",
+        .where = "ops.yaml:2927 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1799,
@@ -27926,7 +27926,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2926 sample 1",
+        .where = "ops.yaml:2927 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1800,
@@ -27937,7 +27937,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2926 sample 2",
+        .where = "ops.yaml:2927 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -27949,7 +27949,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2926 sample 3",
+        .where = "ops.yaml:2927 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1802,
@@ -27960,7 +27960,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2926 sample 4",
+        .where = "ops.yaml:2927 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_softmax_1803,
@@ -27971,7 +27971,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2926 sample 5",
+        .where = "ops.yaml:2927 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
         .call = call_softmax_1804,
@@ -27982,7 +27982,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax.int",
-        .where = "ops.yaml:2926 sample 6",
+        .where = "ops.yaml:2927 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
         .call = call_softmax_1805,
@@ -27993,7 +27993,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2946 sample 0",
+        .where = "ops.yaml:2947 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1808,
@@ -28004,7 +28004,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2946 sample 1",
+        .where = "ops.yaml:2947 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1809,
@@ -28015,7 +28015,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2946 sample 2",
+        .where = "ops.yaml:2947 sample 2",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28027,7 +28027,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2946 sample 3",
+        .where = "ops.yaml:2947 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1811,
@@ -28038,7 +28038,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2946 sample 4",
+        .where = "ops.yaml:2947 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_log_softmax_1812,
@@ -28049,7 +28049,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2946 sample 5",
+        .where = "ops.yaml:2947 sample 5",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
         .call = call_log_softmax_1813,
@@ -28060,7 +28060,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .where = "ops.yaml:2946 sample 6",
+        .where = "ops.yaml:2947 sample 6",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
         .call = call_log_softmax_1814,
@@ -28071,7 +28071,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2966 sample 0",
+        .where = "ops.yaml:2967 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28083,7 +28083,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2966 sample 1",
+        .where = "ops.yaml:2967 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -28095,7 +28095,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .where = "ops.yaml:2966 sample 2",
+        .where = "ops.yaml:2967 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -28111,7 +28111,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2983 sample 0",
+        .where = "ops.yaml:2984 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28123,7 +28123,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2983 sample 1",
+        .where = "ops.yaml:2984 sample 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -28135,7 +28135,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .where = "ops.yaml:2983 sample 2",
+        .where = "ops.yaml:2984 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output",
                       .dim = 2,
@@ -28151,7 +28151,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:3022 sample 0",
+        .where = "ops.yaml:3023 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1829,
@@ -28162,7 +28162,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:3022 sample 1",
+        .where = "ops.yaml:3023 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28174,7 +28174,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:3022 sample 2",
+        .where = "ops.yaml:3023 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1831,
@@ -28185,7 +28185,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:3022 sample 3",
+        .where = "ops.yaml:3023 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1832,
@@ -28196,7 +28196,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "dropout",
-        .where = "ops.yaml:3022 sample 4",
+        .where = "ops.yaml:3023 sample 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = call_dropout_1833,
@@ -28207,7 +28207,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3036 sample 0",
+        .where = "ops.yaml:3037 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28219,7 +28219,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3036 sample 1",
+        .where = "ops.yaml:3037 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28232,7 +28232,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3036 sample 2",
+        .where = "ops.yaml:3037 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -28244,7 +28244,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3036 sample 3",
+        .where = "ops.yaml:3037 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -28256,7 +28256,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "mse_loss",
-        .where = "ops.yaml:3036 sample 4",
+        .where = "ops.yaml:3037 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -28268,7 +28268,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3051 sample 0",
+        .where = "ops.yaml:3052 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28280,7 +28280,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3051 sample 1",
+        .where = "ops.yaml:3052 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28293,7 +28293,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3051 sample 2",
+        .where = "ops.yaml:3052 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -28305,7 +28305,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3051 sample 3",
+        .where = "ops.yaml:3052 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -28317,7 +28317,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "l1_loss",
-        .where = "ops.yaml:3051 sample 4",
+        .where = "ops.yaml:3052 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -28329,7 +28329,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3066 sample 0",
+        .where = "ops.yaml:3067 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28341,7 +28341,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3066 sample 1",
+        .where = "ops.yaml:3067 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28354,7 +28354,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3066 sample 2",
+        .where = "ops.yaml:3067 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28366,7 +28366,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3066 sample 3",
+        .where = "ops.yaml:3067 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -28378,7 +28378,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3066 sample 4",
+        .where = "ops.yaml:3067 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -28390,7 +28390,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .where = "ops.yaml:3066 sample 5",
+        .where = "ops.yaml:3067 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -28402,7 +28402,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3082 sample 0",
+        .where = "ops.yaml:3083 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28414,7 +28414,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3082 sample 1",
+        .where = "ops.yaml:3083 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28427,7 +28427,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3082 sample 2",
+        .where = "ops.yaml:3083 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -28439,7 +28439,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3082 sample 3",
+        .where = "ops.yaml:3083 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -28451,7 +28451,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "huber_loss",
-        .where = "ops.yaml:3082 sample 4",
+        .where = "ops.yaml:3083 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -28463,7 +28463,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3099 sample 0",
+        .where = "ops.yaml:3100 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28475,7 +28475,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3099 sample 1",
+        .where = "ops.yaml:3100 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28488,7 +28488,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3099 sample 2",
+        .where = "ops.yaml:3100 sample 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -28500,7 +28500,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .where = "ops.yaml:3099 sample 3",
+        .where = "ops.yaml:3100 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -28512,7 +28512,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3114 sample 0",
+        .where = "ops.yaml:3115 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28524,7 +28524,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3114 sample 1",
+        .where = "ops.yaml:3115 sample 1",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28537,7 +28537,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3114 sample 2",
+        .where = "ops.yaml:3115 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28555,7 +28555,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3114 sample 3",
+        .where = "ops.yaml:3115 sample 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -28567,7 +28567,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3114 sample 4",
+        .where = "ops.yaml:3115 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
@@ -28585,7 +28585,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .where = "ops.yaml:3114 sample 5",
+        .where = "ops.yaml:3115 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -28603,7 +28603,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3130 sample 0",
+        .where = "ops.yaml:3131 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28615,7 +28615,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3130 sample 1",
+        .where = "ops.yaml:3131 sample 1",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28634,7 +28634,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3130 sample 2",
+        .where = "ops.yaml:3131 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28658,7 +28658,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3130 sample 3",
+        .where = "ops.yaml:3131 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -28676,7 +28676,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3130 sample 4",
+        .where = "ops.yaml:3131 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -28694,7 +28694,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .where = "ops.yaml:3130 sample 5",
+        .where = "ops.yaml:3131 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -28706,7 +28706,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3153 sample 0",
+        .where = "ops.yaml:3154 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28718,7 +28718,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3153 sample 1",
+        .where = "ops.yaml:3154 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28736,7 +28736,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3153 sample 2",
+        .where = "ops.yaml:3154 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -28754,7 +28754,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3153 sample 3",
+        .where = "ops.yaml:3154 sample 3",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28767,7 +28767,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3153 sample 4",
+        .where = "ops.yaml:3154 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -28785,7 +28785,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "nll_loss",
-        .where = "ops.yaml:3153 sample 5",
+        .where = "ops.yaml:3154 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -28797,7 +28797,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3176 sample 0",
+        .where = "ops.yaml:3177 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28809,7 +28809,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3176 sample 1",
+        .where = "ops.yaml:3177 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28827,7 +28827,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3176 sample 2",
+        .where = "ops.yaml:3177 sample 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28845,7 +28845,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3176 sample 3",
+        .where = "ops.yaml:3177 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -28863,7 +28863,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3176 sample 4",
+        .where = "ops.yaml:3177 sample 4",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28876,7 +28876,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3176 sample 5",
+        .where = "ops.yaml:3177 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -28888,7 +28888,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3176 sample 6",
+        .where = "ops.yaml:3177 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -28906,7 +28906,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3176 sample 7",
+        .where = "ops.yaml:3177 sample 7",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
@@ -28918,7 +28918,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3176 sample 8",
+        .where = "ops.yaml:3177 sample 8",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
@@ -28932,7 +28932,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3176 sample 9",
+        .where = "ops.yaml:3177 sample 9",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 3, .sizes = {2, 6, 3}, .dtype = YT_DTYPE_F64},
@@ -28946,7 +28946,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3176 sample 10",
+        .where = "ops.yaml:3177 sample 10",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -28959,7 +28959,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .where = "ops.yaml:3176 sample 11",
+        .where = "ops.yaml:3177 sample 11",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
@@ -28973,7 +28973,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3202 sample 0",
+        .where = "ops.yaml:3203 sample 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -28985,7 +28985,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3202 sample 1",
+        .where = "ops.yaml:3203 sample 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -29003,7 +29003,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3202 sample 2",
+        .where = "ops.yaml:3203 sample 2",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {6, 4}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -29016,7 +29016,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3202 sample 3",
+        .where = "ops.yaml:3203 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -29034,7 +29034,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3202 sample 4",
+        .where = "ops.yaml:3203 sample 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 6, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64},
@@ -29046,7 +29046,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3202 sample 5",
+        .where = "ops.yaml:3203 sample 5",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -29058,7 +29058,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .where = "ops.yaml:3202 sample 6",
+        .where = "ops.yaml:3203 sample 6",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -29070,7 +29070,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3241 sample 0",
+        .where = "ops.yaml:3242 sample 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -29083,7 +29083,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3241 sample 1",
+        .where = "ops.yaml:3242 sample 1",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -29101,7 +29101,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3241 sample 2",
+        .where = "ops.yaml:3242 sample 2",
         .n_inputs = 4,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -29119,7 +29119,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3241 sample 3",
+        .where = "ops.yaml:3242 sample 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
@@ -29132,7 +29132,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3241 sample 4",
+        .where = "ops.yaml:3242 sample 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -29150,7 +29150,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3241 sample 5",
+        .where = "ops.yaml:3242 sample 5",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -29163,7 +29163,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .where = "ops.yaml:3241 sample 6",
+        .where = "ops.yaml:3242 sample 6",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {0, 4}, .dtype = YT_DTYPE_F64},
@@ -29176,7 +29176,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3269 sample 0 result output",
+        .where = "ops.yaml:3270 sample 0 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -29189,7 +29189,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3269 sample 0 result attn",
+        .where = "ops.yaml:3270 sample 0 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -29202,7 +29202,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3269 sample 1 result output",
+        .where = "ops.yaml:3270 sample 1 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -29220,7 +29220,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3269 sample 1 result attn",
+        .where = "ops.yaml:3270 sample 1 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query",
                       .dim = 3,
@@ -29238,7 +29238,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3269 sample 2 result output",
+        .where = "ops.yaml:3270 sample 2 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -29251,7 +29251,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3269 sample 2 result attn",
+        .where = "ops.yaml:3270 sample 2 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 4, .sizes = {2, 2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -29264,7 +29264,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3269 sample 3 result output",
+        .where = "ops.yaml:3270 sample 3 result output",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -29277,7 +29277,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .where = "ops.yaml:3269 sample 3 result attn",
+        .where = "ops.yaml:3270 sample 3 result attn",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 0, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -29290,7 +29290,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3299 sample 0",
+        .where = "ops.yaml:3300 sample 0",
         .n_inputs = 0,
         .call = call_empty_1955,
         .call_inplace = NULL,
@@ -29300,7 +29300,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3299 sample 1",
+        .where = "ops.yaml:3300 sample 1",
         .n_inputs = 0,
         .call = call_empty_1956,
         .call_inplace = NULL,
@@ -29310,7 +29310,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty",
-        .where = "ops.yaml:3299 sample 2",
+        .where = "ops.yaml:3300 sample 2",
         .n_inputs = 0,
         .call = call_empty_1957,
         .call_inplace = NULL,
@@ -29320,7 +29320,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "zeros",
-        .where = "ops.yaml:3306 sample 0",
+        .where = "ops.yaml:3307 sample 0",
         .n_inputs = 0,
         .call = call_zeros_1958,
         .call_inplace = NULL,
@@ -29330,7 +29330,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones",
-        .where = "ops.yaml:3314 sample 0",
+        .where = "ops.yaml:3315 sample 0",
         .n_inputs = 0,
         .call = call_ones_1959,
         .call_inplace = NULL,
@@ -29340,7 +29340,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3329 sample 0",
+        .where = "ops.yaml:3330 sample 0",
         .n_inputs = 0,
         .call = call_full_1960,
         .call_inplace = NULL,
@@ -29350,7 +29350,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3329 sample 1",
+        .where = "ops.yaml:3330 sample 1",
         .n_inputs = 0,
         .call = call_full_1961,
         .call_inplace = NULL,
@@ -29360,7 +29360,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full",
-        .where = "ops.yaml:3329 sample 2",
+        .where = "ops.yaml:3330 sample 2",
         .n_inputs = 0,
         .call = call_full_1962,
         .call_inplace = NULL,
@@ -29370,7 +29370,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3340 sample 0",
+        .where = "ops.yaml:3341 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_empty_like_1963,
@@ -29381,7 +29381,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3340 sample 1",
+        .where = "ops.yaml:3341 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -29393,7 +29393,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "empty_like",
-        .where = "ops.yaml:3340 sample 2",
+        .where = "ops.yaml:3341 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_empty_like_1965,
@@ -29404,7 +29404,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3360 sample 0",
+        .where = "ops.yaml:3361 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1966,
@@ -29415,7 +29415,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3360 sample 1",
+        .where = "ops.yaml:3361 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -29427,7 +29427,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3360 sample 2",
+        .where = "ops.yaml:3361 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1968,
@@ -29438,7 +29438,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "ones_like",
-        .where = "ops.yaml:3360 sample 3",
+        .where = "ops.yaml:3361 sample 3",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = call_ones_like_1969,
@@ -29449,7 +29449,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3372 sample 0",
+        .where = "ops.yaml:3373 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_full_like_1970,
@@ -29460,7 +29460,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3372 sample 1",
+        .where = "ops.yaml:3373 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -29472,7 +29472,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "full_like",
-        .where = "ops.yaml:3372 sample 2",
+        .where = "ops.yaml:3373 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_full_like_1972,
@@ -29483,7 +29483,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "arange",
-        .where = "ops.yaml:3377 sample 0",
+        .where = "ops.yaml:3378 sample 0",
         .n_inputs = 0,
         .call = call_arange_1973,
         .call_inplace = NULL,
@@ -29493,7 +29493,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3392 sample 0",
+        .where = "ops.yaml:3393 sample 0",
         .n_inputs = 0,
         .call = call_linspace_1974,
         .call_inplace = NULL,
@@ -29503,7 +29503,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3392 sample 1",
+        .where = "ops.yaml:3393 sample 1",
         .n_inputs = 0,
         .call = call_linspace_1975,
         .call_inplace = NULL,
@@ -29513,7 +29513,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "linspace",
-        .where = "ops.yaml:3392 sample 2",
+        .where = "ops.yaml:3393 sample 2",
         .n_inputs = 0,
         .call = call_linspace_1976,
         .call_inplace = NULL,
@@ -29523,7 +29523,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3404 sample 0",
+        .where = "ops.yaml:3405 sample 0",
         .n_inputs = 0,
         .call = call_eye_1977,
         .call_inplace = NULL,
@@ -29533,7 +29533,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye",
-        .where = "ops.yaml:3404 sample 1",
+        .where = "ops.yaml:3405 sample 1",
         .n_inputs = 0,
         .call = call_eye_1978,
         .call_inplace = NULL,
@@ -29543,7 +29543,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3415 sample 0",
+        .where = "ops.yaml:3416 sample 0",
         .n_inputs = 0,
         .call = call_eye_m_1979,
         .call_inplace = NULL,
@@ -29553,7 +29553,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "eye.m",
-        .where = "ops.yaml:3415 sample 1",
+        .where = "ops.yaml:3416 sample 1",
         .n_inputs = 0,
         .call = call_eye_m_1980,
         .call_inplace = NULL,
@@ -29563,7 +29563,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand",
-        .where = "ops.yaml:3419 sample 0",
+        .where = "ops.yaml:3420 sample 0",
         .n_inputs = 0,
         .call = call_rand_1981,
         .call_inplace = NULL,
@@ -29573,7 +29573,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn",
-        .where = "ops.yaml:3430 sample 0",
+        .where = "ops.yaml:3431 sample 0",
         .n_inputs = 0,
         .call = call_randn_1983,
         .call_inplace = NULL,
@@ -29583,7 +29583,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3447 sample 0",
+        .where = "ops.yaml:3448 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_rand_like_1985,
@@ -29594,7 +29594,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "rand_like",
-        .where = "ops.yaml:3447 sample 1",
+        .where = "ops.yaml:3448 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_rand_like_1986,
@@ -29605,7 +29605,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3457 sample 0",
+        .where = "ops.yaml:3458 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_randn_like_1987,
@@ -29616,7 +29616,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randn_like",
-        .where = "ops.yaml:3457 sample 1",
+        .where = "ops.yaml:3458 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_randn_like_1988,
@@ -29627,7 +29627,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3468 sample 0",
+        .where = "ops.yaml:3469 sample 0",
         .n_inputs = 0,
         .call = call_randint_1989,
         .call_inplace = NULL,
@@ -29637,7 +29637,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint",
-        .where = "ops.yaml:3468 sample 1",
+        .where = "ops.yaml:3469 sample 1",
         .n_inputs = 0,
         .call = call_randint_1990,
         .call_inplace = NULL,
@@ -29647,7 +29647,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randint.low",
-        .where = "ops.yaml:3479 sample 0",
+        .where = "ops.yaml:3480 sample 0",
         .n_inputs = 0,
         .call = call_randint_low_1991,
         .call_inplace = NULL,
@@ -29657,7 +29657,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3489 sample 0",
+        .where = "ops.yaml:3490 sample 0",
         .n_inputs = 0,
         .call = call_randperm_1992,
         .call_inplace = NULL,
@@ -29667,7 +29667,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "randperm",
-        .where = "ops.yaml:3489 sample 1",
+        .where = "ops.yaml:3490 sample 1",
         .n_inputs = 0,
         .call = call_randperm_1993,
         .call_inplace = NULL,
@@ -29677,7 +29677,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3506 sample 0",
+        .where = "ops.yaml:3507 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_bernoulli_p_1994,
@@ -29688,7 +29688,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3506 sample 1",
+        .where = "ops.yaml:3507 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -29700,7 +29700,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "bernoulli.p",
-        .where = "ops.yaml:3506 sample 2",
+        .where = "ops.yaml:3507 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_bernoulli_p_1998,
@@ -29711,7 +29711,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3517 sample 0",
+        .where = "ops.yaml:3518 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_normal_2000,
@@ -29722,7 +29722,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3517 sample 1",
+        .where = "ops.yaml:3518 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -29734,7 +29734,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "normal",
-        .where = "ops.yaml:3517 sample 2",
+        .where = "ops.yaml:3518 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_normal_2004,
@@ -29745,7 +29745,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3529 sample 0",
+        .where = "ops.yaml:3530 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_uniform_2007,
@@ -29756,7 +29756,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3529 sample 1",
+        .where = "ops.yaml:3530 sample 1",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -29768,7 +29768,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "uniform",
-        .where = "ops.yaml:3529 sample 2",
+        .where = "ops.yaml:3530 sample 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 2}, .dtype = YT_DTYPE_F64},
         .call = call_uniform_2011,
@@ -29779,7 +29779,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3542 sample 0",
+        .where = "ops.yaml:3543 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_maybe_multiply_2014,
@@ -29790,7 +29790,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "maybe_multiply",
-        .where = "ops.yaml:3542 sample 1",
+        .where = "ops.yaml:3543 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_maybe_multiply_2015,
@@ -29801,7 +29801,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3553 sample 0",
+        .where = "ops.yaml:3554 sample 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_2017,
@@ -29812,7 +29812,7 @@ const yt_op_case yt_op_cases[] = {
     },
     {
         .op = "sum_to",
-        .where = "ops.yaml:3553 sample 1",
+        .where = "ops.yaml:3554 sample 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = call_sum_to_2018,
@@ -29904,7 +29904,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "pow.Tensor_Tensor",
-        .what = "ops.yaml:108: dtype of self",
+        .what = "ops.yaml:109: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -29914,7 +29914,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "pow.Tensor_Tensor",
-        .what = "ops.yaml:108: broadcast",
+        .what = "ops.yaml:109: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -29924,7 +29924,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "maximum",
-        .what = "ops.yaml:134: broadcast",
+        .what = "ops.yaml:135: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -29934,7 +29934,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "minimum",
-        .what = "ops.yaml:143: broadcast",
+        .what = "ops.yaml:144: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -29944,7 +29944,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_min",
-        .what = "ops.yaml:152: dtype of self",
+        .what = "ops.yaml:153: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_clamp_min_205,
@@ -29953,7 +29953,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_max",
-        .what = "ops.yaml:160: dtype of self",
+        .what = "ops.yaml:161: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_clamp_max_218,
@@ -29962,7 +29962,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_min.Tensor",
-        .what = "ops.yaml:168: dtype of self",
+        .what = "ops.yaml:169: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "min", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -29972,7 +29972,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_min.Tensor",
-        .what = "ops.yaml:168: broadcast",
+        .what = "ops.yaml:169: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "min", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -29982,7 +29982,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_max.Tensor",
-        .what = "ops.yaml:177: dtype of self",
+        .what = "ops.yaml:178: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "max", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -29992,7 +29992,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_max.Tensor",
-        .what = "ops.yaml:177: broadcast",
+        .what = "ops.yaml:178: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "max", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30002,7 +30002,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "remainder.Tensor",
-        .what = "ops.yaml:186: dtype of self",
+        .what = "ops.yaml:187: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30012,7 +30012,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "remainder.Tensor",
-        .what = "ops.yaml:186: broadcast",
+        .what = "ops.yaml:187: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30022,7 +30022,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "remainder.Scalar",
-        .what = "ops.yaml:196: dtype of self",
+        .what = "ops.yaml:197: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_remainder_scalar_276,
@@ -30045,7 +30045,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "floor_divide",
-        .what = "ops.yaml:204: dtype of self",
+        .what = "ops.yaml:205: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30055,7 +30055,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "floor_divide",
-        .what = "ops.yaml:204: broadcast",
+        .what = "ops.yaml:205: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30065,7 +30065,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "lerp.Scalar",
-        .what = "ops.yaml:214: dtype of self",
+        .what = "ops.yaml:215: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30075,7 +30075,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "lerp.Scalar",
-        .what = "ops.yaml:214: broadcast",
+        .what = "ops.yaml:215: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30085,7 +30085,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "lerp.Tensor",
-        .what = "ops.yaml:223: dtype of self",
+        .what = "ops.yaml:224: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30096,7 +30096,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "lerp.Tensor",
-        .what = "ops.yaml:223: broadcast",
+        .what = "ops.yaml:224: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "end", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30107,7 +30107,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addcmul",
-        .what = "ops.yaml:237: dtype of self",
+        .what = "ops.yaml:238: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30118,7 +30118,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addcmul",
-        .what = "ops.yaml:237: broadcast",
+        .what = "ops.yaml:238: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30129,7 +30129,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addcdiv",
-        .what = "ops.yaml:251: dtype of self",
+        .what = "ops.yaml:252: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30140,7 +30140,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addcdiv",
-        .what = "ops.yaml:251: broadcast",
+        .what = "ops.yaml:252: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor1", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30151,7 +30151,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "pow_scalar_backward",
-        .what = "ops.yaml:266: dtype of grad_output",
+        .what = "ops.yaml:267: dtype of grad_output",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30162,7 +30162,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "pow_scalar_backward",
-        .what = "ops.yaml:266: broadcast",
+        .what = "ops.yaml:267: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "exponent", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30173,7 +30173,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "div.Tensor_mode",
-        .what = "ops.yaml:282: rounding_mode not a choice",
+        .what = "ops.yaml:283: rounding_mode not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30183,7 +30183,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "div.Tensor_mode",
-        .what = "ops.yaml:282: dtype of self",
+        .what = "ops.yaml:283: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30193,7 +30193,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "div.Tensor_mode",
-        .what = "ops.yaml:282: broadcast",
+        .what = "ops.yaml:283: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30203,7 +30203,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "div.Scalar_mode",
-        .what = "ops.yaml:302: rounding_mode not a choice",
+        .what = "ops.yaml:303: rounding_mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_div_scalar_mode_390,
@@ -30212,7 +30212,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "div.Scalar_mode",
-        .what = "ops.yaml:302: dtype of self",
+        .what = "ops.yaml:303: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_div_scalar_mode_391,
@@ -30221,7 +30221,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp",
-        .what = "ops.yaml:324: min is not None or max is not None",
+        .what = "ops.yaml:325: min is not None or max is not None",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_clamp_407,
@@ -30230,7 +30230,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp",
-        .what = "ops.yaml:318: dtype of self",
+        .what = "ops.yaml:319: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_clamp_408,
@@ -30239,7 +30239,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp.Tensor",
-        .what = "ops.yaml:342: min is not None or max is not None",
+        .what = "ops.yaml:343: min is not None or max is not None",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_clamp_tensor_421,
@@ -30248,7 +30248,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp.Tensor",
-        .what = "ops.yaml:335: dtype of self",
+        .what = "ops.yaml:336: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
@@ -30261,7 +30261,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp.Tensor",
-        .what = "ops.yaml:335: broadcast",
+        .what = "ops.yaml:336: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -30274,7 +30274,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_backward",
-        .what = "ops.yaml:352: dtype of grad_output",
+        .what = "ops.yaml:353: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30284,7 +30284,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_backward",
-        .what = "ops.yaml:352: broadcast",
+        .what = "ops.yaml:353: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30294,7 +30294,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_tensor_backward",
-        .what = "ops.yaml:366: dtype of grad_output",
+        .what = "ops.yaml:367: dtype of grad_output",
         .n_inputs = 4,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30308,7 +30308,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_tensor_backward",
-        .what = "ops.yaml:366: broadcast",
+        .what = "ops.yaml:367: broadcast",
         .n_inputs = 4,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30322,7 +30322,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_tensor_backward_min",
-        .what = "ops.yaml:380: dtype of grad_output",
+        .what = "ops.yaml:381: dtype of grad_output",
         .n_inputs = 4,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30335,7 +30335,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_tensor_backward_min",
-        .what = "ops.yaml:380: broadcast",
+        .what = "ops.yaml:381: broadcast",
         .n_inputs = 4,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30348,7 +30348,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_tensor_backward_max",
-        .what = "ops.yaml:393: dtype of grad_output",
+        .what = "ops.yaml:394: dtype of grad_output",
         .n_inputs = 4,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30361,7 +30361,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "clamp_tensor_backward_max",
-        .what = "ops.yaml:393: broadcast",
+        .what = "ops.yaml:394: broadcast",
         .n_inputs = 4,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30374,7 +30374,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "div_rounding_backward",
-        .what = "ops.yaml:406: rounding_mode not a choice",
+        .what = "ops.yaml:407: rounding_mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_div_rounding_backward_444,
@@ -30383,7 +30383,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "div_rounding_backward",
-        .what = "ops.yaml:406: dtype of grad_output",
+        .what = "ops.yaml:407: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_div_rounding_backward_445,
@@ -30392,7 +30392,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "relu",
-        .what = "ops.yaml:447: dtype of self",
+        .what = "ops.yaml:448: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_relu_494,
@@ -30401,7 +30401,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "threshold_backward",
-        .what = "ops.yaml:455: dtype of grad_output",
+        .what = "ops.yaml:456: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30411,7 +30411,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "threshold_backward",
-        .what = "ops.yaml:455: broadcast",
+        .what = "ops.yaml:456: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30421,7 +30421,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softplus",
-        .what = "ops.yaml:484: dtype of self",
+        .what = "ops.yaml:485: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_softplus_535,
@@ -30430,7 +30430,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "abs",
-        .what = "ops.yaml:506: dtype of self",
+        .what = "ops.yaml:507: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_abs_556,
@@ -30439,7 +30439,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "floor",
-        .what = "ops.yaml:598: dtype of self",
+        .what = "ops.yaml:599: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_floor_689,
@@ -30448,7 +30448,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "ceil",
-        .what = "ops.yaml:605: dtype of self",
+        .what = "ops.yaml:606: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_ceil_702,
@@ -30457,7 +30457,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "round",
-        .what = "ops.yaml:612: dtype of self",
+        .what = "ops.yaml:613: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_round_715,
@@ -30466,7 +30466,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "trunc",
-        .what = "ops.yaml:619: dtype of self",
+        .what = "ops.yaml:620: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_trunc_728,
@@ -30475,7 +30475,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "leaky_relu",
-        .what = "ops.yaml:626: dtype of self",
+        .what = "ops.yaml:627: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_leaky_relu_741,
@@ -30484,7 +30484,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "leaky_relu_backward",
-        .what = "ops.yaml:634: dtype of grad_output",
+        .what = "ops.yaml:635: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30494,7 +30494,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "leaky_relu_backward",
-        .what = "ops.yaml:634: broadcast",
+        .what = "ops.yaml:635: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30504,7 +30504,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "elu",
-        .what = "ops.yaml:645: dtype of self",
+        .what = "ops.yaml:646: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_elu_761,
@@ -30513,7 +30513,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "elu_backward",
-        .what = "ops.yaml:653: dtype of grad_output",
+        .what = "ops.yaml:654: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30523,7 +30523,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "elu_backward",
-        .what = "ops.yaml:653: broadcast",
+        .what = "ops.yaml:654: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30533,7 +30533,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "silu",
-        .what = "ops.yaml:664: dtype of self",
+        .what = "ops.yaml:665: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_silu_781,
@@ -30542,7 +30542,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "gelu",
-        .what = "ops.yaml:689: approximate not a choice",
+        .what = "ops.yaml:690: approximate not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_gelu_805,
@@ -30551,7 +30551,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "gelu",
-        .what = "ops.yaml:689: dtype of self",
+        .what = "ops.yaml:690: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_gelu_806,
@@ -30560,7 +30560,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "gelu_backward",
-        .what = "ops.yaml:703: approximate not a choice",
+        .what = "ops.yaml:704: approximate not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30570,7 +30570,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "gelu_backward",
-        .what = "ops.yaml:703: dtype of grad_output",
+        .what = "ops.yaml:704: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30580,7 +30580,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "gelu_backward",
-        .what = "ops.yaml:703: broadcast",
+        .what = "ops.yaml:704: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30590,7 +30590,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "eq.Tensor",
-        .what = "ops.yaml:742: broadcast",
+        .what = "ops.yaml:743: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30600,7 +30600,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "lt.Tensor",
-        .what = "ops.yaml:761: broadcast",
+        .what = "ops.yaml:762: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30610,7 +30610,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "gt.Tensor",
-        .what = "ops.yaml:780: broadcast",
+        .what = "ops.yaml:781: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30620,7 +30620,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "where",
-        .what = "ops.yaml:799: dtype of condition",
+        .what = "ops.yaml:800: dtype of condition",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30631,7 +30631,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "where",
-        .what = "ops.yaml:799: broadcast",
+        .what = "ops.yaml:800: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "condition", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30642,7 +30642,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "ne.Tensor",
-        .what = "ops.yaml:812: broadcast",
+        .what = "ops.yaml:813: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30652,7 +30652,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "le.Tensor",
-        .what = "ops.yaml:831: broadcast",
+        .what = "ops.yaml:832: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30662,7 +30662,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "ge.Tensor",
-        .what = "ops.yaml:850: broadcast",
+        .what = "ops.yaml:851: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30672,7 +30672,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "logical_and",
-        .what = "ops.yaml:869: broadcast",
+        .what = "ops.yaml:870: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30682,7 +30682,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "logical_or",
-        .what = "ops.yaml:879: broadcast",
+        .what = "ops.yaml:880: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30692,7 +30692,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "logical_xor",
-        .what = "ops.yaml:889: broadcast",
+        .what = "ops.yaml:890: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -30702,7 +30702,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "masked_fill.Scalar",
-        .what = "ops.yaml:908: dtype of mask",
+        .what = "ops.yaml:909: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
@@ -30712,7 +30712,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "masked_fill.Scalar",
-        .what = "ops.yaml:908: broadcast",
+        .what = "ops.yaml:909: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
@@ -30722,7 +30722,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "masked_fill.Tensor",
-        .what = "ops.yaml:928: value.dim == 0",
+        .what = "ops.yaml:929: value.dim == 0",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
@@ -30733,7 +30733,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "masked_fill.Tensor",
-        .what = "ops.yaml:921: dtype of mask",
+        .what = "ops.yaml:922: dtype of mask",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
@@ -30744,7 +30744,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "masked_fill.Tensor",
-        .what = "ops.yaml:921: broadcast",
+        .what = "ops.yaml:922: broadcast",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
@@ -30755,7 +30755,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "sum.dim",
-        .what = "ops.yaml:955: dim out of range",
+        .what = "ops.yaml:956: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_sum_dim_1025,
@@ -30764,7 +30764,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mean",
-        .what = "ops.yaml:976: is_floating(result_dtype)",
+        .what = "ops.yaml:977: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
         .call = error_mean_1030,
@@ -30773,7 +30773,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:994: is_floating(result_dtype)",
+        .what = "ops.yaml:995: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_I32},
         .call = error_mean_dim_1039,
@@ -30782,7 +30782,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mean.dim",
-        .what = "ops.yaml:987: dim out of range",
+        .what = "ops.yaml:988: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_mean_dim_1040,
@@ -30791,7 +30791,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "amax",
-        .what = "ops.yaml:1005: dim out of range",
+        .what = "ops.yaml:1006: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_amax_1047,
@@ -30800,7 +30800,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "amin",
-        .what = "ops.yaml:1018: dim out of range",
+        .what = "ops.yaml:1019: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_amin_1058,
@@ -30809,7 +30809,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "max.dim",
-        .what = "ops.yaml:1057: dim out of range",
+        .what = "ops.yaml:1058: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_max_dim_1085,
@@ -30818,7 +30818,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "min.dim",
-        .what = "ops.yaml:1073: dim out of range",
+        .what = "ops.yaml:1074: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_min_dim_1102,
@@ -30827,7 +30827,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "argmax",
-        .what = "ops.yaml:1088: dtype of self",
+        .what = "ops.yaml:1089: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_argmax_1113,
@@ -30836,7 +30836,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "argmin",
-        .what = "ops.yaml:1103: dtype of self",
+        .what = "ops.yaml:1104: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_argmin_1122,
@@ -30845,7 +30845,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "prod.dim_int",
-        .what = "ops.yaml:1131: dim out of range",
+        .what = "ops.yaml:1132: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_prod_dim_int_1135,
@@ -30854,7 +30854,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "all.dim",
-        .what = "ops.yaml:1158: dim out of range",
+        .what = "ops.yaml:1159: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_all_dim_1144,
@@ -30863,7 +30863,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "any.dim",
-        .what = "ops.yaml:1184: dim out of range",
+        .what = "ops.yaml:1185: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_any_dim_1153,
@@ -30872,7 +30872,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cumsum",
-        .what = "ops.yaml:1198: dim out of range",
+        .what = "ops.yaml:1199: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_cumsum_1164,
@@ -30881,7 +30881,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "logsumexp",
-        .what = "ops.yaml:1213: dim out of range",
+        .what = "ops.yaml:1214: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_logsumexp_1171,
@@ -30890,7 +30890,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:1230: dtype of self",
+        .what = "ops.yaml:1231: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_var_1176,
@@ -30899,7 +30899,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "var.correction",
-        .what = "ops.yaml:1230: dim out of range",
+        .what = "ops.yaml:1231: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_var_1177,
@@ -30908,7 +30908,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:1245: dtype of self",
+        .what = "ops.yaml:1246: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_std_1181,
@@ -30917,7 +30917,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "std.correction",
-        .what = "ops.yaml:1245: dim out of range",
+        .what = "ops.yaml:1246: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_std_1182,
@@ -30926,7 +30926,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1266: is_floating(result_dtype)",
+        .what = "ops.yaml:1267: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_linalg_vector_norm_1187,
@@ -30935,7 +30935,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1259: dtype of self",
+        .what = "ops.yaml:1260: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_linalg_vector_norm_1188,
@@ -30944,7 +30944,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linalg_vector_norm",
-        .what = "ops.yaml:1259: dim out of range",
+        .what = "ops.yaml:1260: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_linalg_vector_norm_1189,
@@ -30953,7 +30953,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cumsum_backward",
-        .what = "ops.yaml:1299: dtype of grad_output",
+        .what = "ops.yaml:1300: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_cumsum_backward_1195,
@@ -30962,7 +30962,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cumsum_backward",
-        .what = "ops.yaml:1299: dim out of range",
+        .what = "ops.yaml:1300: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_cumsum_backward_1196,
@@ -30971,7 +30971,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1358: self.dim == 2",
+        .what = "ops.yaml:1359: self.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -30981,7 +30981,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1360: mat2.dim == 2",
+        .what = "ops.yaml:1361: mat2.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -30991,7 +30991,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1362: self.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1363: self.size(1) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -31001,7 +31001,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm",
-        .what = "ops.yaml:1352: dtype of self",
+        .what = "ops.yaml:1353: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -31011,7 +31011,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1382: self.dim >= 1",
+        .what = "ops.yaml:1383: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -31021,7 +31021,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1384: other.dim >= 1",
+        .what = "ops.yaml:1385: other.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "other", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -31031,7 +31031,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "matmul",
-        .what = "ops.yaml:1376: dtype of self",
+        .what = "ops.yaml:1377: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "other", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -31041,7 +31041,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1408: self.dim == 3",
+        .what = "ops.yaml:1409: self.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -31051,7 +31051,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1410: mat2.dim == 3",
+        .what = "ops.yaml:1411: mat2.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -31061,7 +31061,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1412: self.size(0) == mat2.size(0)",
+        .what = "ops.yaml:1413: self.size(0) == mat2.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {3, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -31071,7 +31071,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1414: self.size(2) == mat2.size(1)",
+        .what = "ops.yaml:1415: self.size(2) == mat2.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -31081,7 +31081,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "bmm",
-        .what = "ops.yaml:1402: dtype of self",
+        .what = "ops.yaml:1403: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 3, .sizes = {2, 4, 5}, .dtype = YT_DTYPE_F64},
@@ -31091,7 +31091,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1432: mat1.dim == 2",
+        .what = "ops.yaml:1433: mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -31102,7 +31102,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1434: mat2.dim == 2",
+        .what = "ops.yaml:1435: mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -31113,7 +31113,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1436: mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1437: mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -31124,7 +31124,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1438: self.dim <= 2",
+        .what = "ops.yaml:1439: self.dim <= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -31136,7 +31136,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1440: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
+            "ops.yaml:1441: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -31148,7 +31148,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "addmm",
         .what =
-            "ops.yaml:1442: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
+            "ops.yaml:1443: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -31159,7 +31159,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "addmm",
-        .what = "ops.yaml:1426: dtype of self",
+        .what = "ops.yaml:1427: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -31170,7 +31170,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1462: batch1.dim == 3",
+        .what = "ops.yaml:1463: batch1.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -31181,7 +31181,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1464: batch2.dim == 3",
+        .what = "ops.yaml:1465: batch2.dim == 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -31192,7 +31192,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1466: batch1.size(0) == batch2.size(0)",
+        .what = "ops.yaml:1467: batch1.size(0) == batch2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -31203,7 +31203,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1468: batch1.size(2) == batch2.size(1)",
+        .what = "ops.yaml:1469: batch1.size(2) == batch2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -31214,7 +31214,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1470: self.dim <= 3",
+        .what = "ops.yaml:1471: self.dim <= 3",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {1, 2, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -31226,7 +31226,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1472: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
+            "ops.yaml:1473: self.dim < 1 or self.size(-1) == 1 or self.size(-1) == batch2.size(2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -31238,7 +31238,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1474: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
+            "ops.yaml:1475: self.dim < 2 or self.size(-2) == 1 or self.size(-2) == batch1.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -31250,7 +31250,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "baddbmm",
         .what =
-            "ops.yaml:1476: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
+            "ops.yaml:1477: self.dim < 3 or self.size(0) == 1 or self.size(0) == batch1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -31261,7 +31261,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "baddbmm",
-        .what = "ops.yaml:1456: dtype of self",
+        .what = "ops.yaml:1457: dtype of self",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "batch1", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -31272,7 +31272,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1495: self.dim == 1",
+        .what = "ops.yaml:1496: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -31282,7 +31282,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1497: tensor.dim == 1",
+        .what = "ops.yaml:1498: tensor.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_F64},
@@ -31292,7 +31292,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1499: self.size(0) == tensor.size(0)",
+        .what = "ops.yaml:1500: self.size(0) == tensor.size(0)",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -31302,7 +31302,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dot",
-        .what = "ops.yaml:1489: dtype of self",
+        .what = "ops.yaml:1490: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "tensor", .dim = 1, .sizes = {5}, .dtype = YT_DTYPE_F64},
@@ -31312,7 +31312,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1515: self.dim == 1",
+        .what = "ops.yaml:1516: self.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -31322,7 +31322,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1517: vec2.dim == 1",
+        .what = "ops.yaml:1518: vec2.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "vec2", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
@@ -31332,7 +31332,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "outer",
-        .what = "ops.yaml:1509: dtype of self",
+        .what = "ops.yaml:1510: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "vec2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -31342,7 +31342,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1533: input.dim >= 1",
+        .what = "ops.yaml:1534: input.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -31352,7 +31352,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1535: weight.dim == 1 or weight.dim == 2",
+        .what = "ops.yaml:1536: weight.dim == 1 or weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -31362,7 +31362,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1537: input.size(-1) == weight.size(-1)",
+        .what = "ops.yaml:1538: input.size(-1) == weight.size(-1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
@@ -31372,7 +31372,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1541: weight.dim == 2 or bias is None",
+        .what = "ops.yaml:1542: weight.dim == 2 or bias is None",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -31384,7 +31384,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "linear",
-        .what = "ops.yaml:1527: dtype of input",
+        .what = "ops.yaml:1528: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
@@ -31396,7 +31396,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1566: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
+        .what = "ops.yaml:1567: grad.dim == 2 and mat2.dim == 2 and mat1.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -31407,7 +31407,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1568: grad.size(1) == mat2.size(1)",
+        .what = "ops.yaml:1569: grad.size(1) == mat2.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -31418,7 +31418,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1570: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
+        .what = "ops.yaml:1571: mat1.size(0) == grad.size(0) and mat1.size(1) == mat2.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -31429,7 +31429,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm_mat1_backward",
-        .what = "ops.yaml:1560: dtype of grad",
+        .what = "ops.yaml:1561: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat2", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -31440,7 +31440,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1587: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
+        .what = "ops.yaml:1588: grad.dim == 2 and mat1.dim == 2 and mat2.dim == 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_F64},
@@ -31451,7 +31451,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1589: grad.size(0) == mat1.size(0)",
+        .what = "ops.yaml:1590: grad.size(0) == mat1.size(0)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {4, 5}, .dtype = YT_DTYPE_F64},
@@ -31462,7 +31462,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1591: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
+        .what = "ops.yaml:1592: mat2.size(0) == mat1.size(1) and mat2.size(1) == grad.size(1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
@@ -31473,7 +31473,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mm_mat2_backward",
-        .what = "ops.yaml:1581: dtype of grad",
+        .what = "ops.yaml:1582: dtype of grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "mat1", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -31484,7 +31484,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "t",
-        .what = "ops.yaml:1609: self.dim <= 2",
+        .what = "ops.yaml:1610: self.dim <= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_t_1338,
@@ -31493,7 +31493,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1617: dim0 out of range",
+        .what = "ops.yaml:1618: dim0 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_1341,
@@ -31502,7 +31502,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "transpose",
-        .what = "ops.yaml:1617: dim1 out of range",
+        .what = "ops.yaml:1618: dim1 out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_transpose_1342,
@@ -31511,7 +31511,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1634: len(dims) == self.dim",
+        .what = "ops.yaml:1635: len(dims) == self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_permute_1344,
@@ -31520,7 +31520,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "permute",
-        .what = "ops.yaml:1628: dims out of range",
+        .what = "ops.yaml:1629: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_permute_1345,
@@ -31529,7 +31529,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "squeeze.dim",
-        .what = "ops.yaml:1680: dim out of range",
+        .what = "ops.yaml:1681: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {3, 1, 4}, .dtype = YT_DTYPE_F64},
         .call = error_squeeze_dim_1355,
@@ -31538,7 +31538,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unsqueeze",
-        .what = "ops.yaml:1691: dim out of range",
+        .what = "ops.yaml:1692: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_unsqueeze_1358,
@@ -31547,7 +31547,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1708: step > 0",
+        .what = "ops.yaml:1709: step > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_slice_1361,
@@ -31556,7 +31556,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "slice",
-        .what = "ops.yaml:1702: dim out of range",
+        .what = "ops.yaml:1703: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_slice_1362,
@@ -31565,7 +31565,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "select",
-        .what = "ops.yaml:1716: dim out of range",
+        .what = "ops.yaml:1717: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_select_1365,
@@ -31574,7 +31574,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1742: start_dim <= end_dim",
+        .what = "ops.yaml:1743: start_dim <= end_dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_flatten_1372,
@@ -31583,7 +31583,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1736: start_dim out of range",
+        .what = "ops.yaml:1737: start_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_flatten_1373,
@@ -31592,7 +31592,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "flatten.using_ints",
-        .what = "ops.yaml:1736: end_dim out of range",
+        .what = "ops.yaml:1737: end_dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_flatten_1374,
@@ -31601,7 +31601,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1759: self.dim >= 1",
+        .what = "ops.yaml:1760: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = error_unflatten_1379,
@@ -31610,7 +31610,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1761: len(sizes) >= 1",
+        .what = "ops.yaml:1762: len(sizes) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {6}, .dtype = YT_DTYPE_F64},
         .call = error_unflatten_1380,
@@ -31619,7 +31619,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unflatten.int",
-        .what = "ops.yaml:1753: dim out of range",
+        .what = "ops.yaml:1754: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = error_unflatten_1381,
@@ -31628,7 +31628,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1789: self.dim >= 1",
+        .what = "ops.yaml:1790: self.dim >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .call = error_narrow_1390,
@@ -31637,7 +31637,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1791: length >= 0",
+        .what = "ops.yaml:1792: length >= 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_narrow_1391,
@@ -31646,7 +31646,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "narrow",
-        .what = "ops.yaml:1783: dim out of range",
+        .what = "ops.yaml:1784: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 4}, .dtype = YT_DTYPE_F64},
         .call = error_narrow_1392,
@@ -31655,7 +31655,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "repeat",
-        .what = "ops.yaml:1806: len(repeats) >= self.dim",
+        .what = "ops.yaml:1807: len(repeats) >= self.dim",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_repeat_1399,
@@ -31664,7 +31664,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "flip",
-        .what = "ops.yaml:1818: dims out of range",
+        .what = "ops.yaml:1819: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_flip_1405,
@@ -31673,7 +31673,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1838: len(shifts) >= 1",
+        .what = "ops.yaml:1839: len(shifts) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_roll_1411,
@@ -31682,7 +31682,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "roll",
-        .what = "ops.yaml:1832: dims out of range",
+        .what = "ops.yaml:1833: dims out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_roll_1412,
@@ -31691,7 +31691,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "tril",
-        .what = "ops.yaml:1862: self.dim >= 2",
+        .what = "ops.yaml:1863: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_tril_1418,
@@ -31700,7 +31700,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "triu",
-        .what = "ops.yaml:1878: self.dim >= 2",
+        .what = "ops.yaml:1879: self.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_triu_1424,
@@ -31709,7 +31709,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "pad",
-        .what = "ops.yaml:1889: mode not a choice",
+        .what = "ops.yaml:1890: mode not a choice",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_pad_1436,
@@ -31718,7 +31718,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1947: out_capacity below the count",
+        .what = "ops.yaml:1948: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = error_split_1453,
@@ -31727,7 +31727,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1947: out_capacity below the count",
+        .what = "ops.yaml:1948: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = error_split_1455,
@@ -31736,7 +31736,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1947: out_capacity below the count",
+        .what = "ops.yaml:1948: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -31746,7 +31746,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "split.Tensor",
-        .what = "ops.yaml:1947: out_capacity below the count",
+        .what = "ops.yaml:1948: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = error_split_1459,
@@ -31755,7 +31755,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1960: out_capacity below the count",
+        .what = "ops.yaml:1961: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = error_split_with_sizes_1461,
@@ -31764,7 +31764,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1960: out_capacity below the count",
+        .what = "ops.yaml:1961: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = error_split_with_sizes_1463,
@@ -31773,7 +31773,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1960: out_capacity below the count",
+        .what = "ops.yaml:1961: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -31783,7 +31783,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "split_with_sizes",
-        .what = "ops.yaml:1960: out_capacity below the count",
+        .what = "ops.yaml:1961: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = error_split_with_sizes_1467,
@@ -31792,7 +31792,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1973: out_capacity below the count",
+        .what = "ops.yaml:1974: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .call = error_chunk_1469,
@@ -31801,7 +31801,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1973: out_capacity below the count",
+        .what = "ops.yaml:1974: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 6}, .dtype = YT_DTYPE_F64},
         .call = error_chunk_1471,
@@ -31810,7 +31810,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1973: out_capacity below the count",
+        .what = "ops.yaml:1974: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -31820,7 +31820,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "chunk",
-        .what = "ops.yaml:1973: out_capacity below the count",
+        .what = "ops.yaml:1974: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = error_chunk_1475,
@@ -31829,7 +31829,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1986: out_capacity below the count",
+        .what = "ops.yaml:1987: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_unbind_1477,
@@ -31838,7 +31838,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1986: out_capacity below the count",
+        .what = "ops.yaml:1987: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {2, 3, 2}, .dtype = YT_DTYPE_F64},
         .call = error_unbind_1479,
@@ -31847,7 +31847,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1986: out_capacity below the count",
+        .what = "ops.yaml:1987: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -31857,7 +31857,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "unbind.int",
-        .what = "ops.yaml:1986: out_capacity below the count",
+        .what = "ops.yaml:1987: out_capacity below the count",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {0, 3}, .dtype = YT_DTYPE_F64},
         .call = error_unbind_1483,
@@ -31866,7 +31866,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:2002: dtype of index",
+        .what = "ops.yaml:2003: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
@@ -31876,7 +31876,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "index_select",
-        .what = "ops.yaml:2002: dim out of range",
+        .what = "ops.yaml:2003: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -31886,7 +31886,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:2026: dtype of index",
+        .what = "ops.yaml:2027: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_BOOL, .high = 5},
@@ -31897,7 +31897,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "index_add",
-        .what = "ops.yaml:2026: dim out of range",
+        .what = "ops.yaml:2027: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -31908,7 +31908,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:2041: dtype of index",
+        .what = "ops.yaml:2042: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_BOOL, .high = 5},
@@ -31919,7 +31919,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "index_copy",
-        .what = "ops.yaml:2041: dim out of range",
+        .what = "ops.yaml:2042: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 1, .sizes = {1}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -31930,7 +31930,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2054: dtype of index",
+        .what = "ops.yaml:2055: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -31941,7 +31941,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "gather",
-        .what = "ops.yaml:2054: dim out of range",
+        .what = "ops.yaml:2055: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -31951,7 +31951,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2077: dtype of index",
+        .what = "ops.yaml:2078: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -31963,7 +31963,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scatter.src",
-        .what = "ops.yaml:2077: dim out of range",
+        .what = "ops.yaml:2078: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 1}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -31974,7 +31974,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2099: dtype of index",
+        .what = "ops.yaml:2100: dtype of index",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -31985,7 +31985,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scatter.value",
-        .what = "ops.yaml:2099: dim out of range",
+        .what = "ops.yaml:2100: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 2}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -31995,7 +31995,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2111: dtype of index",
+        .what = "ops.yaml:2112: dtype of index",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32007,7 +32007,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scatter_add",
-        .what = "ops.yaml:2111: dim out of range",
+        .what = "ops.yaml:2112: dim out of range",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "index", .dim = 2, .sizes = {3, 6}, .dtype = YT_DTYPE_I64, .high = 5},
@@ -32018,7 +32018,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2131: weight.dim == 2",
+        .what = "ops.yaml:2132: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -32028,7 +32028,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2133: sparse == 0",
+        .what = "ops.yaml:2134: sparse == 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {4, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "indices", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -32038,7 +32038,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "embedding",
-        .what = "ops.yaml:2126: dtype of indices",
+        .what = "ops.yaml:2127: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "weight", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32049,7 +32049,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "embedding_dense_backward",
-        .what = "ops.yaml:2145: dtype of indices",
+        .what = "ops.yaml:2146: dtype of indices",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32060,7 +32060,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "one_hot",
-        .what = "ops.yaml:2173: dtype of self",
+        .what = "ops.yaml:2174: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_BOOL, .high = 4},
         .call = error_one_hot_1574,
@@ -32069,7 +32069,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2197: dtype of mask",
+        .what = "ops.yaml:2198: dtype of mask",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_I64},
@@ -32079,7 +32079,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "masked_select",
-        .what = "ops.yaml:2197: broadcast",
+        .what = "ops.yaml:2198: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "mask", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_BOOL},
@@ -32089,7 +32089,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2321: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2322: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_avg_pool2d_1632,
@@ -32098,7 +32098,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2323: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2324: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_avg_pool2d_1633,
@@ -32107,7 +32107,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "avg_pool2d",
-        .what = "ops.yaml:2316: dtype of self",
+        .what = "ops.yaml:2317: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .call = error_avg_pool2d_1634,
@@ -32116,7 +32116,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2340: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2341: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_adaptive_avg_pool2d_1639,
@@ -32125,7 +32125,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2342: len(output_size) == 1 or len(output_size) == 2",
+        .what = "ops.yaml:2343: len(output_size) == 1 or len(output_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_adaptive_avg_pool2d_1640,
@@ -32134,7 +32134,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d",
-        .what = "ops.yaml:2335: dtype of self",
+        .what = "ops.yaml:2336: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 7, 5}, .dtype = YT_DTYPE_BOOL},
         .call = error_adaptive_avg_pool2d_1641,
@@ -32143,7 +32143,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "avg_pool2d_backward",
-        .what = "ops.yaml:2354: dtype of grad_output",
+        .what = "ops.yaml:2355: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
@@ -32154,7 +32154,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "adaptive_avg_pool2d_backward",
-        .what = "ops.yaml:2367: dtype of grad_output",
+        .what = "ops.yaml:2368: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 3, 3, 2}, .dtype = YT_DTYPE_BOOL},
@@ -32165,7 +32165,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2413: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2414: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -32175,7 +32175,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2415: weight.dim == 4",
+        .what = "ops.yaml:2416: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
@@ -32185,7 +32185,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2417: groups > 0",
+        .what = "ops.yaml:2418: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -32195,7 +32195,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d",
-        .what = "ops.yaml:2407: dtype of input",
+        .what = "ops.yaml:2408: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -32207,7 +32207,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2438: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2439: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -32217,7 +32217,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2440: weight.dim == 4",
+        .what = "ops.yaml:2441: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
@@ -32227,7 +32227,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2431: padding not a choice",
+        .what = "ops.yaml:2432: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -32239,7 +32239,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d.padding",
-        .what = "ops.yaml:2431: dtype of input",
+        .what = "ops.yaml:2432: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {4, 3, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -32251,7 +32251,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2456: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2457: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -32261,7 +32261,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2458: weight.dim == 3",
+        .what = "ops.yaml:2459: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -32271,7 +32271,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2460: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
+        .what = "ops.yaml:2461: len(stride) <= 1 and len(padding) <= 1 and len(dilation) <= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 3}, .dtype = YT_DTYPE_F64},
@@ -32281,7 +32281,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d",
-        .what = "ops.yaml:2450: dtype of input",
+        .what = "ops.yaml:2451: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -32293,7 +32293,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2477: input.dim == 2 or input.dim == 3",
+        .what = "ops.yaml:2478: input.dim == 2 or input.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {2, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -32303,7 +32303,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2479: weight.dim == 3",
+        .what = "ops.yaml:2480: weight.dim == 3",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {1, 1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 3, 3}, .dtype = YT_DTYPE_F64},
@@ -32313,7 +32313,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2470: padding not a choice",
+        .what = "ops.yaml:2471: padding not a choice",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -32325,7 +32325,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv1d.padding",
-        .what = "ops.yaml:2470: dtype of input",
+        .what = "ops.yaml:2471: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 3, 9}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {4, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -32337,7 +32337,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2493: input.dim == 3 or input.dim == 4",
+        .what = "ops.yaml:2494: input.dim == 3 or input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {1, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 1, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -32347,7 +32347,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2495: weight.dim == 4",
+        .what = "ops.yaml:2496: weight.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 1, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 3, .sizes = {1, 2, 3}, .dtype = YT_DTYPE_F64},
@@ -32357,7 +32357,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2497: groups > 0",
+        .what = "ops.yaml:2498: groups > 0",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {1, 2, 4, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {2, 2, 1, 1}, .dtype = YT_DTYPE_F64},
@@ -32367,7 +32367,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv_transpose2d.input",
-        .what = "ops.yaml:2487: dtype of input",
+        .what = "ops.yaml:2488: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 3, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "weight", .dim = 4, .sizes = {3, 2, 3, 2}, .dtype = YT_DTYPE_F64},
@@ -32379,7 +32379,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d_backward_input",
-        .what = "ops.yaml:2512: dtype of grad_output",
+        .what = "ops.yaml:2513: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
@@ -32390,7 +32390,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d_backward_weight",
-        .what = "ops.yaml:2525: dtype of grad_output",
+        .what = "ops.yaml:2526: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 4, 4}, .dtype = YT_DTYPE_BOOL},
@@ -32401,7 +32401,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2543: grad_output.dim == 3 or grad_output.dim == 4",
+        .what = "ops.yaml:2544: grad_output.dim == 3 or grad_output.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_conv2d_backward_bias_1694,
@@ -32410,7 +32410,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "conv2d_backward_bias",
-        .what = "ops.yaml:2538: dtype of grad_output",
+        .what = "ops.yaml:2539: dtype of grad_output",
         .n_inputs = 1,
         .inputs[0] =
             {.name = "grad_output", .dim = 4, .sizes = {2, 4, 3, 3}, .dtype = YT_DTYPE_BOOL},
@@ -32420,7 +32420,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2557: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2558: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_max_pool2d_with_indices_1704,
@@ -32429,7 +32429,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2559: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2560: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_max_pool2d_with_indices_1705,
@@ -32438,7 +32438,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "max_pool2d_with_indices",
-        .what = "ops.yaml:2552: dtype of self",
+        .what = "ops.yaml:2553: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .call = error_max_pool2d_with_indices_1706,
@@ -32447,7 +32447,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2577: self.dim == 3 or self.dim == 4",
+        .what = "ops.yaml:2578: self.dim == 3 or self.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_max_pool2d_1710,
@@ -32456,7 +32456,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2579: len(kernel_size) == 1 or len(kernel_size) == 2",
+        .what = "ops.yaml:2580: len(kernel_size) == 1 or len(kernel_size) == 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 3, .sizes = {1, 4, 4}, .dtype = YT_DTYPE_F64},
         .call = error_max_pool2d_1711,
@@ -32465,7 +32465,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "max_pool2d",
-        .what = "ops.yaml:2572: dtype of self",
+        .what = "ops.yaml:2573: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 4, .sizes = {2, 3, 6, 5}, .dtype = YT_DTYPE_BOOL},
         .call = error_max_pool2d_1712,
@@ -32474,7 +32474,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2598: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2599: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_layer_norm_1718,
@@ -32483,7 +32483,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2600: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:2601: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_layer_norm_1719,
@@ -32492,7 +32492,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2602: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2603: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32503,7 +32503,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2604: bias.dim == len(normalized_shape)",
+        .what = "ops.yaml:2605: bias.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32514,7 +32514,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "layer_norm",
-        .what = "ops.yaml:2592: dtype of input",
+        .what = "ops.yaml:2593: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
@@ -32527,7 +32527,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2621: input.dim >= 2",
+        .what = "ops.yaml:2622: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_group_norm_1728,
@@ -32536,7 +32536,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2623: num_groups > 0",
+        .what = "ops.yaml:2624: num_groups > 0",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .call = error_group_norm_1729,
@@ -32545,7 +32545,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2625: weight.dim == 1",
+        .what = "ops.yaml:2626: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32556,7 +32556,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2627: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2628: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32567,7 +32567,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2629: bias.dim == 1",
+        .what = "ops.yaml:2630: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32578,7 +32578,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2631: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2632: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32589,7 +32589,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "group_norm",
-        .what = "ops.yaml:2615: dtype of input",
+        .what = "ops.yaml:2616: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {2, 4, 3}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
@@ -32602,7 +32602,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2651: len(normalized_shape) >= 1",
+        .what = "ops.yaml:2652: len(normalized_shape) >= 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_rms_norm_1739,
@@ -32611,7 +32611,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2653: input.dim >= len(normalized_shape)",
+        .what = "ops.yaml:2654: input.dim >= len(normalized_shape)",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .call = error_rms_norm_1740,
@@ -32620,7 +32620,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2655: weight.dim == len(normalized_shape)",
+        .what = "ops.yaml:2656: weight.dim == len(normalized_shape)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32631,7 +32631,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rms_norm",
-        .what = "ops.yaml:2645: dtype of input",
+        .what = "ops.yaml:2646: dtype of input",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
@@ -32642,7 +32642,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2672: input.dim >= 2",
+        .what = "ops.yaml:2673: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_batch_norm_1749,
@@ -32651,7 +32651,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2674: weight.dim == 1",
+        .what = "ops.yaml:2675: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32662,7 +32662,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2676: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2677: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32673,7 +32673,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2678: bias.dim == 1",
+        .what = "ops.yaml:2679: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32684,7 +32684,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2680: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2681: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32695,7 +32695,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2682: running_mean.dim == 1",
+        .what = "ops.yaml:2683: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32710,7 +32710,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2684: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2685: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32725,7 +32725,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2686: running_var.dim == 1",
+        .what = "ops.yaml:2687: running_var.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -32740,7 +32740,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2688: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2689: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -32755,7 +32755,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2666: running_mean requires grad",
+        .what = "ops.yaml:2667: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32778,7 +32778,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2666: running_var requires grad",
+        .what = "ops.yaml:2667: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32801,7 +32801,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm",
-        .what = "ops.yaml:2666: dtype of input",
+        .what = "ops.yaml:2667: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
@@ -32814,7 +32814,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2710: input.dim == 4",
+        .what = "ops.yaml:2711: input.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_row_norm_1763,
@@ -32823,7 +32823,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2712: weight.dim == 2",
+        .what = "ops.yaml:2713: weight.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32834,7 +32834,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2714: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2715: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32845,7 +32845,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2716: weight.size(1) == input.size(2)",
+        .what = "ops.yaml:2717: weight.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32856,7 +32856,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2718: bias.dim == 2",
+        .what = "ops.yaml:2719: bias.dim == 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32867,7 +32867,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2720: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2721: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32878,7 +32878,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2722: bias.size(1) == input.size(2)",
+        .what = "ops.yaml:2723: bias.size(1) == input.size(2)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 1, 3, 1}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32889,7 +32889,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm",
-        .what = "ops.yaml:2704: dtype of input",
+        .what = "ops.yaml:2705: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 4, .sizes = {2, 2, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
@@ -32902,7 +32902,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2737: input.dim >= 2",
+        .what = "ops.yaml:2738: input.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_batch_norm_training_1773,
@@ -32911,7 +32911,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2739: weight.dim == 1",
+        .what = "ops.yaml:2740: weight.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32922,7 +32922,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2741: weight.size(0) == input.size(1)",
+        .what = "ops.yaml:2742: weight.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32933,7 +32933,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2743: bias.dim == 1",
+        .what = "ops.yaml:2744: bias.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32944,7 +32944,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2745: bias.size(0) == input.size(1)",
+        .what = "ops.yaml:2746: bias.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] =
@@ -32955,7 +32955,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2747: running_mean.dim == 1",
+        .what = "ops.yaml:2748: running_mean.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32970,7 +32970,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2749: running_mean.size(0) == input.size(1)",
+        .what = "ops.yaml:2750: running_mean.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -32985,7 +32985,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2751: running_var.dim == 1",
+        .what = "ops.yaml:2752: running_var.dim == 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -33000,7 +33000,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2753: running_var.size(0) == input.size(1)",
+        .what = "ops.yaml:2754: running_var.size(0) == input.size(1)",
         .n_inputs = 2,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_var",
@@ -33015,7 +33015,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2731: running_mean requires grad",
+        .what = "ops.yaml:2732: running_mean requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -33038,7 +33038,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2731: running_var requires grad",
+        .what = "ops.yaml:2732: running_var requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {5, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "running_mean",
@@ -33061,7 +33061,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_training",
-        .what = "ops.yaml:2731: dtype of input",
+        .what = "ops.yaml:2732: dtype of input",
         .n_inputs = 3,
         .inputs[0] = {.name = "input", .dim = 3, .sizes = {4, 3, 2}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] =
@@ -33074,7 +33074,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm_backward_input",
-        .what = "ops.yaml:2770: input.dim == 4",
+        .what = "ops.yaml:2771: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -33084,7 +33084,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm_backward_weight",
-        .what = "ops.yaml:2781: input.dim == 4",
+        .what = "ops.yaml:2782: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -33094,7 +33094,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm_backward_bias",
-        .what = "ops.yaml:2792: grad_out.dim == 4",
+        .what = "ops.yaml:2793: grad_out.dim == 4",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_row_norm_backward_bias_1787,
@@ -33103,7 +33103,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm_backward",
-        .what = "ops.yaml:2804: input.dim == 4",
+        .what = "ops.yaml:2805: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -33113,7 +33113,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm_double_backward_input",
-        .what = "ops.yaml:2816: input.dim == 4",
+        .what = "ops.yaml:2817: input.dim == 4",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -33124,7 +33124,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "row_norm_double_backward_grad_out",
-        .what = "ops.yaml:2827: input.dim == 4",
+        .what = "ops.yaml:2828: input.dim == 4",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
@@ -33134,7 +33134,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_backward_input",
-        .what = "ops.yaml:2838: input.dim >= 2",
+        .what = "ops.yaml:2839: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -33144,7 +33144,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_backward_weight",
-        .what = "ops.yaml:2849: input.dim >= 2",
+        .what = "ops.yaml:2850: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -33154,7 +33154,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_backward_bias",
-        .what = "ops.yaml:2860: grad_out.dim >= 2",
+        .what = "ops.yaml:2861: grad_out.dim >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_batch_norm_backward_bias_1793,
@@ -33163,7 +33163,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_backward",
-        .what = "ops.yaml:2872: input.dim >= 2",
+        .what = "ops.yaml:2873: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -33173,7 +33173,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2883: grad.dim == 1",
+        .what = "ops.yaml:2884: grad.dim == 1",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_batch_norm_backward_bias_backward_1795,
@@ -33182,7 +33182,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_backward_bias_backward",
-        .what = "ops.yaml:2885: len(sizes) >= 2",
+        .what = "ops.yaml:2886: len(sizes) >= 2",
         .n_inputs = 1,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .call = error_batch_norm_backward_bias_backward_1796,
@@ -33191,7 +33191,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_double_backward_input",
-        .what = "ops.yaml:2896: input.dim >= 2",
+        .what = "ops.yaml:2897: input.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "grad_out", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -33202,7 +33202,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "batch_norm_double_backward_grad_out",
-        .what = "ops.yaml:2907: input.dim >= 2",
+        .what = "ops.yaml:2908: input.dim >= 2",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "input", .dim = 1, .sizes = {3}, .dtype = YT_DTYPE_F64},
@@ -33212,7 +33212,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2922: is_floating(result_dtype)",
+        .what = "ops.yaml:2923: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_softmax_1806,
@@ -33221,7 +33221,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax.int",
-        .what = "ops.yaml:2915: dim out of range",
+        .what = "ops.yaml:2916: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_softmax_1807,
@@ -33230,7 +33230,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2942: is_floating(result_dtype)",
+        .what = "ops.yaml:2943: is_floating(result_dtype)",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .call = error_log_softmax_1815,
@@ -33239,7 +33239,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax.int",
-        .what = "ops.yaml:2935: dim out of range",
+        .what = "ops.yaml:2936: dim out of range",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .call = error_log_softmax_1816,
@@ -33248,7 +33248,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2962: grad_output.dim == output.dim",
+        .what = "ops.yaml:2963: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
@@ -33258,7 +33258,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2955: dtype of grad_output",
+        .what = "ops.yaml:2956: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33268,7 +33268,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "softmax_backward_data",
-        .what = "ops.yaml:2955: dim out of range",
+        .what = "ops.yaml:2956: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33278,7 +33278,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2979: grad_output.dim == output.dim",
+        .what = "ops.yaml:2980: grad_output.dim == output.dim",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 3, .sizes = {2, 3, 1}, .dtype = YT_DTYPE_F64},
@@ -33288,7 +33288,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2972: dtype of grad_output",
+        .what = "ops.yaml:2973: dtype of grad_output",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33298,7 +33298,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "log_softmax_backward_data",
-        .what = "ops.yaml:2972: dim out of range",
+        .what = "ops.yaml:2973: dim out of range",
         .n_inputs = 2,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "output", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33308,7 +33308,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "dropout",
-        .what = "ops.yaml:3016: dtype of input",
+        .what = "ops.yaml:3017: dtype of input",
         .n_inputs = 1,
         .inputs[0] = {.name = "input", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_dropout_1834,
@@ -33317,7 +33317,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:3029: reduction not a choice",
+        .what = "ops.yaml:3030: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33327,7 +33327,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "mse_loss",
-        .what = "ops.yaml:3029: dtype of self",
+        .what = "ops.yaml:3030: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33337,7 +33337,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:3044: reduction not a choice",
+        .what = "ops.yaml:3045: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33347,7 +33347,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "l1_loss",
-        .what = "ops.yaml:3044: dtype of self",
+        .what = "ops.yaml:3045: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33357,7 +33357,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3059: reduction not a choice",
+        .what = "ops.yaml:3060: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33367,7 +33367,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "smooth_l1_loss",
-        .what = "ops.yaml:3059: dtype of self",
+        .what = "ops.yaml:3060: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33377,7 +33377,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3075: reduction not a choice",
+        .what = "ops.yaml:3076: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33387,7 +33387,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "huber_loss",
-        .what = "ops.yaml:3075: dtype of self",
+        .what = "ops.yaml:3076: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33397,7 +33397,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .what = "ops.yaml:3090: dtype of self",
+        .what = "ops.yaml:3091: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33407,7 +33407,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_elementwise",
-        .what = "ops.yaml:3090: broadcast",
+        .what = "ops.yaml:3091: broadcast",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64},
@@ -33417,7 +33417,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3106: weight requires grad",
+        .what = "ops.yaml:3107: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33436,7 +33436,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3106: reduction not a choice",
+        .what = "ops.yaml:3107: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33446,7 +33446,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy",
-        .what = "ops.yaml:3106: dtype of self",
+        .what = "ops.yaml:3107: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33456,7 +33456,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3123: weight requires grad",
+        .what = "ops.yaml:3124: weight requires grad",
         .n_inputs = 3,
         .inputs[0] =
             {.name = "self", .dim = 2, .sizes = {4, 3}, .dtype = YT_DTYPE_F64, .transpose = true},
@@ -33476,7 +33476,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3123: pos_weight requires grad",
+        .what = "ops.yaml:3124: pos_weight requires grad",
         .n_inputs = 4,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33497,7 +33497,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3123: reduction not a choice",
+        .what = "ops.yaml:3124: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33507,7 +33507,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "binary_cross_entropy_with_logits",
-        .what = "ops.yaml:3123: dtype of self",
+        .what = "ops.yaml:3124: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33517,7 +33517,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3146: self.dim >= 1",
+        .what = "ops.yaml:3147: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -33527,7 +33527,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3148: weight.dim == 1",
+        .what = "ops.yaml:3149: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -33543,7 +33543,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3139: weight requires grad",
+        .what = "ops.yaml:3140: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33562,7 +33562,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3139: reduction not a choice",
+        .what = "ops.yaml:3140: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33572,7 +33572,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "nll_loss",
-        .what = "ops.yaml:3139: dtype of self",
+        .what = "ops.yaml:3140: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33582,7 +33582,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3169: self.dim >= 1",
+        .what = "ops.yaml:3170: self.dim >= 1",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 0, .sizes = {0}, .dtype = YT_DTYPE_I64},
@@ -33592,7 +33592,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3171: weight.dim == 1",
+        .what = "ops.yaml:3172: weight.dim == 1",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {2, 3}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {2}, .dtype = YT_DTYPE_I64},
@@ -33604,7 +33604,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3162: weight requires grad",
+        .what = "ops.yaml:3163: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33623,7 +33623,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3162: reduction not a choice",
+        .what = "ops.yaml:3163: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33633,7 +33633,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_loss",
-        .what = "ops.yaml:3162: dtype of self",
+        .what = "ops.yaml:3163: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33643,7 +33643,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3192: weight requires grad",
+        .what = "ops.yaml:3193: weight requires grad",
         .n_inputs = 3,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33662,7 +33662,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3192: reduction not a choice",
+        .what = "ops.yaml:3193: reduction not a choice",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33672,7 +33672,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "cross_entropy_index",
-        .what = "ops.yaml:3192: dtype of self",
+        .what = "ops.yaml:3193: dtype of self",
         .n_inputs = 2,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {4, 6}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "target", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_I64},
@@ -33682,7 +33682,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3229: query.dim >= 2",
+        .what = "ops.yaml:3230: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33693,7 +33693,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3231: key.dim >= 2",
+        .what = "ops.yaml:3232: key.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -33704,7 +33704,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3233: value.dim >= 2",
+        .what = "ops.yaml:3234: value.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33715,7 +33715,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3235: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3236: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
@@ -33726,7 +33726,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3237: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3238: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33737,7 +33737,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention",
-        .what = "ops.yaml:3223: dtype of query",
+        .what = "ops.yaml:3224: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -33748,7 +33748,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3258: query.dim >= 2",
+        .what = "ops.yaml:3259: query.dim >= 2",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33759,7 +33759,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3260: key.dim == query.dim and value.dim == query.dim",
+        .what = "ops.yaml:3261: key.dim == query.dim and value.dim == query.dim",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {1, 3, 4}, .dtype = YT_DTYPE_F64},
@@ -33770,7 +33770,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3262: key.size(-1) == query.size(-1)",
+        .what = "ops.yaml:3263: key.size(-1) == query.size(-1)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 5}, .dtype = YT_DTYPE_F64},
@@ -33781,7 +33781,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3264: value.size(-2) == key.size(-2)",
+        .what = "ops.yaml:3265: value.size(-2) == key.size(-2)",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "key", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_F64},
@@ -33792,7 +33792,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math",
-        .what = "ops.yaml:3252: dtype of query",
+        .what = "ops.yaml:3253: dtype of query",
         .n_inputs = 3,
         .inputs[0] = {.name = "query", .dim = 3, .sizes = {2, 3, 4}, .dtype = YT_DTYPE_BOOL},
         .inputs[1] = {.name = "key", .dim = 3, .sizes = {2, 5, 4}, .dtype = YT_DTYPE_F64},
@@ -33803,7 +33803,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "scaled_dot_product_attention_math_backward",
-        .what = "ops.yaml:3282: query.dim >= 2",
+        .what = "ops.yaml:3283: query.dim >= 2",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 1, .sizes = {4}, .dtype = YT_DTYPE_F64},
@@ -33817,7 +33817,7 @@ const yt_error_case yt_error_cases[] = {
     {
         .op = "scaled_dot_product_attention_math_backward",
         .what =
-            "ops.yaml:3284: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
+            "ops.yaml:3285: key.dim == query.dim and value.dim == query.dim and attn.dim == query.dim and grad_output.dim == query.dim",
         .n_inputs = 5,
         .inputs[0] = {.name = "grad_output", .dim = 2, .sizes = {2, 2}, .dtype = YT_DTYPE_F64},
         .inputs[1] = {.name = "query", .dim = 2, .sizes = {2, 4}, .dtype = YT_DTYPE_F64},
@@ -33830,7 +33830,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "rand",
-        .what = "ops.yaml:3424: is_floating(result_dtype)",
+        .what = "ops.yaml:3425: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_rand_1982,
         .expect = 0,
@@ -33838,7 +33838,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "randn",
-        .what = "ops.yaml:3435: is_floating(result_dtype)",
+        .what = "ops.yaml:3436: is_floating(result_dtype)",
         .n_inputs = 0,
         .call = error_randn_1984,
         .expect = 0,
@@ -33846,7 +33846,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "normal",
-        .what = "ops.yaml:3511: dtype of self",
+        .what = "ops.yaml:3512: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_normal_2006,
@@ -33855,7 +33855,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "uniform",
-        .what = "ops.yaml:3523: dtype of self",
+        .what = "ops.yaml:3524: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_uniform_2013,
@@ -33864,7 +33864,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "maybe_multiply",
-        .what = "ops.yaml:3536: dtype of self",
+        .what = "ops.yaml:3537: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_maybe_multiply_2016,
@@ -33873,7 +33873,7 @@ const yt_error_case yt_error_cases[] = {
     },
     {
         .op = "sum_to",
-        .what = "ops.yaml:3547: dtype of self",
+        .what = "ops.yaml:3548: dtype of self",
         .n_inputs = 1,
         .inputs[0] = {.name = "self", .dim = 2, .sizes = {3, 4}, .dtype = YT_DTYPE_BOOL},
         .call = error_sum_to_2019,

@@ -274,1182 +274,1182 @@ def case_43(self):
 
 
 def case_44(self):
-    """pow.Tensor_Scalar (ops.yaml:101 sample 0)"""
+    """pow.Tensor_Scalar (ops.yaml:102 sample 0)"""
     exponent = 2
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_45(self):
-    """pow.Tensor_Scalar (ops.yaml:101 sample 1)"""
+    """pow.Tensor_Scalar (ops.yaml:102 sample 1)"""
     exponent = 3
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_46(self):
-    """pow.Tensor_Scalar (ops.yaml:101 sample 2)"""
+    """pow.Tensor_Scalar (ops.yaml:102 sample 2)"""
     exponent = 1.5
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_47(self):
-    """pow.Tensor_Scalar (ops.yaml:101 sample 3)"""
+    """pow.Tensor_Scalar (ops.yaml:102 sample 3)"""
     exponent = -0.5
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_48(self):
-    """pow.Tensor_Scalar (ops.yaml:101 sample 4)"""
+    """pow.Tensor_Scalar (ops.yaml:102 sample 4)"""
     exponent = 2.5
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_49(self, exponent):
-    """pow.Tensor_Tensor (ops.yaml:108 sample 0)"""
+    """pow.Tensor_Tensor (ops.yaml:109 sample 0)"""
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_50(self, exponent):
-    """pow.Tensor_Tensor (ops.yaml:108 sample 1)"""
+    """pow.Tensor_Tensor (ops.yaml:109 sample 1)"""
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_51(self, exponent):
-    """pow.Tensor_Tensor (ops.yaml:108 sample 2)"""
+    """pow.Tensor_Tensor (ops.yaml:109 sample 2)"""
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_52(self, exponent):
-    """pow.Tensor_Tensor (ops.yaml:108 sample 3)"""
+    """pow.Tensor_Tensor (ops.yaml:109 sample 3)"""
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_53(self, exponent):
-    """pow.Tensor_Tensor (ops.yaml:108 sample 4)"""
+    """pow.Tensor_Tensor (ops.yaml:109 sample 4)"""
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_54(exponent):
-    """pow.Scalar (ops.yaml:126 sample 0)"""
+    """pow.Scalar (ops.yaml:127 sample 0)"""
     self = 1.5
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_55(exponent):
-    """pow.Scalar (ops.yaml:126 sample 1)"""
+    """pow.Scalar (ops.yaml:127 sample 1)"""
     self = 2
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_56(exponent):
-    """pow.Scalar (ops.yaml:126 sample 2)"""
+    """pow.Scalar (ops.yaml:127 sample 2)"""
     self = 2.5
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_57(exponent):
-    """pow.Scalar (ops.yaml:126 sample 3)"""
+    """pow.Scalar (ops.yaml:127 sample 3)"""
     self = 0.5
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_58(exponent):
-    """pow.Scalar (ops.yaml:126 sample 4)"""
+    """pow.Scalar (ops.yaml:127 sample 4)"""
     self = 3.0
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_59(exponent):
-    """pow.Scalar (ops.yaml:126 sample 5)"""
+    """pow.Scalar (ops.yaml:127 sample 5)"""
     self = 0.0
     return torch.ops.aten.pow(self, exponent)
 
 
 def case_60(self, other):
-    """maximum (ops.yaml:134 sample 0)"""
+    """maximum (ops.yaml:135 sample 0)"""
     return torch.ops.aten.maximum(self, other)
 
 
 def case_61(self, other):
-    """maximum (ops.yaml:134 sample 1)"""
+    """maximum (ops.yaml:135 sample 1)"""
     return torch.ops.aten.maximum(self, other)
 
 
 def case_62(self, other):
-    """maximum (ops.yaml:134 sample 2)"""
+    """maximum (ops.yaml:135 sample 2)"""
     return torch.ops.aten.maximum(self, other)
 
 
 def case_63(self, other):
-    """maximum (ops.yaml:134 sample 3)"""
+    """maximum (ops.yaml:135 sample 3)"""
     return torch.ops.aten.maximum(self, other)
 
 
 def case_64(self, other):
-    """maximum (ops.yaml:134 sample 4)"""
+    """maximum (ops.yaml:135 sample 4)"""
     return torch.ops.aten.maximum(self, other)
 
 
 def case_65(self, other):
-    """minimum (ops.yaml:143 sample 0)"""
+    """minimum (ops.yaml:144 sample 0)"""
     return torch.ops.aten.minimum(self, other)
 
 
 def case_66(self, other):
-    """minimum (ops.yaml:143 sample 1)"""
+    """minimum (ops.yaml:144 sample 1)"""
     return torch.ops.aten.minimum(self, other)
 
 
 def case_67(self, other):
-    """minimum (ops.yaml:143 sample 2)"""
+    """minimum (ops.yaml:144 sample 2)"""
     return torch.ops.aten.minimum(self, other)
 
 
 def case_68(self, other):
-    """minimum (ops.yaml:143 sample 3)"""
+    """minimum (ops.yaml:144 sample 3)"""
     return torch.ops.aten.minimum(self, other)
 
 
 def case_69(self, other):
-    """minimum (ops.yaml:143 sample 4)"""
+    """minimum (ops.yaml:144 sample 4)"""
     return torch.ops.aten.minimum(self, other)
 
 
 def case_70(self):
-    """clamp_min (ops.yaml:152 sample 0)"""
+    """clamp_min (ops.yaml:153 sample 0)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_71(self):
-    """clamp_min (ops.yaml:152 sample 1)"""
+    """clamp_min (ops.yaml:153 sample 1)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_72(self):
-    """clamp_min (ops.yaml:152 sample 2)"""
+    """clamp_min (ops.yaml:153 sample 2)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_73(self):
-    """clamp_min (ops.yaml:152 sample 3)"""
+    """clamp_min (ops.yaml:153 sample 3)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_74(self):
-    """clamp_max (ops.yaml:160 sample 0)"""
+    """clamp_max (ops.yaml:161 sample 0)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_75(self):
-    """clamp_max (ops.yaml:160 sample 1)"""
+    """clamp_max (ops.yaml:161 sample 1)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_76(self):
-    """clamp_max (ops.yaml:160 sample 2)"""
+    """clamp_max (ops.yaml:161 sample 2)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_77(self):
-    """clamp_max (ops.yaml:160 sample 3)"""
+    """clamp_max (ops.yaml:161 sample 3)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_78(self, min):
-    """clamp_min.Tensor (ops.yaml:168 sample 0)"""
+    """clamp_min.Tensor (ops.yaml:169 sample 0)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_79(self, min):
-    """clamp_min.Tensor (ops.yaml:168 sample 1)"""
+    """clamp_min.Tensor (ops.yaml:169 sample 1)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_80(self, min):
-    """clamp_min.Tensor (ops.yaml:168 sample 2)"""
+    """clamp_min.Tensor (ops.yaml:169 sample 2)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_81(self, min):
-    """clamp_min.Tensor (ops.yaml:168 sample 3)"""
+    """clamp_min.Tensor (ops.yaml:169 sample 3)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_82(self, min):
-    """clamp_min.Tensor (ops.yaml:168 sample 4)"""
+    """clamp_min.Tensor (ops.yaml:169 sample 4)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
 def case_83(self, max):
-    """clamp_max.Tensor (ops.yaml:177 sample 0)"""
+    """clamp_max.Tensor (ops.yaml:178 sample 0)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_84(self, max):
-    """clamp_max.Tensor (ops.yaml:177 sample 1)"""
+    """clamp_max.Tensor (ops.yaml:178 sample 1)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_85(self, max):
-    """clamp_max.Tensor (ops.yaml:177 sample 2)"""
+    """clamp_max.Tensor (ops.yaml:178 sample 2)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_86(self, max):
-    """clamp_max.Tensor (ops.yaml:177 sample 3)"""
+    """clamp_max.Tensor (ops.yaml:178 sample 3)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_87(self, max):
-    """clamp_max.Tensor (ops.yaml:177 sample 4)"""
+    """clamp_max.Tensor (ops.yaml:178 sample 4)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
 def case_88(self, other):
-    """remainder.Tensor (ops.yaml:186 sample 0)"""
+    """remainder.Tensor (ops.yaml:187 sample 0)"""
     return torch.ops.aten.remainder(self, other)
 
 
 def case_89(self, other):
-    """remainder.Tensor (ops.yaml:186 sample 1)"""
+    """remainder.Tensor (ops.yaml:187 sample 1)"""
     return torch.ops.aten.remainder(self, other)
 
 
 def case_90(self, other):
-    """remainder.Tensor (ops.yaml:186 sample 2)"""
+    """remainder.Tensor (ops.yaml:187 sample 2)"""
     return torch.ops.aten.remainder(self, other)
 
 
 def case_91(self, other):
-    """remainder.Tensor (ops.yaml:186 sample 3)"""
+    """remainder.Tensor (ops.yaml:187 sample 3)"""
     return torch.ops.aten.remainder(self, other)
 
 
 def case_92(self, other):
-    """remainder.Tensor (ops.yaml:186 sample 4)"""
+    """remainder.Tensor (ops.yaml:187 sample 4)"""
     return torch.ops.aten.remainder(self, other)
 
 
 def case_93(self):
-    """remainder.Scalar (ops.yaml:196 sample 0)"""
+    """remainder.Scalar (ops.yaml:197 sample 0)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
 def case_94(self):
-    """remainder.Scalar (ops.yaml:196 sample 1)"""
+    """remainder.Scalar (ops.yaml:197 sample 1)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
 def case_95(self):
-    """remainder.Scalar (ops.yaml:196 sample 2)"""
+    """remainder.Scalar (ops.yaml:197 sample 2)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
 def case_96(self):
-    """remainder.Scalar (ops.yaml:196 sample 3)"""
+    """remainder.Scalar (ops.yaml:197 sample 3)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
 def case_97(self, other):
-    """floor_divide (ops.yaml:204 sample 0)"""
+    """floor_divide (ops.yaml:205 sample 0)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
 def case_98(self, other):
-    """floor_divide (ops.yaml:204 sample 1)"""
+    """floor_divide (ops.yaml:205 sample 1)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
 def case_99(self, other):
-    """floor_divide (ops.yaml:204 sample 2)"""
+    """floor_divide (ops.yaml:205 sample 2)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
 def case_100(self, other):
-    """floor_divide (ops.yaml:204 sample 3)"""
+    """floor_divide (ops.yaml:205 sample 3)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
 def case_101(self, other):
-    """floor_divide (ops.yaml:204 sample 4)"""
+    """floor_divide (ops.yaml:205 sample 4)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
 def case_102(self, end):
-    """lerp.Scalar (ops.yaml:214 sample 0)"""
+    """lerp.Scalar (ops.yaml:215 sample 0)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_103(self, end):
-    """lerp.Scalar (ops.yaml:214 sample 1)"""
+    """lerp.Scalar (ops.yaml:215 sample 1)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_104(self, end):
-    """lerp.Scalar (ops.yaml:214 sample 2)"""
+    """lerp.Scalar (ops.yaml:215 sample 2)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_105(self, end):
-    """lerp.Scalar (ops.yaml:214 sample 3)"""
+    """lerp.Scalar (ops.yaml:215 sample 3)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_106(self, end):
-    """lerp.Scalar (ops.yaml:214 sample 4)"""
+    """lerp.Scalar (ops.yaml:215 sample 4)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_107(self, end, weight):
-    """lerp.Tensor (ops.yaml:231 sample 0)"""
+    """lerp.Tensor (ops.yaml:232 sample 0)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_108(self, end, weight):
-    """lerp.Tensor (ops.yaml:231 sample 1)"""
+    """lerp.Tensor (ops.yaml:232 sample 1)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_109(self, end, weight):
-    """lerp.Tensor (ops.yaml:231 sample 2)"""
+    """lerp.Tensor (ops.yaml:232 sample 2)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_110(self, end, weight):
-    """lerp.Tensor (ops.yaml:231 sample 3)"""
+    """lerp.Tensor (ops.yaml:232 sample 3)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
 def case_111(self, tensor1, tensor2):
-    """addcmul (ops.yaml:245 sample 0)"""
+    """addcmul (ops.yaml:246 sample 0)"""
     value = 1
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
 def case_112(self, tensor1, tensor2):
-    """addcmul (ops.yaml:245 sample 1)"""
+    """addcmul (ops.yaml:246 sample 1)"""
     value = 1
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
 def case_113(self, tensor1, tensor2):
-    """addcmul (ops.yaml:245 sample 2)"""
+    """addcmul (ops.yaml:246 sample 2)"""
     value = 0.5
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
 def case_114(self, tensor1, tensor2):
-    """addcmul (ops.yaml:245 sample 3)"""
+    """addcmul (ops.yaml:246 sample 3)"""
     value = 1
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
 def case_115(self, tensor1, tensor2):
-    """addcdiv (ops.yaml:260 sample 0)"""
+    """addcdiv (ops.yaml:261 sample 0)"""
     value = 1
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
 def case_116(self, tensor1, tensor2):
-    """addcdiv (ops.yaml:260 sample 1)"""
+    """addcdiv (ops.yaml:261 sample 1)"""
     value = 1
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
 def case_117(self, tensor1, tensor2):
-    """addcdiv (ops.yaml:260 sample 2)"""
+    """addcdiv (ops.yaml:261 sample 2)"""
     value = 0.5
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
 def case_118(self, tensor1, tensor2):
-    """addcdiv (ops.yaml:260 sample 3)"""
+    """addcdiv (ops.yaml:261 sample 3)"""
     value = 1
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
 def case_119(grad_output, exponent, output):
-    """pow_scalar_backward (ops.yaml:275 sample 0)"""
+    """pow_scalar_backward (ops.yaml:276 sample 0)"""
     self = 1.5
     return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
 def case_120(grad_output, exponent, output):
-    """pow_scalar_backward (ops.yaml:275 sample 1)"""
+    """pow_scalar_backward (ops.yaml:276 sample 1)"""
     self = 0.5
     return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
 def case_121(grad_output, exponent, output):
-    """pow_scalar_backward (ops.yaml:275 sample 2)"""
+    """pow_scalar_backward (ops.yaml:276 sample 2)"""
     self = 2.5
     return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
 def case_122(grad_output, exponent, output):
-    """pow_scalar_backward (ops.yaml:275 sample 3)"""
+    """pow_scalar_backward (ops.yaml:276 sample 3)"""
     self = 0.0
     return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
 def case_123(self, other):
-    """div.Tensor_mode (ops.yaml:293 sample 0)"""
+    """div.Tensor_mode (ops.yaml:294 sample 0)"""
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_124(self, other):
-    """div.Tensor_mode (ops.yaml:293 sample 1)"""
+    """div.Tensor_mode (ops.yaml:294 sample 1)"""
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_125(self, other):
-    """div.Tensor_mode (ops.yaml:293 sample 2)"""
+    """div.Tensor_mode (ops.yaml:294 sample 2)"""
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_126(self, other):
-    """div.Tensor_mode (ops.yaml:293 sample 3)"""
+    """div.Tensor_mode (ops.yaml:294 sample 3)"""
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_127(self, other):
-    """div.Tensor_mode (ops.yaml:293 sample 4)"""
+    """div.Tensor_mode (ops.yaml:294 sample 4)"""
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_128(self, other):
-    """div.Tensor_mode (ops.yaml:293 sample 5)"""
+    """div.Tensor_mode (ops.yaml:294 sample 5)"""
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_129(self, other):
-    """div.Tensor_mode (ops.yaml:293 sample 6)"""
+    """div.Tensor_mode (ops.yaml:294 sample 6)"""
     rounding_mode = None
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_130(self):
-    """div.Scalar_mode (ops.yaml:311 sample 0)"""
+    """div.Scalar_mode (ops.yaml:312 sample 0)"""
     other = 2
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_131(self):
-    """div.Scalar_mode (ops.yaml:311 sample 1)"""
+    """div.Scalar_mode (ops.yaml:312 sample 1)"""
     other = -2
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_132(self):
-    """div.Scalar_mode (ops.yaml:311 sample 2)"""
+    """div.Scalar_mode (ops.yaml:312 sample 2)"""
     other = 1.5
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_133(self):
-    """div.Scalar_mode (ops.yaml:311 sample 3)"""
+    """div.Scalar_mode (ops.yaml:312 sample 3)"""
     other = -0.75
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_134(self):
-    """div.Scalar_mode (ops.yaml:311 sample 4)"""
+    """div.Scalar_mode (ops.yaml:312 sample 4)"""
     other = 3
     rounding_mode = None
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
 def case_135(self):
-    """clamp (ops.yaml:328 sample 0)"""
+    """clamp (ops.yaml:329 sample 0)"""
     min = -0.5
     max = 0.5
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_136(self):
-    """clamp (ops.yaml:328 sample 1)"""
+    """clamp (ops.yaml:329 sample 1)"""
     min = -1.0
     max = None
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_137(self):
-    """clamp (ops.yaml:328 sample 2)"""
+    """clamp (ops.yaml:329 sample 2)"""
     min = None
     max = 1.0
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_138(self):
-    """clamp (ops.yaml:328 sample 3)"""
+    """clamp (ops.yaml:329 sample 3)"""
     min = 1
     max = 2
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_139(self):
-    """clamp (ops.yaml:328 sample 4)"""
+    """clamp (ops.yaml:329 sample 4)"""
     min = 1
     max = -1
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_140(self, min, max):
-    """clamp.Tensor (ops.yaml:346 sample 0)"""
+    """clamp.Tensor (ops.yaml:347 sample 0)"""
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_141(self, min):
-    """clamp.Tensor (ops.yaml:346 sample 1)"""
+    """clamp.Tensor (ops.yaml:347 sample 1)"""
     max = None
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_142(self, max):
-    """clamp.Tensor (ops.yaml:346 sample 2)"""
+    """clamp.Tensor (ops.yaml:347 sample 2)"""
     min = None
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_143(self, min, max):
-    """clamp.Tensor (ops.yaml:346 sample 3)"""
+    """clamp.Tensor (ops.yaml:347 sample 3)"""
     return torch.ops.aten.clamp(self, min, max)
 
 
 def case_144(grad_output, self):
-    """clamp_backward (ops.yaml:360 sample 0)"""
+    """clamp_backward (ops.yaml:361 sample 0)"""
     min = -0.5
     max = 0.5
     return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
 def case_145(grad_output, self):
-    """clamp_backward (ops.yaml:360 sample 1)"""
+    """clamp_backward (ops.yaml:361 sample 1)"""
     min = -1.0
     max = None
     return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
 def case_146(grad_output, self):
-    """clamp_backward (ops.yaml:360 sample 2)"""
+    """clamp_backward (ops.yaml:361 sample 2)"""
     min = None
     max = 0.5
     return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
 def case_147(grad_output, self, min, max):
-    """clamp_tensor_backward (ops.yaml:374 sample 0)"""
+    """clamp_tensor_backward (ops.yaml:375 sample 0)"""
     return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
 def case_148(grad_output, self, min):
-    """clamp_tensor_backward (ops.yaml:374 sample 1)"""
+    """clamp_tensor_backward (ops.yaml:375 sample 1)"""
     max = None
     return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
 def case_149(grad_output, self, max):
-    """clamp_tensor_backward (ops.yaml:374 sample 2)"""
+    """clamp_tensor_backward (ops.yaml:375 sample 2)"""
     min = None
     return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
 def case_150(grad_output, self, min, max):
-    """clamp_tensor_backward_min (ops.yaml:388 sample 0)"""
+    """clamp_tensor_backward_min (ops.yaml:389 sample 0)"""
     return torch.where((self < min) & ((min < max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
 def case_151(grad_output, self, min):
-    """clamp_tensor_backward_min (ops.yaml:388 sample 1)"""
+    """clamp_tensor_backward_min (ops.yaml:389 sample 1)"""
     max = None
     return torch.where((self < min) & ((min < max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
 def case_152(grad_output, self, min, max):
-    """clamp_tensor_backward_max (ops.yaml:401 sample 0)"""
+    """clamp_tensor_backward_max (ops.yaml:402 sample 0)"""
     return torch.where((self > max) | ((max < min) if min is not None else False), grad_output, torch.zeros_like(grad_output))
 
 
 def case_153(grad_output, self, max):
-    """clamp_tensor_backward_max (ops.yaml:401 sample 1)"""
+    """clamp_tensor_backward_max (ops.yaml:402 sample 1)"""
     min = None
     return torch.where((self > max) | ((max < min) if min is not None else False), grad_output, torch.zeros_like(grad_output))
 
 
 def case_154(grad_output):
-    """div_rounding_backward (ops.yaml:413 sample 0)"""
+    """div_rounding_backward (ops.yaml:414 sample 0)"""
     rounding_mode = None
     return grad_output.clone() if rounding_mode is None else grad_output * 0.0
 
 
 def case_155(grad_output):
-    """div_rounding_backward (ops.yaml:413 sample 1)"""
+    """div_rounding_backward (ops.yaml:414 sample 1)"""
     rounding_mode = 'floor'
     return grad_output.clone() if rounding_mode is None else grad_output * 0.0
 
 
 def case_156(self):
-    """exp (ops.yaml:421 sample 0)"""
+    """exp (ops.yaml:422 sample 0)"""
     return torch.ops.aten.exp(self)
 
 
 def case_157(self):
-    """exp (ops.yaml:421 sample 1)"""
+    """exp (ops.yaml:422 sample 1)"""
     return torch.ops.aten.exp(self)
 
 
 def case_158(self):
-    """exp (ops.yaml:421 sample 2)"""
+    """exp (ops.yaml:422 sample 2)"""
     return torch.ops.aten.exp(self)
 
 
 def case_159(self):
-    """exp (ops.yaml:421 sample 3)"""
+    """exp (ops.yaml:422 sample 3)"""
     return torch.ops.aten.exp(self)
 
 
 def case_160(self):
-    """log (ops.yaml:429 sample 0)"""
+    """log (ops.yaml:430 sample 0)"""
     return torch.ops.aten.log(self)
 
 
 def case_161(self):
-    """log (ops.yaml:429 sample 1)"""
+    """log (ops.yaml:430 sample 1)"""
     return torch.ops.aten.log(self)
 
 
 def case_162(self):
-    """log (ops.yaml:429 sample 2)"""
+    """log (ops.yaml:430 sample 2)"""
     return torch.ops.aten.log(self)
 
 
 def case_163(self):
-    """log (ops.yaml:429 sample 3)"""
+    """log (ops.yaml:430 sample 3)"""
     return torch.ops.aten.log(self)
 
 
 def case_164(self):
-    """sqrt (ops.yaml:438 sample 0)"""
+    """sqrt (ops.yaml:439 sample 0)"""
     return torch.ops.aten.sqrt(self)
 
 
 def case_165(self):
-    """sqrt (ops.yaml:438 sample 1)"""
+    """sqrt (ops.yaml:439 sample 1)"""
     return torch.ops.aten.sqrt(self)
 
 
 def case_166(self):
-    """sqrt (ops.yaml:438 sample 2)"""
+    """sqrt (ops.yaml:439 sample 2)"""
     return torch.ops.aten.sqrt(self)
 
 
 def case_167(self):
-    """sqrt (ops.yaml:438 sample 3)"""
+    """sqrt (ops.yaml:439 sample 3)"""
     return torch.ops.aten.sqrt(self)
 
 
 def case_168(self):
-    """relu (ops.yaml:447 sample 0)"""
+    """relu (ops.yaml:448 sample 0)"""
     return torch.ops.aten.relu(self)
 
 
 def case_169(self):
-    """relu (ops.yaml:447 sample 1)"""
+    """relu (ops.yaml:448 sample 1)"""
     return torch.ops.aten.relu(self)
 
 
 def case_170(self):
-    """relu (ops.yaml:447 sample 2)"""
+    """relu (ops.yaml:448 sample 2)"""
     return torch.ops.aten.relu(self)
 
 
 def case_171(self):
-    """relu (ops.yaml:447 sample 3)"""
+    """relu (ops.yaml:448 sample 3)"""
     return torch.ops.aten.relu(self)
 
 
 def case_172(grad_output, self):
-    """threshold_backward (ops.yaml:463 sample 0)"""
+    """threshold_backward (ops.yaml:464 sample 0)"""
     threshold = 0
     return torch.ops.aten.threshold_backward(grad_output, self, threshold)
 
 
 def case_173(grad_output, self):
-    """threshold_backward (ops.yaml:463 sample 1)"""
+    """threshold_backward (ops.yaml:464 sample 1)"""
     threshold = 0.5
     return torch.ops.aten.threshold_backward(grad_output, self, threshold)
 
 
 def case_174(self):
-    """sigmoid (ops.yaml:468 sample 0)"""
+    """sigmoid (ops.yaml:469 sample 0)"""
     return torch.ops.aten.sigmoid(self)
 
 
 def case_175(self):
-    """sigmoid (ops.yaml:468 sample 1)"""
+    """sigmoid (ops.yaml:469 sample 1)"""
     return torch.ops.aten.sigmoid(self)
 
 
 def case_176(self):
-    """sigmoid (ops.yaml:468 sample 2)"""
+    """sigmoid (ops.yaml:469 sample 2)"""
     return torch.ops.aten.sigmoid(self)
 
 
 def case_177(self):
-    """sigmoid (ops.yaml:468 sample 3)"""
+    """sigmoid (ops.yaml:469 sample 3)"""
     return torch.ops.aten.sigmoid(self)
 
 
 def case_178(self):
-    """tanh (ops.yaml:476 sample 0)"""
+    """tanh (ops.yaml:477 sample 0)"""
     return torch.ops.aten.tanh(self)
 
 
 def case_179(self):
-    """tanh (ops.yaml:476 sample 1)"""
+    """tanh (ops.yaml:477 sample 1)"""
     return torch.ops.aten.tanh(self)
 
 
 def case_180(self):
-    """tanh (ops.yaml:476 sample 2)"""
+    """tanh (ops.yaml:477 sample 2)"""
     return torch.ops.aten.tanh(self)
 
 
 def case_181(self):
-    """tanh (ops.yaml:476 sample 3)"""
+    """tanh (ops.yaml:477 sample 3)"""
     return torch.ops.aten.tanh(self)
 
 
 def case_182(self):
-    """softplus (ops.yaml:484 sample 0)"""
+    """softplus (ops.yaml:485 sample 0)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_183(self):
-    """softplus (ops.yaml:484 sample 1)"""
+    """softplus (ops.yaml:485 sample 1)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_184(self):
-    """softplus (ops.yaml:484 sample 2)"""
+    """softplus (ops.yaml:485 sample 2)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_185(self):
-    """softplus (ops.yaml:484 sample 3)"""
+    """softplus (ops.yaml:485 sample 3)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_186(self):
-    """clone (ops.yaml:491 sample 0)"""
+    """clone (ops.yaml:492 sample 0)"""
     return torch.ops.aten.clone(self)
 
 
 def case_187(self):
-    """clone (ops.yaml:491 sample 1)"""
+    """clone (ops.yaml:492 sample 1)"""
     return torch.ops.aten.clone(self)
 
 
 def case_188(self):
-    """clone (ops.yaml:491 sample 2)"""
+    """clone (ops.yaml:492 sample 2)"""
     return torch.ops.aten.clone(self)
 
 
 def case_189(self):
-    """clone (ops.yaml:491 sample 3)"""
+    """clone (ops.yaml:492 sample 3)"""
     return torch.ops.aten.clone(self)
 
 
 def case_190(self):
-    """abs (ops.yaml:506 sample 0)"""
+    """abs (ops.yaml:507 sample 0)"""
     return torch.ops.aten.abs(self)
 
 
 def case_191(self):
-    """abs (ops.yaml:506 sample 1)"""
+    """abs (ops.yaml:507 sample 1)"""
     return torch.ops.aten.abs(self)
 
 
 def case_192(self):
-    """abs (ops.yaml:506 sample 2)"""
+    """abs (ops.yaml:507 sample 2)"""
     return torch.ops.aten.abs(self)
 
 
 def case_193(self):
-    """abs (ops.yaml:506 sample 3)"""
+    """abs (ops.yaml:507 sample 3)"""
     return torch.ops.aten.abs(self)
 
 
 def case_194(self):
-    """sign (ops.yaml:514 sample 0)"""
+    """sign (ops.yaml:515 sample 0)"""
     return torch.ops.aten.sign(self)
 
 
 def case_195(self):
-    """sign (ops.yaml:514 sample 1)"""
+    """sign (ops.yaml:515 sample 1)"""
     return torch.ops.aten.sign(self)
 
 
 def case_196(self):
-    """sign (ops.yaml:514 sample 2)"""
+    """sign (ops.yaml:515 sample 2)"""
     return torch.ops.aten.sign(self)
 
 
 def case_197(self):
-    """sign (ops.yaml:514 sample 3)"""
+    """sign (ops.yaml:515 sample 3)"""
     return torch.ops.aten.sign(self)
 
 
 def case_198(self):
-    """square (ops.yaml:521 sample 0)"""
+    """square (ops.yaml:522 sample 0)"""
     return torch.ops.aten.square(self)
 
 
 def case_199(self):
-    """square (ops.yaml:521 sample 1)"""
+    """square (ops.yaml:522 sample 1)"""
     return torch.ops.aten.square(self)
 
 
 def case_200(self):
-    """square (ops.yaml:521 sample 2)"""
+    """square (ops.yaml:522 sample 2)"""
     return torch.ops.aten.square(self)
 
 
 def case_201(self):
-    """square (ops.yaml:521 sample 3)"""
+    """square (ops.yaml:522 sample 3)"""
     return torch.ops.aten.square(self)
 
 
 def case_202(self):
-    """reciprocal (ops.yaml:530 sample 0)"""
+    """reciprocal (ops.yaml:531 sample 0)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_203(self):
-    """reciprocal (ops.yaml:530 sample 1)"""
+    """reciprocal (ops.yaml:531 sample 1)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_204(self):
-    """reciprocal (ops.yaml:530 sample 2)"""
+    """reciprocal (ops.yaml:531 sample 2)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_205(self):
-    """reciprocal (ops.yaml:530 sample 3)"""
+    """reciprocal (ops.yaml:531 sample 3)"""
     return torch.ops.aten.reciprocal(self)
 
 
 def case_206(self):
-    """rsqrt (ops.yaml:539 sample 0)"""
+    """rsqrt (ops.yaml:540 sample 0)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_207(self):
-    """rsqrt (ops.yaml:539 sample 1)"""
+    """rsqrt (ops.yaml:540 sample 1)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_208(self):
-    """rsqrt (ops.yaml:539 sample 2)"""
+    """rsqrt (ops.yaml:540 sample 2)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_209(self):
-    """rsqrt (ops.yaml:539 sample 3)"""
+    """rsqrt (ops.yaml:540 sample 3)"""
     return torch.ops.aten.rsqrt(self)
 
 
 def case_210(self):
-    """expm1 (ops.yaml:548 sample 0)"""
+    """expm1 (ops.yaml:549 sample 0)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_211(self):
-    """expm1 (ops.yaml:548 sample 1)"""
+    """expm1 (ops.yaml:549 sample 1)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_212(self):
-    """expm1 (ops.yaml:548 sample 2)"""
+    """expm1 (ops.yaml:549 sample 2)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_213(self):
-    """expm1 (ops.yaml:548 sample 3)"""
+    """expm1 (ops.yaml:549 sample 3)"""
     return torch.ops.aten.expm1(self)
 
 
 def case_214(self):
-    """log1p (ops.yaml:556 sample 0)"""
+    """log1p (ops.yaml:557 sample 0)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_215(self):
-    """log1p (ops.yaml:556 sample 1)"""
+    """log1p (ops.yaml:557 sample 1)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_216(self):
-    """log1p (ops.yaml:556 sample 2)"""
+    """log1p (ops.yaml:557 sample 2)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_217(self):
-    """log1p (ops.yaml:556 sample 3)"""
+    """log1p (ops.yaml:557 sample 3)"""
     return torch.ops.aten.log1p(self)
 
 
 def case_218(self):
-    """log2 (ops.yaml:565 sample 0)"""
+    """log2 (ops.yaml:566 sample 0)"""
     return torch.ops.aten.log2(self)
 
 
 def case_219(self):
-    """log2 (ops.yaml:565 sample 1)"""
+    """log2 (ops.yaml:566 sample 1)"""
     return torch.ops.aten.log2(self)
 
 
 def case_220(self):
-    """log2 (ops.yaml:565 sample 2)"""
+    """log2 (ops.yaml:566 sample 2)"""
     return torch.ops.aten.log2(self)
 
 
 def case_221(self):
-    """log2 (ops.yaml:565 sample 3)"""
+    """log2 (ops.yaml:566 sample 3)"""
     return torch.ops.aten.log2(self)
 
 
 def case_222(self):
-    """sin (ops.yaml:574 sample 0)"""
+    """sin (ops.yaml:575 sample 0)"""
     return torch.ops.aten.sin(self)
 
 
 def case_223(self):
-    """sin (ops.yaml:574 sample 1)"""
+    """sin (ops.yaml:575 sample 1)"""
     return torch.ops.aten.sin(self)
 
 
 def case_224(self):
-    """sin (ops.yaml:574 sample 2)"""
+    """sin (ops.yaml:575 sample 2)"""
     return torch.ops.aten.sin(self)
 
 
 def case_225(self):
-    """sin (ops.yaml:574 sample 3)"""
+    """sin (ops.yaml:575 sample 3)"""
     return torch.ops.aten.sin(self)
 
 
 def case_226(self):
-    """cos (ops.yaml:582 sample 0)"""
+    """cos (ops.yaml:583 sample 0)"""
     return torch.ops.aten.cos(self)
 
 
 def case_227(self):
-    """cos (ops.yaml:582 sample 1)"""
+    """cos (ops.yaml:583 sample 1)"""
     return torch.ops.aten.cos(self)
 
 
 def case_228(self):
-    """cos (ops.yaml:582 sample 2)"""
+    """cos (ops.yaml:583 sample 2)"""
     return torch.ops.aten.cos(self)
 
 
 def case_229(self):
-    """cos (ops.yaml:582 sample 3)"""
+    """cos (ops.yaml:583 sample 3)"""
     return torch.ops.aten.cos(self)
 
 
 def case_230(self):
-    """erf (ops.yaml:590 sample 0)"""
+    """erf (ops.yaml:591 sample 0)"""
     return torch.ops.aten.erf(self)
 
 
 def case_231(self):
-    """erf (ops.yaml:590 sample 1)"""
+    """erf (ops.yaml:591 sample 1)"""
     return torch.ops.aten.erf(self)
 
 
 def case_232(self):
-    """erf (ops.yaml:590 sample 2)"""
+    """erf (ops.yaml:591 sample 2)"""
     return torch.ops.aten.erf(self)
 
 
 def case_233(self):
-    """erf (ops.yaml:590 sample 3)"""
+    """erf (ops.yaml:591 sample 3)"""
     return torch.ops.aten.erf(self)
 
 
 def case_234(self):
-    """floor (ops.yaml:598 sample 0)"""
+    """floor (ops.yaml:599 sample 0)"""
     return torch.ops.aten.floor(self)
 
 
 def case_235(self):
-    """floor (ops.yaml:598 sample 1)"""
+    """floor (ops.yaml:599 sample 1)"""
     return torch.ops.aten.floor(self)
 
 
 def case_236(self):
-    """floor (ops.yaml:598 sample 2)"""
+    """floor (ops.yaml:599 sample 2)"""
     return torch.ops.aten.floor(self)
 
 
 def case_237(self):
-    """floor (ops.yaml:598 sample 3)"""
+    """floor (ops.yaml:599 sample 3)"""
     return torch.ops.aten.floor(self)
 
 
 def case_238(self):
-    """ceil (ops.yaml:605 sample 0)"""
+    """ceil (ops.yaml:606 sample 0)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_239(self):
-    """ceil (ops.yaml:605 sample 1)"""
+    """ceil (ops.yaml:606 sample 1)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_240(self):
-    """ceil (ops.yaml:605 sample 2)"""
+    """ceil (ops.yaml:606 sample 2)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_241(self):
-    """ceil (ops.yaml:605 sample 3)"""
+    """ceil (ops.yaml:606 sample 3)"""
     return torch.ops.aten.ceil(self)
 
 
 def case_242(self):
-    """round (ops.yaml:612 sample 0)"""
+    """round (ops.yaml:613 sample 0)"""
     return torch.ops.aten.round(self)
 
 
 def case_243(self):
-    """round (ops.yaml:612 sample 1)"""
+    """round (ops.yaml:613 sample 1)"""
     return torch.ops.aten.round(self)
 
 
 def case_244(self):
-    """round (ops.yaml:612 sample 2)"""
+    """round (ops.yaml:613 sample 2)"""
     return torch.ops.aten.round(self)
 
 
 def case_245(self):
-    """round (ops.yaml:612 sample 3)"""
+    """round (ops.yaml:613 sample 3)"""
     return torch.ops.aten.round(self)
 
 
 def case_246(self):
-    """trunc (ops.yaml:619 sample 0)"""
+    """trunc (ops.yaml:620 sample 0)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_247(self):
-    """trunc (ops.yaml:619 sample 1)"""
+    """trunc (ops.yaml:620 sample 1)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_248(self):
-    """trunc (ops.yaml:619 sample 2)"""
+    """trunc (ops.yaml:620 sample 2)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_249(self):
-    """trunc (ops.yaml:619 sample 3)"""
+    """trunc (ops.yaml:620 sample 3)"""
     return torch.ops.aten.trunc(self)
 
 
 def case_250(self):
-    """leaky_relu (ops.yaml:626 sample 0)"""
+    """leaky_relu (ops.yaml:627 sample 0)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_251(self):
-    """leaky_relu (ops.yaml:626 sample 1)"""
+    """leaky_relu (ops.yaml:627 sample 1)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_252(self):
-    """leaky_relu (ops.yaml:626 sample 2)"""
+    """leaky_relu (ops.yaml:627 sample 2)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_253(self):
-    """leaky_relu (ops.yaml:626 sample 3)"""
+    """leaky_relu (ops.yaml:627 sample 3)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_254(grad_output, self):
-    """leaky_relu_backward (ops.yaml:634 sample 0)"""
+    """leaky_relu_backward (ops.yaml:635 sample 0)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_255(grad_output, self):
-    """leaky_relu_backward (ops.yaml:634 sample 1)"""
+    """leaky_relu_backward (ops.yaml:635 sample 1)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_256(grad_output, self):
-    """leaky_relu_backward (ops.yaml:634 sample 2)"""
+    """leaky_relu_backward (ops.yaml:635 sample 2)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_257(grad_output, self):
-    """leaky_relu_backward (ops.yaml:634 sample 3)"""
+    """leaky_relu_backward (ops.yaml:635 sample 3)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_258(grad_output, self):
-    """leaky_relu_backward (ops.yaml:634 sample 4)"""
+    """leaky_relu_backward (ops.yaml:635 sample 4)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_259(self):
-    """elu (ops.yaml:645 sample 0)"""
+    """elu (ops.yaml:646 sample 0)"""
     alpha = 1
     scale = 1
     input_scale = 1
@@ -1457,7 +1457,7 @@ def case_259(self):
 
 
 def case_260(self):
-    """elu (ops.yaml:645 sample 1)"""
+    """elu (ops.yaml:646 sample 1)"""
     alpha = 1
     scale = 1
     input_scale = 1
@@ -1465,7 +1465,7 @@ def case_260(self):
 
 
 def case_261(self):
-    """elu (ops.yaml:645 sample 2)"""
+    """elu (ops.yaml:646 sample 2)"""
     alpha = 1
     scale = 1
     input_scale = 1
@@ -1473,7 +1473,7 @@ def case_261(self):
 
 
 def case_262(self):
-    """elu (ops.yaml:645 sample 3)"""
+    """elu (ops.yaml:646 sample 3)"""
     alpha = 1
     scale = 1
     input_scale = 1
@@ -1481,7 +1481,7 @@ def case_262(self):
 
 
 def case_263(grad_output, self):
-    """elu_backward (ops.yaml:653 sample 0)"""
+    """elu_backward (ops.yaml:654 sample 0)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1489,7 +1489,7 @@ def case_263(grad_output, self):
 
 
 def case_264(grad_output, self):
-    """elu_backward (ops.yaml:653 sample 1)"""
+    """elu_backward (ops.yaml:654 sample 1)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1497,7 +1497,7 @@ def case_264(grad_output, self):
 
 
 def case_265(grad_output, self):
-    """elu_backward (ops.yaml:653 sample 2)"""
+    """elu_backward (ops.yaml:654 sample 2)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1505,7 +1505,7 @@ def case_265(grad_output, self):
 
 
 def case_266(grad_output, self):
-    """elu_backward (ops.yaml:653 sample 3)"""
+    """elu_backward (ops.yaml:654 sample 3)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1513,7 +1513,7 @@ def case_266(grad_output, self):
 
 
 def case_267(grad_output, self):
-    """elu_backward (ops.yaml:653 sample 4)"""
+    """elu_backward (ops.yaml:654 sample 4)"""
     alpha = 1.5
     scale = 1.5
     input_scale = 1.5
@@ -1521,127 +1521,127 @@ def case_267(grad_output, self):
 
 
 def case_268(self):
-    """silu (ops.yaml:664 sample 0)"""
+    """silu (ops.yaml:665 sample 0)"""
     return torch.ops.aten.silu(self)
 
 
 def case_269(self):
-    """silu (ops.yaml:664 sample 1)"""
+    """silu (ops.yaml:665 sample 1)"""
     return torch.ops.aten.silu(self)
 
 
 def case_270(self):
-    """silu (ops.yaml:664 sample 2)"""
+    """silu (ops.yaml:665 sample 2)"""
     return torch.ops.aten.silu(self)
 
 
 def case_271(self):
-    """silu (ops.yaml:664 sample 3)"""
+    """silu (ops.yaml:665 sample 3)"""
     return torch.ops.aten.silu(self)
 
 
 def case_272(self):
-    """isnan (ops.yaml:671 sample 0)"""
+    """isnan (ops.yaml:672 sample 0)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_273(self):
-    """isnan (ops.yaml:671 sample 1)"""
+    """isnan (ops.yaml:672 sample 1)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_274(self):
-    """isnan (ops.yaml:671 sample 2)"""
+    """isnan (ops.yaml:672 sample 2)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_275(self):
-    """isnan (ops.yaml:671 sample 3)"""
+    """isnan (ops.yaml:672 sample 3)"""
     return torch.ops.aten.isnan(self)
 
 
 def case_276(self):
-    """isfinite (ops.yaml:680 sample 0)"""
+    """isfinite (ops.yaml:681 sample 0)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_277(self):
-    """isfinite (ops.yaml:680 sample 1)"""
+    """isfinite (ops.yaml:681 sample 1)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_278(self):
-    """isfinite (ops.yaml:680 sample 2)"""
+    """isfinite (ops.yaml:681 sample 2)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_279(self):
-    """isfinite (ops.yaml:680 sample 3)"""
+    """isfinite (ops.yaml:681 sample 3)"""
     return torch.ops.aten.isfinite(self)
 
 
 def case_280(self):
-    """gelu (ops.yaml:696 sample 0)"""
+    """gelu (ops.yaml:697 sample 0)"""
     approximate = 'none'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
 def case_281(self):
-    """gelu (ops.yaml:696 sample 1)"""
+    """gelu (ops.yaml:697 sample 1)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
 def case_282(self):
-    """gelu (ops.yaml:696 sample 2)"""
+    """gelu (ops.yaml:697 sample 2)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
 def case_283(self):
-    """gelu (ops.yaml:696 sample 3)"""
+    """gelu (ops.yaml:697 sample 3)"""
     approximate = 'none'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
 def case_284(self):
-    """gelu (ops.yaml:696 sample 4)"""
+    """gelu (ops.yaml:697 sample 4)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
 def case_285(grad_output, self):
-    """gelu_backward (ops.yaml:712 sample 0)"""
+    """gelu_backward (ops.yaml:713 sample 0)"""
     approximate = 'none'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
 def case_286(grad_output, self):
-    """gelu_backward (ops.yaml:712 sample 1)"""
+    """gelu_backward (ops.yaml:713 sample 1)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
 def case_287(grad_output, self):
-    """gelu_backward (ops.yaml:712 sample 2)"""
+    """gelu_backward (ops.yaml:713 sample 2)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
 def case_288(grad_output, self):
-    """gelu_backward (ops.yaml:712 sample 3)"""
+    """gelu_backward (ops.yaml:713 sample 3)"""
     approximate = 'none'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
 def case_289(grad_output, self):
-    """gelu_backward (ops.yaml:712 sample 4)"""
+    """gelu_backward (ops.yaml:713 sample 4)"""
     approximate = 'none'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
 def case_290(self):
-    """nan_to_num (ops.yaml:733 sample 0)"""
+    """nan_to_num (ops.yaml:734 sample 0)"""
     nan = None
     posinf = None
     neginf = None
@@ -1649,7 +1649,7 @@ def case_290(self):
 
 
 def case_291(self):
-    """nan_to_num (ops.yaml:733 sample 1)"""
+    """nan_to_num (ops.yaml:734 sample 1)"""
     nan = 1.0
     posinf = 2.0
     neginf = -2.0
@@ -1657,7 +1657,7 @@ def case_291(self):
 
 
 def case_292(self):
-    """nan_to_num (ops.yaml:733 sample 2)"""
+    """nan_to_num (ops.yaml:734 sample 2)"""
     nan = None
     posinf = None
     neginf = None
@@ -1665,7 +1665,7 @@ def case_292(self):
 
 
 def case_293(self):
-    """nan_to_num (ops.yaml:733 sample 3)"""
+    """nan_to_num (ops.yaml:734 sample 3)"""
     nan = 0.5
     posinf = None
     neginf = None
@@ -1673,484 +1673,484 @@ def case_293(self):
 
 
 def case_294(self, other):
-    """eq.Tensor (ops.yaml:742 sample 0)"""
+    """eq.Tensor (ops.yaml:743 sample 0)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_295(self, other):
-    """eq.Tensor (ops.yaml:742 sample 1)"""
+    """eq.Tensor (ops.yaml:743 sample 1)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_296(self, other):
-    """eq.Tensor (ops.yaml:742 sample 2)"""
+    """eq.Tensor (ops.yaml:743 sample 2)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_297(self, other):
-    """eq.Tensor (ops.yaml:742 sample 3)"""
+    """eq.Tensor (ops.yaml:743 sample 3)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_298(self, other):
-    """eq.Tensor (ops.yaml:742 sample 4)"""
+    """eq.Tensor (ops.yaml:743 sample 4)"""
     return torch.ops.aten.eq(self, other)
 
 
 def case_299(self):
-    """eq.Scalar (ops.yaml:752 sample 0)"""
+    """eq.Scalar (ops.yaml:753 sample 0)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
 def case_300(self):
-    """eq.Scalar (ops.yaml:752 sample 1)"""
+    """eq.Scalar (ops.yaml:753 sample 1)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
 def case_301(self):
-    """eq.Scalar (ops.yaml:752 sample 2)"""
+    """eq.Scalar (ops.yaml:753 sample 2)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
 def case_302(self):
-    """eq.Scalar (ops.yaml:752 sample 3)"""
+    """eq.Scalar (ops.yaml:753 sample 3)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
 def case_303(self, other):
-    """lt.Tensor (ops.yaml:761 sample 0)"""
+    """lt.Tensor (ops.yaml:762 sample 0)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_304(self, other):
-    """lt.Tensor (ops.yaml:761 sample 1)"""
+    """lt.Tensor (ops.yaml:762 sample 1)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_305(self, other):
-    """lt.Tensor (ops.yaml:761 sample 2)"""
+    """lt.Tensor (ops.yaml:762 sample 2)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_306(self, other):
-    """lt.Tensor (ops.yaml:761 sample 3)"""
+    """lt.Tensor (ops.yaml:762 sample 3)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_307(self, other):
-    """lt.Tensor (ops.yaml:761 sample 4)"""
+    """lt.Tensor (ops.yaml:762 sample 4)"""
     return torch.ops.aten.lt(self, other)
 
 
 def case_308(self):
-    """lt.Scalar (ops.yaml:771 sample 0)"""
+    """lt.Scalar (ops.yaml:772 sample 0)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
 def case_309(self):
-    """lt.Scalar (ops.yaml:771 sample 1)"""
+    """lt.Scalar (ops.yaml:772 sample 1)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
 def case_310(self):
-    """lt.Scalar (ops.yaml:771 sample 2)"""
+    """lt.Scalar (ops.yaml:772 sample 2)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
 def case_311(self):
-    """lt.Scalar (ops.yaml:771 sample 3)"""
+    """lt.Scalar (ops.yaml:772 sample 3)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
 def case_312(self, other):
-    """gt.Tensor (ops.yaml:780 sample 0)"""
+    """gt.Tensor (ops.yaml:781 sample 0)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_313(self, other):
-    """gt.Tensor (ops.yaml:780 sample 1)"""
+    """gt.Tensor (ops.yaml:781 sample 1)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_314(self, other):
-    """gt.Tensor (ops.yaml:780 sample 2)"""
+    """gt.Tensor (ops.yaml:781 sample 2)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_315(self, other):
-    """gt.Tensor (ops.yaml:780 sample 3)"""
+    """gt.Tensor (ops.yaml:781 sample 3)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_316(self, other):
-    """gt.Tensor (ops.yaml:780 sample 4)"""
+    """gt.Tensor (ops.yaml:781 sample 4)"""
     return torch.ops.aten.gt(self, other)
 
 
 def case_317(self):
-    """gt.Scalar (ops.yaml:790 sample 0)"""
+    """gt.Scalar (ops.yaml:791 sample 0)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
 def case_318(self):
-    """gt.Scalar (ops.yaml:790 sample 1)"""
+    """gt.Scalar (ops.yaml:791 sample 1)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
 def case_319(self):
-    """gt.Scalar (ops.yaml:790 sample 2)"""
+    """gt.Scalar (ops.yaml:791 sample 2)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
 def case_320(self):
-    """gt.Scalar (ops.yaml:790 sample 3)"""
+    """gt.Scalar (ops.yaml:791 sample 3)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
 def case_321(condition, self, other):
-    """where (ops.yaml:807 sample 0)"""
+    """where (ops.yaml:808 sample 0)"""
     return torch.ops.aten.where(condition, self, other)
 
 
 def case_322(condition, self, other):
-    """where (ops.yaml:807 sample 1)"""
+    """where (ops.yaml:808 sample 1)"""
     return torch.ops.aten.where(condition, self, other)
 
 
 def case_323(condition, self, other):
-    """where (ops.yaml:807 sample 2)"""
+    """where (ops.yaml:808 sample 2)"""
     return torch.ops.aten.where(condition, self, other)
 
 
 def case_324(self, other):
-    """ne.Tensor (ops.yaml:812 sample 0)"""
+    """ne.Tensor (ops.yaml:813 sample 0)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_325(self, other):
-    """ne.Tensor (ops.yaml:812 sample 1)"""
+    """ne.Tensor (ops.yaml:813 sample 1)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_326(self, other):
-    """ne.Tensor (ops.yaml:812 sample 2)"""
+    """ne.Tensor (ops.yaml:813 sample 2)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_327(self, other):
-    """ne.Tensor (ops.yaml:812 sample 3)"""
+    """ne.Tensor (ops.yaml:813 sample 3)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_328(self, other):
-    """ne.Tensor (ops.yaml:812 sample 4)"""
+    """ne.Tensor (ops.yaml:813 sample 4)"""
     return torch.ops.aten.ne(self, other)
 
 
 def case_329(self):
-    """ne.Scalar (ops.yaml:822 sample 0)"""
+    """ne.Scalar (ops.yaml:823 sample 0)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
 def case_330(self):
-    """ne.Scalar (ops.yaml:822 sample 1)"""
+    """ne.Scalar (ops.yaml:823 sample 1)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
 def case_331(self):
-    """ne.Scalar (ops.yaml:822 sample 2)"""
+    """ne.Scalar (ops.yaml:823 sample 2)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
 def case_332(self):
-    """ne.Scalar (ops.yaml:822 sample 3)"""
+    """ne.Scalar (ops.yaml:823 sample 3)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
 def case_333(self, other):
-    """le.Tensor (ops.yaml:831 sample 0)"""
+    """le.Tensor (ops.yaml:832 sample 0)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_334(self, other):
-    """le.Tensor (ops.yaml:831 sample 1)"""
+    """le.Tensor (ops.yaml:832 sample 1)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_335(self, other):
-    """le.Tensor (ops.yaml:831 sample 2)"""
+    """le.Tensor (ops.yaml:832 sample 2)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_336(self, other):
-    """le.Tensor (ops.yaml:831 sample 3)"""
+    """le.Tensor (ops.yaml:832 sample 3)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_337(self, other):
-    """le.Tensor (ops.yaml:831 sample 4)"""
+    """le.Tensor (ops.yaml:832 sample 4)"""
     return torch.ops.aten.le(self, other)
 
 
 def case_338(self):
-    """le.Scalar (ops.yaml:841 sample 0)"""
+    """le.Scalar (ops.yaml:842 sample 0)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
 def case_339(self):
-    """le.Scalar (ops.yaml:841 sample 1)"""
+    """le.Scalar (ops.yaml:842 sample 1)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
 def case_340(self):
-    """le.Scalar (ops.yaml:841 sample 2)"""
+    """le.Scalar (ops.yaml:842 sample 2)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
 def case_341(self):
-    """le.Scalar (ops.yaml:841 sample 3)"""
+    """le.Scalar (ops.yaml:842 sample 3)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
 def case_342(self, other):
-    """ge.Tensor (ops.yaml:850 sample 0)"""
+    """ge.Tensor (ops.yaml:851 sample 0)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_343(self, other):
-    """ge.Tensor (ops.yaml:850 sample 1)"""
+    """ge.Tensor (ops.yaml:851 sample 1)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_344(self, other):
-    """ge.Tensor (ops.yaml:850 sample 2)"""
+    """ge.Tensor (ops.yaml:851 sample 2)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_345(self, other):
-    """ge.Tensor (ops.yaml:850 sample 3)"""
+    """ge.Tensor (ops.yaml:851 sample 3)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_346(self, other):
-    """ge.Tensor (ops.yaml:850 sample 4)"""
+    """ge.Tensor (ops.yaml:851 sample 4)"""
     return torch.ops.aten.ge(self, other)
 
 
 def case_347(self):
-    """ge.Scalar (ops.yaml:860 sample 0)"""
+    """ge.Scalar (ops.yaml:861 sample 0)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
 def case_348(self):
-    """ge.Scalar (ops.yaml:860 sample 1)"""
+    """ge.Scalar (ops.yaml:861 sample 1)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
 def case_349(self):
-    """ge.Scalar (ops.yaml:860 sample 2)"""
+    """ge.Scalar (ops.yaml:861 sample 2)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
 def case_350(self):
-    """ge.Scalar (ops.yaml:860 sample 3)"""
+    """ge.Scalar (ops.yaml:861 sample 3)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
 def case_351(self, other):
-    """logical_and (ops.yaml:869 sample 0)"""
+    """logical_and (ops.yaml:870 sample 0)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_352(self, other):
-    """logical_and (ops.yaml:869 sample 1)"""
+    """logical_and (ops.yaml:870 sample 1)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_353(self, other):
-    """logical_and (ops.yaml:869 sample 2)"""
+    """logical_and (ops.yaml:870 sample 2)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_354(self, other):
-    """logical_and (ops.yaml:869 sample 3)"""
+    """logical_and (ops.yaml:870 sample 3)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_355(self, other):
-    """logical_and (ops.yaml:869 sample 4)"""
+    """logical_and (ops.yaml:870 sample 4)"""
     return torch.ops.aten.logical_and(self, other)
 
 
 def case_356(self, other):
-    """logical_or (ops.yaml:879 sample 0)"""
+    """logical_or (ops.yaml:880 sample 0)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_357(self, other):
-    """logical_or (ops.yaml:879 sample 1)"""
+    """logical_or (ops.yaml:880 sample 1)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_358(self, other):
-    """logical_or (ops.yaml:879 sample 2)"""
+    """logical_or (ops.yaml:880 sample 2)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_359(self, other):
-    """logical_or (ops.yaml:879 sample 3)"""
+    """logical_or (ops.yaml:880 sample 3)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_360(self, other):
-    """logical_or (ops.yaml:879 sample 4)"""
+    """logical_or (ops.yaml:880 sample 4)"""
     return torch.ops.aten.logical_or(self, other)
 
 
 def case_361(self, other):
-    """logical_xor (ops.yaml:889 sample 0)"""
+    """logical_xor (ops.yaml:890 sample 0)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_362(self, other):
-    """logical_xor (ops.yaml:889 sample 1)"""
+    """logical_xor (ops.yaml:890 sample 1)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_363(self, other):
-    """logical_xor (ops.yaml:889 sample 2)"""
+    """logical_xor (ops.yaml:890 sample 2)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_364(self, other):
-    """logical_xor (ops.yaml:889 sample 3)"""
+    """logical_xor (ops.yaml:890 sample 3)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_365(self, other):
-    """logical_xor (ops.yaml:889 sample 4)"""
+    """logical_xor (ops.yaml:890 sample 4)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
 def case_366(self):
-    """logical_not (ops.yaml:899 sample 0)"""
+    """logical_not (ops.yaml:900 sample 0)"""
     return torch.ops.aten.logical_not(self)
 
 
 def case_367(self):
-    """logical_not (ops.yaml:899 sample 1)"""
+    """logical_not (ops.yaml:900 sample 1)"""
     return torch.ops.aten.logical_not(self)
 
 
 def case_368(self):
-    """logical_not (ops.yaml:899 sample 2)"""
+    """logical_not (ops.yaml:900 sample 2)"""
     return torch.ops.aten.logical_not(self)
 
 
 def case_369(self):
-    """logical_not (ops.yaml:899 sample 3)"""
+    """logical_not (ops.yaml:900 sample 3)"""
     return torch.ops.aten.logical_not(self)
 
 
 def case_370(self, mask):
-    """masked_fill.Scalar (ops.yaml:915 sample 0)"""
+    """masked_fill.Scalar (ops.yaml:916 sample 0)"""
     value = 1.5
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_371(self, mask):
-    """masked_fill.Scalar (ops.yaml:915 sample 1)"""
+    """masked_fill.Scalar (ops.yaml:916 sample 1)"""
     value = -2
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_372(self, mask):
-    """masked_fill.Scalar (ops.yaml:915 sample 2)"""
+    """masked_fill.Scalar (ops.yaml:916 sample 2)"""
     value = 0.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_373(self, mask):
-    """masked_fill.Scalar (ops.yaml:915 sample 3)"""
+    """masked_fill.Scalar (ops.yaml:916 sample 3)"""
     value = 1.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_374(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:932 sample 0)"""
+    """masked_fill.Tensor (ops.yaml:933 sample 0)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_375(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:932 sample 1)"""
+    """masked_fill.Tensor (ops.yaml:933 sample 1)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_376(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:932 sample 2)"""
+    """masked_fill.Tensor (ops.yaml:933 sample 2)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_377(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:932 sample 3)"""
+    """masked_fill.Tensor (ops.yaml:933 sample 3)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_378(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:932 sample 4)"""
+    """masked_fill.Tensor (ops.yaml:933 sample 4)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
 def case_379(self):
-    """sum (ops.yaml:949 sample 0)"""
+    """sum (ops.yaml:950 sample 0)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_380(self):
-    """sum (ops.yaml:949 sample 1)"""
+    """sum (ops.yaml:950 sample 1)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_381(self):
-    """sum (ops.yaml:949 sample 2)"""
+    """sum (ops.yaml:950 sample 2)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_382(self):
-    """sum (ops.yaml:949 sample 3)"""
+    """sum (ops.yaml:950 sample 3)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
 def case_383(self):
-    """sum.dim (ops.yaml:964 sample 0)"""
+    """sum.dim (ops.yaml:965 sample 0)"""
     dim = [1]
     keepdim = False
     dtype = None
@@ -2158,7 +2158,7 @@ def case_383(self):
 
 
 def case_384(self):
-    """sum.dim (ops.yaml:964 sample 1)"""
+    """sum.dim (ops.yaml:965 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
@@ -2166,7 +2166,7 @@ def case_384(self):
 
 
 def case_385(self):
-    """sum.dim (ops.yaml:964 sample 2)"""
+    """sum.dim (ops.yaml:965 sample 2)"""
     dim = [-1]
     keepdim = False
     dtype = None
@@ -2174,7 +2174,7 @@ def case_385(self):
 
 
 def case_386(self):
-    """sum.dim (ops.yaml:964 sample 3)"""
+    """sum.dim (ops.yaml:965 sample 3)"""
     dim = [0]
     keepdim = False
     dtype = None
@@ -2182,31 +2182,31 @@ def case_386(self):
 
 
 def case_387(self):
-    """mean (ops.yaml:981 sample 0)"""
+    """mean (ops.yaml:982 sample 0)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
 def case_388(self):
-    """mean (ops.yaml:981 sample 1)"""
+    """mean (ops.yaml:982 sample 1)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
 def case_389(self):
-    """mean (ops.yaml:981 sample 2)"""
+    """mean (ops.yaml:982 sample 2)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
 def case_390(self):
-    """mean (ops.yaml:981 sample 3)"""
+    """mean (ops.yaml:982 sample 3)"""
     dtype = torch.float64
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
 def case_391(self):
-    """mean.dim (ops.yaml:999 sample 0)"""
+    """mean.dim (ops.yaml:1000 sample 0)"""
     dim = [1]
     keepdim = False
     dtype = None
@@ -2214,7 +2214,7 @@ def case_391(self):
 
 
 def case_392(self):
-    """mean.dim (ops.yaml:999 sample 1)"""
+    """mean.dim (ops.yaml:1000 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
@@ -2222,7 +2222,7 @@ def case_392(self):
 
 
 def case_393(self):
-    """mean.dim (ops.yaml:999 sample 2)"""
+    """mean.dim (ops.yaml:1000 sample 2)"""
     dim = [1]
     keepdim = False
     dtype = torch.float64
@@ -2230,7 +2230,7 @@ def case_393(self):
 
 
 def case_394(self):
-    """mean.dim (ops.yaml:999 sample 3)"""
+    """mean.dim (ops.yaml:1000 sample 3)"""
     dim = [0]
     keepdim = False
     dtype = torch.float32
@@ -2238,306 +2238,306 @@ def case_394(self):
 
 
 def case_395(self):
-    """amax (ops.yaml:1013 sample 0)"""
+    """amax (ops.yaml:1014 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_396(self):
-    """amax (ops.yaml:1013 sample 1)"""
+    """amax (ops.yaml:1014 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_397(self):
-    """amax (ops.yaml:1013 sample 2)"""
+    """amax (ops.yaml:1014 sample 2)"""
     dim = []
     keepdim = False
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_398(self):
-    """amin (ops.yaml:1026 sample 0)"""
+    """amin (ops.yaml:1027 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_399(self):
-    """amin (ops.yaml:1026 sample 1)"""
+    """amin (ops.yaml:1027 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_400(self):
-    """amin (ops.yaml:1026 sample 2)"""
+    """amin (ops.yaml:1027 sample 2)"""
     dim = [0]
     keepdim = False
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_401(self):
-    """amin (ops.yaml:1026 sample 3)"""
+    """amin (ops.yaml:1027 sample 3)"""
     dim = []
     keepdim = False
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_402(self):
-    """amin (ops.yaml:1026 sample 4)"""
+    """amin (ops.yaml:1027 sample 4)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
 def case_403(self):
-    """max (ops.yaml:1040 sample 0)"""
+    """max (ops.yaml:1041 sample 0)"""
     return torch.ops.aten.max(self)
 
 
 def case_404(self):
-    """max (ops.yaml:1040 sample 1)"""
+    """max (ops.yaml:1041 sample 1)"""
     return torch.ops.aten.max(self)
 
 
 def case_405(self):
-    """max (ops.yaml:1040 sample 2)"""
+    """max (ops.yaml:1041 sample 2)"""
     return torch.ops.aten.max(self)
 
 
 def case_406(self):
-    """min (ops.yaml:1052 sample 0)"""
+    """min (ops.yaml:1053 sample 0)"""
     return torch.ops.aten.min(self)
 
 
 def case_407(self):
-    """min (ops.yaml:1052 sample 1)"""
+    """min (ops.yaml:1053 sample 1)"""
     return torch.ops.aten.min(self)
 
 
 def case_408(self):
-    """min (ops.yaml:1052 sample 2)"""
+    """min (ops.yaml:1053 sample 2)"""
     return torch.ops.aten.min(self)
 
 
 def case_409(self):
-    """max.dim (ops.yaml:1066 sample 0 result values)"""
+    """max.dim (ops.yaml:1067 sample 0 result values)"""
     dim = 1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_410(self):
-    """max.dim (ops.yaml:1066 sample 0 result indices)"""
+    """max.dim (ops.yaml:1067 sample 0 result indices)"""
     dim = 1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_411(self):
-    """max.dim (ops.yaml:1066 sample 1 result values)"""
+    """max.dim (ops.yaml:1067 sample 1 result values)"""
     dim = 0
     keepdim = True
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_412(self):
-    """max.dim (ops.yaml:1066 sample 1 result indices)"""
+    """max.dim (ops.yaml:1067 sample 1 result indices)"""
     dim = 0
     keepdim = True
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_413(self):
-    """max.dim (ops.yaml:1066 sample 2 result values)"""
+    """max.dim (ops.yaml:1067 sample 2 result values)"""
     dim = -1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_414(self):
-    """max.dim (ops.yaml:1066 sample 2 result indices)"""
+    """max.dim (ops.yaml:1067 sample 2 result indices)"""
     dim = -1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_415(self):
-    """max.dim (ops.yaml:1066 sample 3 result values)"""
+    """max.dim (ops.yaml:1067 sample 3 result values)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_416(self):
-    """max.dim (ops.yaml:1066 sample 3 result indices)"""
+    """max.dim (ops.yaml:1067 sample 3 result indices)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_417(self):
-    """max.dim (ops.yaml:1066 sample 4 result values)"""
+    """max.dim (ops.yaml:1067 sample 4 result values)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
 def case_418(self):
-    """max.dim (ops.yaml:1066 sample 4 result indices)"""
+    """max.dim (ops.yaml:1067 sample 4 result indices)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
 def case_419(self):
-    """min.dim (ops.yaml:1082 sample 0 result values)"""
+    """min.dim (ops.yaml:1083 sample 0 result values)"""
     dim = 1
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[0]
 
 
 def case_420(self):
-    """min.dim (ops.yaml:1082 sample 0 result indices)"""
+    """min.dim (ops.yaml:1083 sample 0 result indices)"""
     dim = 1
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[1]
 
 
 def case_421(self):
-    """min.dim (ops.yaml:1082 sample 1 result values)"""
+    """min.dim (ops.yaml:1083 sample 1 result values)"""
     dim = 0
     keepdim = True
     return (torch.ops.aten.min(self, dim, keepdim))[0]
 
 
 def case_422(self):
-    """min.dim (ops.yaml:1082 sample 1 result indices)"""
+    """min.dim (ops.yaml:1083 sample 1 result indices)"""
     dim = 0
     keepdim = True
     return (torch.ops.aten.min(self, dim, keepdim))[1]
 
 
 def case_423(self):
-    """min.dim (ops.yaml:1082 sample 2 result values)"""
+    """min.dim (ops.yaml:1083 sample 2 result values)"""
     dim = -1
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[0]
 
 
 def case_424(self):
-    """min.dim (ops.yaml:1082 sample 2 result indices)"""
+    """min.dim (ops.yaml:1083 sample 2 result indices)"""
     dim = -1
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[1]
 
 
 def case_425(self):
-    """min.dim (ops.yaml:1082 sample 3 result values)"""
+    """min.dim (ops.yaml:1083 sample 3 result values)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[0]
 
 
 def case_426(self):
-    """min.dim (ops.yaml:1082 sample 3 result indices)"""
+    """min.dim (ops.yaml:1083 sample 3 result indices)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[1]
 
 
 def case_427(self):
-    """argmax (ops.yaml:1096 sample 0)"""
+    """argmax (ops.yaml:1097 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
 def case_428(self):
-    """argmax (ops.yaml:1096 sample 1)"""
+    """argmax (ops.yaml:1097 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
 def case_429(self):
-    """argmax (ops.yaml:1096 sample 2)"""
+    """argmax (ops.yaml:1097 sample 2)"""
     dim = -1
     keepdim = False
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
 def case_430(self):
-    """argmax (ops.yaml:1096 sample 3)"""
+    """argmax (ops.yaml:1097 sample 3)"""
     dim = None
     keepdim = False
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
 def case_431(self):
-    """argmax (ops.yaml:1096 sample 4)"""
+    """argmax (ops.yaml:1097 sample 4)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
 def case_432(self):
-    """argmin (ops.yaml:1111 sample 0)"""
+    """argmin (ops.yaml:1112 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
 def case_433(self):
-    """argmin (ops.yaml:1111 sample 1)"""
+    """argmin (ops.yaml:1112 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
 def case_434(self):
-    """argmin (ops.yaml:1111 sample 2)"""
+    """argmin (ops.yaml:1112 sample 2)"""
     dim = -1
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
 def case_435(self):
-    """argmin (ops.yaml:1111 sample 3)"""
+    """argmin (ops.yaml:1112 sample 3)"""
     dim = None
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
 def case_436(self):
-    """prod (ops.yaml:1125 sample 0)"""
+    """prod (ops.yaml:1126 sample 0)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
 def case_437(self):
-    """prod (ops.yaml:1125 sample 1)"""
+    """prod (ops.yaml:1126 sample 1)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
 def case_438(self):
-    """prod (ops.yaml:1125 sample 2)"""
+    """prod (ops.yaml:1126 sample 2)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
 def case_439(self):
-    """prod (ops.yaml:1125 sample 3)"""
+    """prod (ops.yaml:1126 sample 3)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
 def case_440(self):
-    """prod.dim_int (ops.yaml:1140 sample 0)"""
+    """prod.dim_int (ops.yaml:1141 sample 0)"""
     dim = 1
     keepdim = False
     dtype = None
@@ -2545,7 +2545,7 @@ def case_440(self):
 
 
 def case_441(self):
-    """prod.dim_int (ops.yaml:1140 sample 1)"""
+    """prod.dim_int (ops.yaml:1141 sample 1)"""
     dim = 0
     keepdim = True
     dtype = None
@@ -2553,7 +2553,7 @@ def case_441(self):
 
 
 def case_442(self):
-    """prod.dim_int (ops.yaml:1140 sample 2)"""
+    """prod.dim_int (ops.yaml:1141 sample 2)"""
     dim = -1
     keepdim = False
     dtype = None
@@ -2561,7 +2561,7 @@ def case_442(self):
 
 
 def case_443(self):
-    """prod.dim_int (ops.yaml:1140 sample 3)"""
+    """prod.dim_int (ops.yaml:1141 sample 3)"""
     dim = 0
     keepdim = False
     dtype = None
@@ -2569,146 +2569,146 @@ def case_443(self):
 
 
 def case_444(self):
-    """all (ops.yaml:1154 sample 0)"""
+    """all (ops.yaml:1155 sample 0)"""
     return torch.ops.aten.all(self)
 
 
 def case_445(self):
-    """all (ops.yaml:1154 sample 1)"""
+    """all (ops.yaml:1155 sample 1)"""
     return torch.ops.aten.all(self)
 
 
 def case_446(self):
-    """all.dim (ops.yaml:1167 sample 0)"""
+    """all.dim (ops.yaml:1168 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.all(self, dim, keepdim)
 
 
 def case_447(self):
-    """all.dim (ops.yaml:1167 sample 1)"""
+    """all.dim (ops.yaml:1168 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.all(self, dim, keepdim)
 
 
 def case_448(self):
-    """all.dim (ops.yaml:1167 sample 2)"""
+    """all.dim (ops.yaml:1168 sample 2)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.all(self, dim, keepdim)
 
 
 def case_449(self):
-    """any (ops.yaml:1180 sample 0)"""
+    """any (ops.yaml:1181 sample 0)"""
     return torch.ops.aten.any(self)
 
 
 def case_450(self):
-    """any (ops.yaml:1180 sample 1)"""
+    """any (ops.yaml:1181 sample 1)"""
     return torch.ops.aten.any(self)
 
 
 def case_451(self):
-    """any.dim (ops.yaml:1193 sample 0)"""
+    """any.dim (ops.yaml:1194 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.any(self, dim, keepdim)
 
 
 def case_452(self):
-    """any.dim (ops.yaml:1193 sample 1)"""
+    """any.dim (ops.yaml:1194 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.any(self, dim, keepdim)
 
 
 def case_453(self):
-    """any.dim (ops.yaml:1193 sample 2)"""
+    """any.dim (ops.yaml:1194 sample 2)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.any(self, dim, keepdim)
 
 
 def case_454(self):
-    """cumsum (ops.yaml:1206 sample 0)"""
+    """cumsum (ops.yaml:1207 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
 def case_455(self):
-    """cumsum (ops.yaml:1206 sample 1)"""
+    """cumsum (ops.yaml:1207 sample 1)"""
     dim = 1
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
 def case_456(self):
-    """cumsum (ops.yaml:1206 sample 2)"""
+    """cumsum (ops.yaml:1207 sample 2)"""
     dim = 0
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
 def case_457(self):
-    """cumsum (ops.yaml:1206 sample 3)"""
+    """cumsum (ops.yaml:1207 sample 3)"""
     dim = 0
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
 def case_458(self):
-    """cumsum (ops.yaml:1206 sample 4)"""
+    """cumsum (ops.yaml:1207 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
 def case_459(self):
-    """logsumexp (ops.yaml:1222 sample 0)"""
+    """logsumexp (ops.yaml:1223 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_460(self):
-    """logsumexp (ops.yaml:1222 sample 1)"""
+    """logsumexp (ops.yaml:1223 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_461(self):
-    """logsumexp (ops.yaml:1222 sample 2)"""
+    """logsumexp (ops.yaml:1223 sample 2)"""
     dim = [0]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_462(self):
-    """logsumexp (ops.yaml:1222 sample 3)"""
+    """logsumexp (ops.yaml:1223 sample 3)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_463(self):
-    """logsumexp (ops.yaml:1222 sample 4)"""
+    """logsumexp (ops.yaml:1223 sample 4)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_464(self):
-    """logsumexp (ops.yaml:1222 sample 5)"""
+    """logsumexp (ops.yaml:1223 sample 5)"""
     dim = [0, 1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
 def case_465(self):
-    """var.correction (ops.yaml:1238 sample 0)"""
+    """var.correction (ops.yaml:1239 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
@@ -2716,7 +2716,7 @@ def case_465(self):
 
 
 def case_466(self):
-    """var.correction (ops.yaml:1238 sample 1)"""
+    """var.correction (ops.yaml:1239 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
@@ -2724,7 +2724,7 @@ def case_466(self):
 
 
 def case_467(self):
-    """var.correction (ops.yaml:1238 sample 2)"""
+    """var.correction (ops.yaml:1239 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
@@ -2732,7 +2732,7 @@ def case_467(self):
 
 
 def case_468(self):
-    """var.correction (ops.yaml:1238 sample 3)"""
+    """var.correction (ops.yaml:1239 sample 3)"""
     dim = []
     correction = None
     keepdim = False
@@ -2740,7 +2740,7 @@ def case_468(self):
 
 
 def case_469(self):
-    """std.correction (ops.yaml:1253 sample 0)"""
+    """std.correction (ops.yaml:1254 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
@@ -2748,7 +2748,7 @@ def case_469(self):
 
 
 def case_470(self):
-    """std.correction (ops.yaml:1253 sample 1)"""
+    """std.correction (ops.yaml:1254 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
@@ -2756,7 +2756,7 @@ def case_470(self):
 
 
 def case_471(self):
-    """std.correction (ops.yaml:1253 sample 2)"""
+    """std.correction (ops.yaml:1254 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
@@ -2764,7 +2764,7 @@ def case_471(self):
 
 
 def case_472(self):
-    """linalg_vector_norm (ops.yaml:1271 sample 0)"""
+    """linalg_vector_norm (ops.yaml:1272 sample 0)"""
     ord = 2
     dim = [1]
     keepdim = False
@@ -2773,7 +2773,7 @@ def case_472(self):
 
 
 def case_473(self):
-    """linalg_vector_norm (ops.yaml:1271 sample 1)"""
+    """linalg_vector_norm (ops.yaml:1272 sample 1)"""
     ord = 1
     dim = [0, 2]
     keepdim = True
@@ -2782,7 +2782,7 @@ def case_473(self):
 
 
 def case_474(self):
-    """linalg_vector_norm (ops.yaml:1271 sample 2)"""
+    """linalg_vector_norm (ops.yaml:1272 sample 2)"""
     ord = 2
     dim = [0]
     keepdim = False
@@ -2791,7 +2791,7 @@ def case_474(self):
 
 
 def case_475(self):
-    """linalg_vector_norm (ops.yaml:1271 sample 3)"""
+    """linalg_vector_norm (ops.yaml:1272 sample 3)"""
     ord = 2
     dim = []
     keepdim = False
@@ -2800,502 +2800,502 @@ def case_475(self):
 
 
 def case_476(grad_output):
-    """cumsum_backward (ops.yaml:1307 sample 0)"""
+    """cumsum_backward (ops.yaml:1308 sample 0)"""
     dim = 1
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
 def case_477(grad_output):
-    """cumsum_backward (ops.yaml:1307 sample 1)"""
+    """cumsum_backward (ops.yaml:1308 sample 1)"""
     dim = -2
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
 def case_478(grad_output):
-    """cumsum_backward (ops.yaml:1307 sample 2)"""
+    """cumsum_backward (ops.yaml:1308 sample 2)"""
     dim = 0
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
 def case_479(grad_output):
-    """cumsum_backward (ops.yaml:1307 sample 3)"""
+    """cumsum_backward (ops.yaml:1308 sample 3)"""
     dim = 0
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
 def case_480(grad_output):
-    """cumsum_backward (ops.yaml:1307 sample 4)"""
+    """cumsum_backward (ops.yaml:1308 sample 4)"""
     dim = 0
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
 def case_481(self, mat2):
-    """mm (ops.yaml:1367 sample 0)"""
+    """mm (ops.yaml:1368 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_482(self, mat2):
-    """mm (ops.yaml:1367 sample 1)"""
+    """mm (ops.yaml:1368 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_483(self, mat2):
-    """mm (ops.yaml:1367 sample 2)"""
+    """mm (ops.yaml:1368 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_484(self, mat2):
-    """mm (ops.yaml:1367 sample 3)"""
+    """mm (ops.yaml:1368 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_485(self, mat2):
-    """mm (ops.yaml:1367 sample 4)"""
+    """mm (ops.yaml:1368 sample 4)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_486(self, mat2):
-    """mm (ops.yaml:1367 sample 5)"""
+    """mm (ops.yaml:1368 sample 5)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_487(self, mat2):
-    """mm (ops.yaml:1367 sample 6)"""
+    """mm (ops.yaml:1368 sample 6)"""
     return torch.ops.aten.mm(self, mat2)
 
 
 def case_488(self, other):
-    """matmul (ops.yaml:1388 sample 0)"""
+    """matmul (ops.yaml:1389 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_489(self, other):
-    """matmul (ops.yaml:1388 sample 1)"""
+    """matmul (ops.yaml:1389 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_490(self, other):
-    """matmul (ops.yaml:1388 sample 2)"""
+    """matmul (ops.yaml:1389 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_491(self, other):
-    """matmul (ops.yaml:1388 sample 3)"""
+    """matmul (ops.yaml:1389 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_492(self, other):
-    """matmul (ops.yaml:1388 sample 4)"""
+    """matmul (ops.yaml:1389 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_493(self, other):
-    """matmul (ops.yaml:1388 sample 5)"""
+    """matmul (ops.yaml:1389 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_494(self, other):
-    """matmul (ops.yaml:1388 sample 6)"""
+    """matmul (ops.yaml:1389 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_495(self, other):
-    """matmul (ops.yaml:1388 sample 7)"""
+    """matmul (ops.yaml:1389 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_496(self, other):
-    """matmul (ops.yaml:1388 sample 8)"""
+    """matmul (ops.yaml:1389 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_497(self, other):
-    """matmul (ops.yaml:1388 sample 9)"""
+    """matmul (ops.yaml:1389 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_498(self, other):
-    """matmul (ops.yaml:1388 sample 10)"""
+    """matmul (ops.yaml:1389 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_499(self, other):
-    """matmul (ops.yaml:1388 sample 11)"""
+    """matmul (ops.yaml:1389 sample 11)"""
     return torch.ops.aten.matmul(self, other)
 
 
 def case_500(self, mat2):
-    """bmm (ops.yaml:1419 sample 0)"""
+    """bmm (ops.yaml:1420 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_501(self, mat2):
-    """bmm (ops.yaml:1419 sample 1)"""
+    """bmm (ops.yaml:1420 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_502(self, mat2):
-    """bmm (ops.yaml:1419 sample 2)"""
+    """bmm (ops.yaml:1420 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_503(self, mat2):
-    """bmm (ops.yaml:1419 sample 3)"""
+    """bmm (ops.yaml:1420 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_504(self, mat2):
-    """bmm (ops.yaml:1419 sample 4)"""
+    """bmm (ops.yaml:1420 sample 4)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
 def case_505(self, mat1, mat2):
-    """addmm (ops.yaml:1447 sample 0)"""
+    """addmm (ops.yaml:1448 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_506(self, mat1, mat2):
-    """addmm (ops.yaml:1447 sample 1)"""
+    """addmm (ops.yaml:1448 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_507(self, mat1, mat2):
-    """addmm (ops.yaml:1447 sample 2)"""
+    """addmm (ops.yaml:1448 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_508(self, mat1, mat2):
-    """addmm (ops.yaml:1447 sample 3)"""
+    """addmm (ops.yaml:1448 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_509(self, mat1, mat2):
-    """addmm (ops.yaml:1447 sample 4)"""
+    """addmm (ops.yaml:1448 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_510(self, mat1, mat2):
-    """addmm (ops.yaml:1447 sample 5)"""
+    """addmm (ops.yaml:1448 sample 5)"""
     beta = 2
     alpha = -3
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_511(self, mat1, mat2):
-    """addmm (ops.yaml:1447 sample 6)"""
+    """addmm (ops.yaml:1448 sample 6)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def case_512(self, batch1, batch2):
-    """baddbmm (ops.yaml:1481 sample 0)"""
+    """baddbmm (ops.yaml:1482 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_513(self, batch1, batch2):
-    """baddbmm (ops.yaml:1481 sample 1)"""
+    """baddbmm (ops.yaml:1482 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_514(self, batch1, batch2):
-    """baddbmm (ops.yaml:1481 sample 2)"""
+    """baddbmm (ops.yaml:1482 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_515(self, batch1, batch2):
-    """baddbmm (ops.yaml:1481 sample 3)"""
+    """baddbmm (ops.yaml:1482 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_516(self, batch1, batch2):
-    """baddbmm (ops.yaml:1481 sample 4)"""
+    """baddbmm (ops.yaml:1482 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_517(self, batch1, batch2):
-    """baddbmm (ops.yaml:1481 sample 5)"""
+    """baddbmm (ops.yaml:1482 sample 5)"""
     beta = 0
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def case_518(self, tensor):
-    """dot (ops.yaml:1503 sample 0)"""
+    """dot (ops.yaml:1504 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_519(self, tensor):
-    """dot (ops.yaml:1503 sample 1)"""
+    """dot (ops.yaml:1504 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_520(self, tensor):
-    """dot (ops.yaml:1503 sample 2)"""
+    """dot (ops.yaml:1504 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_521(self, tensor):
-    """dot (ops.yaml:1503 sample 3)"""
+    """dot (ops.yaml:1504 sample 3)"""
     return torch.ops.aten.dot(self, tensor)
 
 
 def case_522(self, vec2):
-    """outer (ops.yaml:1521 sample 0)"""
+    """outer (ops.yaml:1522 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_523(self, vec2):
-    """outer (ops.yaml:1521 sample 1)"""
+    """outer (ops.yaml:1522 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_524(self, vec2):
-    """outer (ops.yaml:1521 sample 2)"""
+    """outer (ops.yaml:1522 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_525(self, vec2):
-    """outer (ops.yaml:1521 sample 3)"""
+    """outer (ops.yaml:1522 sample 3)"""
     return torch.ops.aten.outer(self, vec2)
 
 
 def case_526(input, weight, bias):
-    """linear (ops.yaml:1545 sample 0)"""
+    """linear (ops.yaml:1546 sample 0)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_527(input, weight, bias):
-    """linear (ops.yaml:1545 sample 1)"""
+    """linear (ops.yaml:1546 sample 1)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_528(input, weight):
-    """linear (ops.yaml:1545 sample 2)"""
+    """linear (ops.yaml:1546 sample 2)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_529(input, weight, bias):
-    """linear (ops.yaml:1545 sample 3)"""
+    """linear (ops.yaml:1546 sample 3)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_530(input, weight, bias):
-    """linear (ops.yaml:1545 sample 4)"""
+    """linear (ops.yaml:1546 sample 4)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_531(input, weight, bias):
-    """linear (ops.yaml:1545 sample 5)"""
+    """linear (ops.yaml:1546 sample 5)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_532(input, weight):
-    """linear (ops.yaml:1545 sample 6)"""
+    """linear (ops.yaml:1546 sample 6)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_533(input, weight):
-    """linear (ops.yaml:1545 sample 7)"""
+    """linear (ops.yaml:1546 sample 7)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_534(input, weight):
-    """linear (ops.yaml:1545 sample 8)"""
+    """linear (ops.yaml:1546 sample 8)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_535(input, weight):
-    """linear (ops.yaml:1545 sample 9)"""
+    """linear (ops.yaml:1546 sample 9)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_536(input, weight):
-    """linear (ops.yaml:1545 sample 10)"""
+    """linear (ops.yaml:1546 sample 10)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_537(input, weight, bias):
-    """linear (ops.yaml:1545 sample 11)"""
+    """linear (ops.yaml:1546 sample 11)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_538(input, weight, bias):
-    """linear (ops.yaml:1545 sample 12)"""
+    """linear (ops.yaml:1546 sample 12)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
 def case_539(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1574 sample 0)"""
+    """mm_mat1_backward (ops.yaml:1575 sample 0)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
 def case_540(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1574 sample 1)"""
+    """mm_mat1_backward (ops.yaml:1575 sample 1)"""
     alpha = 2
     return torch.mm(grad, mat2.t()) * alpha
 
 
 def case_541(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1574 sample 2)"""
+    """mm_mat1_backward (ops.yaml:1575 sample 2)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
 def case_542(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1574 sample 3)"""
+    """mm_mat1_backward (ops.yaml:1575 sample 3)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
 def case_543(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1595 sample 0)"""
+    """mm_mat2_backward (ops.yaml:1596 sample 0)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
 def case_544(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1595 sample 1)"""
+    """mm_mat2_backward (ops.yaml:1596 sample 1)"""
     alpha = 2
     return torch.mm(mat1.t(), grad) * alpha
 
 
 def case_545(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1595 sample 2)"""
+    """mm_mat2_backward (ops.yaml:1596 sample 2)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
 def case_546(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1595 sample 3)"""
+    """mm_mat2_backward (ops.yaml:1596 sample 3)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
 def case_547(self):
-    """t (ops.yaml:1613 sample 0)"""
+    """t (ops.yaml:1614 sample 0)"""
     return torch.ops.aten.t(self)
 
 
 def case_548(self):
-    """t (ops.yaml:1613 sample 1)"""
+    """t (ops.yaml:1614 sample 1)"""
     return torch.ops.aten.t(self)
 
 
 def case_549(self):
-    """transpose (ops.yaml:1624 sample 0)"""
+    """transpose (ops.yaml:1625 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_550(self):
-    """transpose (ops.yaml:1624 sample 1)"""
+    """transpose (ops.yaml:1625 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
 def case_551(self):
-    """permute (ops.yaml:1638 sample 0)"""
+    """permute (ops.yaml:1639 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
 def case_552(self):
-    """view (ops.yaml:1647 sample 0)"""
+    """view (ops.yaml:1648 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
 def case_553(self):
-    """view (ops.yaml:1647 sample 1)"""
+    """view (ops.yaml:1648 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
 def case_554(self):
-    """reshape (ops.yaml:1657 sample 0)"""
+    """reshape (ops.yaml:1658 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_555(self):
-    """reshape (ops.yaml:1657 sample 1)"""
+    """reshape (ops.yaml:1658 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
 def case_556(self):
-    """expand (ops.yaml:1667 sample 0)"""
+    """expand (ops.yaml:1668 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_557(self):
-    """expand (ops.yaml:1667 sample 1)"""
+    """expand (ops.yaml:1668 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
 def case_558(self):
-    """squeeze (ops.yaml:1677 sample 0)"""
+    """squeeze (ops.yaml:1678 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
 def case_559(self):
-    """squeeze.dim (ops.yaml:1687 sample 0)"""
+    """squeeze.dim (ops.yaml:1688 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_560(self):
-    """squeeze.dim (ops.yaml:1687 sample 1)"""
+    """squeeze.dim (ops.yaml:1688 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
 def case_561(self):
-    """unsqueeze (ops.yaml:1698 sample 0)"""
+    """unsqueeze (ops.yaml:1699 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_562(self):
-    """unsqueeze (ops.yaml:1698 sample 1)"""
+    """unsqueeze (ops.yaml:1699 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
 def case_563(self):
-    """slice (ops.yaml:1712 sample 0)"""
+    """slice (ops.yaml:1713 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -3304,7 +3304,7 @@ def case_563(self):
 
 
 def case_564(self):
-    """slice (ops.yaml:1712 sample 1)"""
+    """slice (ops.yaml:1713 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -3313,113 +3313,113 @@ def case_564(self):
 
 
 def case_565(self):
-    """select (ops.yaml:1723 sample 0)"""
+    """select (ops.yaml:1724 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_566(self):
-    """select (ops.yaml:1723 sample 1)"""
+    """select (ops.yaml:1724 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
 def case_567(self):
-    """contiguous (ops.yaml:1733 sample 0)"""
+    """contiguous (ops.yaml:1734 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
 def case_568(self):
-    """flatten.using_ints (ops.yaml:1746 sample 0)"""
+    """flatten.using_ints (ops.yaml:1747 sample 0)"""
     start_dim = 1
     end_dim = 2
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_569(self):
-    """flatten.using_ints (ops.yaml:1746 sample 1)"""
+    """flatten.using_ints (ops.yaml:1747 sample 1)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_570(self):
-    """flatten.using_ints (ops.yaml:1746 sample 2)"""
+    """flatten.using_ints (ops.yaml:1747 sample 2)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_571(self):
-    """flatten.using_ints (ops.yaml:1746 sample 3)"""
+    """flatten.using_ints (ops.yaml:1747 sample 3)"""
     start_dim = 0
     end_dim = 1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_572(self):
-    """flatten.using_ints (ops.yaml:1746 sample 4)"""
+    """flatten.using_ints (ops.yaml:1747 sample 4)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
 def case_573(self):
-    """unflatten.int (ops.yaml:1765 sample 0)"""
+    """unflatten.int (ops.yaml:1766 sample 0)"""
     dim = 1
     sizes = [2, 3]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
 def case_574(self):
-    """unflatten.int (ops.yaml:1765 sample 1)"""
+    """unflatten.int (ops.yaml:1766 sample 1)"""
     dim = 0
     sizes = [-1, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
 def case_575(self):
-    """unflatten.int (ops.yaml:1765 sample 2)"""
+    """unflatten.int (ops.yaml:1766 sample 2)"""
     dim = 1
     sizes = [3, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
 def case_576(self):
-    """unflatten.int (ops.yaml:1765 sample 3)"""
+    """unflatten.int (ops.yaml:1766 sample 3)"""
     dim = 0
     sizes = [0, 5]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
 def case_577(self):
-    """broadcast_to (ops.yaml:1777 sample 0)"""
+    """broadcast_to (ops.yaml:1778 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
 def case_578(self):
-    """broadcast_to (ops.yaml:1777 sample 1)"""
+    """broadcast_to (ops.yaml:1778 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
 def case_579(self):
-    """broadcast_to (ops.yaml:1777 sample 2)"""
+    """broadcast_to (ops.yaml:1778 sample 2)"""
     size = [2, 3, 5]
     return torch.ops.aten.broadcast_to(self, size)
 
 
 def case_580(self):
-    """broadcast_to (ops.yaml:1777 sample 3)"""
+    """broadcast_to (ops.yaml:1778 sample 3)"""
     size = [2, 0]
     return torch.ops.aten.broadcast_to(self, size)
 
 
 def case_581(self):
-    """narrow (ops.yaml:1795 sample 0)"""
+    """narrow (ops.yaml:1796 sample 0)"""
     dim = 0
     start = 1
     length = 3
@@ -3427,7 +3427,7 @@ def case_581(self):
 
 
 def case_582(self):
-    """narrow (ops.yaml:1795 sample 1)"""
+    """narrow (ops.yaml:1796 sample 1)"""
     dim = 1
     start = -3
     length = 2
@@ -3435,7 +3435,7 @@ def case_582(self):
 
 
 def case_583(self):
-    """narrow (ops.yaml:1795 sample 2)"""
+    """narrow (ops.yaml:1796 sample 2)"""
     dim = 0
     start = 2
     length = 0
@@ -3443,7 +3443,7 @@ def case_583(self):
 
 
 def case_584(self):
-    """narrow (ops.yaml:1795 sample 3)"""
+    """narrow (ops.yaml:1796 sample 3)"""
     dim = 1
     start = 3
     length = 0
@@ -3451,168 +3451,168 @@ def case_584(self):
 
 
 def case_585(self):
-    """repeat (ops.yaml:1810 sample 0)"""
+    """repeat (ops.yaml:1811 sample 0)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_586(self):
-    """repeat (ops.yaml:1810 sample 1)"""
+    """repeat (ops.yaml:1811 sample 1)"""
     repeats = [2, 1, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_587(self):
-    """repeat (ops.yaml:1810 sample 2)"""
+    """repeat (ops.yaml:1811 sample 2)"""
     repeats = [1, 3]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_588(self):
-    """repeat (ops.yaml:1810 sample 3)"""
+    """repeat (ops.yaml:1811 sample 3)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_589(self):
-    """repeat (ops.yaml:1810 sample 4)"""
+    """repeat (ops.yaml:1811 sample 4)"""
     repeats = [3]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_590(self):
-    """repeat (ops.yaml:1810 sample 5)"""
+    """repeat (ops.yaml:1811 sample 5)"""
     repeats = [0]
     return torch.ops.aten.repeat(self, repeats)
 
 
 def case_591(self):
-    """flip (ops.yaml:1825 sample 0)"""
+    """flip (ops.yaml:1826 sample 0)"""
     dims = [0]
     return torch.ops.aten.flip(self, dims)
 
 
 def case_592(self):
-    """flip (ops.yaml:1825 sample 1)"""
+    """flip (ops.yaml:1826 sample 1)"""
     dims = [0, -1]
     return torch.ops.aten.flip(self, dims)
 
 
 def case_593(self):
-    """flip (ops.yaml:1825 sample 2)"""
+    """flip (ops.yaml:1826 sample 2)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
 def case_594(self):
-    """flip (ops.yaml:1825 sample 3)"""
+    """flip (ops.yaml:1826 sample 3)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
 def case_595(self):
-    """flip (ops.yaml:1825 sample 4)"""
+    """flip (ops.yaml:1826 sample 4)"""
     dims = []
     return torch.ops.aten.flip(self, dims)
 
 
 def case_596(self):
-    """roll (ops.yaml:1842 sample 0)"""
+    """roll (ops.yaml:1843 sample 0)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_597(self):
-    """roll (ops.yaml:1842 sample 1)"""
+    """roll (ops.yaml:1843 sample 1)"""
     shifts = [-5]
     dims = []
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_598(self):
-    """roll (ops.yaml:1842 sample 2)"""
+    """roll (ops.yaml:1843 sample 2)"""
     shifts = [1, 2]
     dims = [0, 2]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_599(self):
-    """roll (ops.yaml:1842 sample 3)"""
+    """roll (ops.yaml:1843 sample 3)"""
     shifts = [2]
     dims = [0]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_600(self):
-    """roll (ops.yaml:1842 sample 4)"""
+    """roll (ops.yaml:1843 sample 4)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
 def case_601(self):
-    """tril (ops.yaml:1866 sample 0)"""
+    """tril (ops.yaml:1867 sample 0)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_602(self):
-    """tril (ops.yaml:1866 sample 1)"""
+    """tril (ops.yaml:1867 sample 1)"""
     diagonal = 1
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_603(self):
-    """tril (ops.yaml:1866 sample 2)"""
+    """tril (ops.yaml:1867 sample 2)"""
     diagonal = -1
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_604(self):
-    """tril (ops.yaml:1866 sample 3)"""
+    """tril (ops.yaml:1867 sample 3)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_605(self):
-    """tril (ops.yaml:1866 sample 4)"""
+    """tril (ops.yaml:1867 sample 4)"""
     diagonal = -7
     return torch.ops.aten.tril(self, diagonal)
 
 
 def case_606(self):
-    """triu (ops.yaml:1882 sample 0)"""
+    """triu (ops.yaml:1883 sample 0)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_607(self):
-    """triu (ops.yaml:1882 sample 1)"""
+    """triu (ops.yaml:1883 sample 1)"""
     diagonal = 1
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_608(self):
-    """triu (ops.yaml:1882 sample 2)"""
+    """triu (ops.yaml:1883 sample 2)"""
     diagonal = -1
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_609(self):
-    """triu (ops.yaml:1882 sample 3)"""
+    """triu (ops.yaml:1883 sample 3)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_610(self):
-    """triu (ops.yaml:1882 sample 4)"""
+    """triu (ops.yaml:1883 sample 4)"""
     diagonal = 9
     return torch.ops.aten.triu(self, diagonal)
 
 
 def case_611(self):
-    """pad (ops.yaml:1896 sample 0)"""
+    """pad (ops.yaml:1897 sample 0)"""
     pad = [1, 2]
     mode = 'constant'
     value = None
@@ -3620,7 +3620,7 @@ def case_611(self):
 
 
 def case_612(self):
-    """pad (ops.yaml:1896 sample 1)"""
+    """pad (ops.yaml:1897 sample 1)"""
     pad = [1, 0, -1, 2]
     mode = 'constant'
     value = 1.5
@@ -3628,7 +3628,7 @@ def case_612(self):
 
 
 def case_613(self):
-    """pad (ops.yaml:1896 sample 2)"""
+    """pad (ops.yaml:1897 sample 2)"""
     pad = [2, 1, 1, 1]
     mode = 'constant'
     value = None
@@ -3636,7 +3636,7 @@ def case_613(self):
 
 
 def case_614(self):
-    """pad (ops.yaml:1896 sample 3)"""
+    """pad (ops.yaml:1897 sample 3)"""
     pad = [1, 1]
     mode = 'constant'
     value = None
@@ -3644,7 +3644,7 @@ def case_614(self):
 
 
 def case_615(self):
-    """pad (ops.yaml:1896 sample 4)"""
+    """pad (ops.yaml:1897 sample 4)"""
     pad = [2, 1]
     mode = 'reflect'
     value = None
@@ -3652,7 +3652,7 @@ def case_615(self):
 
 
 def case_616(self):
-    """pad (ops.yaml:1896 sample 5)"""
+    """pad (ops.yaml:1897 sample 5)"""
     pad = [1, 2, 3, 1]
     mode = 'reflect'
     value = None
@@ -3660,7 +3660,7 @@ def case_616(self):
 
 
 def case_617(self):
-    """pad (ops.yaml:1896 sample 6)"""
+    """pad (ops.yaml:1897 sample 6)"""
     pad = [2, 3]
     mode = 'replicate'
     value = None
@@ -3668,7 +3668,7 @@ def case_617(self):
 
 
 def case_618(self):
-    """pad (ops.yaml:1896 sample 7)"""
+    """pad (ops.yaml:1897 sample 7)"""
     pad = [1, 2]
     mode = 'replicate'
     value = None
@@ -3676,7 +3676,7 @@ def case_618(self):
 
 
 def case_619(self):
-    """pad (ops.yaml:1896 sample 8)"""
+    """pad (ops.yaml:1897 sample 8)"""
     pad = [-2, 1]
     mode = 'reflect'
     value = None
@@ -3684,7 +3684,7 @@ def case_619(self):
 
 
 def case_620(self):
-    """pad (ops.yaml:1896 sample 9)"""
+    """pad (ops.yaml:1897 sample 9)"""
     pad = [-1, 1, 1, -1]
     mode = 'reflect'
     value = None
@@ -3692,7 +3692,7 @@ def case_620(self):
 
 
 def case_621(self):
-    """pad (ops.yaml:1896 sample 10)"""
+    """pad (ops.yaml:1897 sample 10)"""
     pad = [2, -3]
     mode = 'replicate'
     value = None
@@ -3700,384 +3700,384 @@ def case_621(self):
 
 
 def case_622(tensors_0, tensors_1):
-    """cat (ops.yaml:1919 sample 0)"""
+    """cat (ops.yaml:1920 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_623(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1919 sample 1)"""
+    """cat (ops.yaml:1920 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_624(tensors_0, tensors_1):
-    """cat (ops.yaml:1919 sample 2)"""
+    """cat (ops.yaml:1920 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_625(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1919 sample 3)"""
+    """cat (ops.yaml:1920 sample 3)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_626(tensors_0, tensors_1):
-    """cat (ops.yaml:1919 sample 4)"""
+    """cat (ops.yaml:1920 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
 def case_627(tensors_0, tensors_1):
-    """stack (ops.yaml:1940 sample 0)"""
+    """stack (ops.yaml:1941 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_628(tensors_0, tensors_1, tensors_2):
-    """stack (ops.yaml:1940 sample 1)"""
+    """stack (ops.yaml:1941 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_629(tensors_0, tensors_1):
-    """stack (ops.yaml:1940 sample 2)"""
+    """stack (ops.yaml:1941 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_630(tensors_0, tensors_1):
-    """stack (ops.yaml:1940 sample 3)"""
+    """stack (ops.yaml:1941 sample 3)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_631(tensors_0, tensors_1):
-    """stack (ops.yaml:1940 sample 4)"""
+    """stack (ops.yaml:1941 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
 def case_632(self):
-    """split.Tensor (ops.yaml:1954 sample 0)"""
+    """split.Tensor (ops.yaml:1955 sample 0)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_633(self):
-    """split.Tensor (ops.yaml:1954 sample 1)"""
+    """split.Tensor (ops.yaml:1955 sample 1)"""
     split_size = 3
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_634(self):
-    """split.Tensor (ops.yaml:1954 sample 2)"""
+    """split.Tensor (ops.yaml:1955 sample 2)"""
     split_size = 4
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_635(self):
-    """split.Tensor (ops.yaml:1954 sample 3)"""
+    """split.Tensor (ops.yaml:1955 sample 3)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
 def case_636(self):
-    """split_with_sizes (ops.yaml:1967 sample 0)"""
+    """split_with_sizes (ops.yaml:1968 sample 0)"""
     split_sizes = [2, 3]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
 def case_637(self):
-    """split_with_sizes (ops.yaml:1967 sample 1)"""
+    """split_with_sizes (ops.yaml:1968 sample 1)"""
     split_sizes = [1, 0, 5]
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
 def case_638(self):
-    """split_with_sizes (ops.yaml:1967 sample 2)"""
+    """split_with_sizes (ops.yaml:1968 sample 2)"""
     split_sizes = [1, 3]
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
 def case_639(self):
-    """split_with_sizes (ops.yaml:1967 sample 3)"""
+    """split_with_sizes (ops.yaml:1968 sample 3)"""
     split_sizes = [0, 0]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
 def case_640(self):
-    """chunk (ops.yaml:1980 sample 0)"""
+    """chunk (ops.yaml:1981 sample 0)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
 def case_641(self):
-    """chunk (ops.yaml:1980 sample 1)"""
+    """chunk (ops.yaml:1981 sample 1)"""
     chunks = 4
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
 def case_642(self):
-    """chunk (ops.yaml:1980 sample 2)"""
+    """chunk (ops.yaml:1981 sample 2)"""
     chunks = 3
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
 def case_643(self):
-    """chunk (ops.yaml:1980 sample 3)"""
+    """chunk (ops.yaml:1981 sample 3)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
 def case_644(self):
-    """unbind.int (ops.yaml:1993 sample 0)"""
+    """unbind.int (ops.yaml:1994 sample 0)"""
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_645(self):
-    """unbind.int (ops.yaml:1993 sample 1)"""
+    """unbind.int (ops.yaml:1994 sample 1)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_646(self):
-    """unbind.int (ops.yaml:1993 sample 2)"""
+    """unbind.int (ops.yaml:1994 sample 2)"""
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_647(self):
-    """unbind.int (ops.yaml:1993 sample 3)"""
+    """unbind.int (ops.yaml:1994 sample 3)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
 def case_648(self, index):
-    """index_select (ops.yaml:2010 sample 0)"""
+    """index_select (ops.yaml:2011 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_649(self, index):
-    """index_select (ops.yaml:2010 sample 1)"""
+    """index_select (ops.yaml:2011 sample 1)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_650(self, index):
-    """index_select (ops.yaml:2010 sample 2)"""
+    """index_select (ops.yaml:2011 sample 2)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_651(self, index):
-    """index_select (ops.yaml:2010 sample 3)"""
+    """index_select (ops.yaml:2011 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_652(self, index):
-    """index_select (ops.yaml:2010 sample 4)"""
+    """index_select (ops.yaml:2011 sample 4)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_653(self, index):
-    """index_select (ops.yaml:2010 sample 5)"""
+    """index_select (ops.yaml:2011 sample 5)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
 def case_654(self, index, source):
-    """index_add (ops.yaml:2034 sample 0)"""
+    """index_add (ops.yaml:2035 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_655(self, index, source):
-    """index_add (ops.yaml:2034 sample 1)"""
+    """index_add (ops.yaml:2035 sample 1)"""
     dim = 1
     alpha = 2.5
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_656(self, index, source):
-    """index_add (ops.yaml:2034 sample 2)"""
+    """index_add (ops.yaml:2035 sample 2)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_657(self, index, source):
-    """index_add (ops.yaml:2034 sample 3)"""
+    """index_add (ops.yaml:2035 sample 3)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_658(self, index, source):
-    """index_add (ops.yaml:2034 sample 4)"""
+    """index_add (ops.yaml:2035 sample 4)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
 def case_659(self, index, source):
-    """index_copy (ops.yaml:2049 sample 0)"""
+    """index_copy (ops.yaml:2050 sample 0)"""
     dim = 0
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
 def case_660(self, index, source):
-    """index_copy (ops.yaml:2049 sample 1)"""
+    """index_copy (ops.yaml:2050 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
 def case_661(self, index, source):
-    """index_copy (ops.yaml:2049 sample 2)"""
+    """index_copy (ops.yaml:2050 sample 2)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
 def case_662(self, index):
-    """gather (ops.yaml:2062 sample 0)"""
+    """gather (ops.yaml:2063 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_663(self, index):
-    """gather (ops.yaml:2062 sample 1)"""
+    """gather (ops.yaml:2063 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_664(self, index):
-    """gather (ops.yaml:2062 sample 2)"""
+    """gather (ops.yaml:2063 sample 2)"""
     dim = -1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_665(self, index):
-    """gather (ops.yaml:2062 sample 3)"""
+    """gather (ops.yaml:2063 sample 3)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_666(self, index):
-    """gather (ops.yaml:2062 sample 4)"""
+    """gather (ops.yaml:2063 sample 4)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
 def case_667(self, index, src):
-    """scatter.src (ops.yaml:2085 sample 0)"""
+    """scatter.src (ops.yaml:2086 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
 def case_668(self, index, src):
-    """scatter.src (ops.yaml:2085 sample 1)"""
+    """scatter.src (ops.yaml:2086 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
 def case_669(self, index, src):
-    """scatter.src (ops.yaml:2085 sample 2)"""
+    """scatter.src (ops.yaml:2086 sample 2)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
 def case_670(self, index, src):
-    """scatter.src (ops.yaml:2085 sample 3)"""
+    """scatter.src (ops.yaml:2086 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
 def case_671(self, index):
-    """scatter.value (ops.yaml:2106 sample 0)"""
+    """scatter.value (ops.yaml:2107 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
 def case_672(self, index):
-    """scatter.value (ops.yaml:2106 sample 1)"""
+    """scatter.value (ops.yaml:2107 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
 def case_673(self, index):
-    """scatter.value (ops.yaml:2106 sample 2)"""
+    """scatter.value (ops.yaml:2107 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
 def case_674(self, index, src):
-    """scatter_add (ops.yaml:2119 sample 0)"""
+    """scatter_add (ops.yaml:2120 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_675(self, index, src):
-    """scatter_add (ops.yaml:2119 sample 1)"""
+    """scatter_add (ops.yaml:2120 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_676(self, index, src):
-    """scatter_add (ops.yaml:2119 sample 2)"""
+    """scatter_add (ops.yaml:2120 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_677(self, index, src):
-    """scatter_add (ops.yaml:2119 sample 3)"""
+    """scatter_add (ops.yaml:2120 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_678(self, index, src):
-    """scatter_add (ops.yaml:2119 sample 4)"""
+    """scatter_add (ops.yaml:2120 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
 def case_679(weight, indices):
-    """embedding (ops.yaml:2138 sample 0)"""
+    """embedding (ops.yaml:2139 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
@@ -4085,7 +4085,7 @@ def case_679(weight, indices):
 
 
 def case_680(weight, indices):
-    """embedding (ops.yaml:2138 sample 1)"""
+    """embedding (ops.yaml:2139 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
@@ -4093,7 +4093,7 @@ def case_680(weight, indices):
 
 
 def case_681(weight, indices):
-    """embedding (ops.yaml:2138 sample 2)"""
+    """embedding (ops.yaml:2139 sample 2)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
@@ -4101,7 +4101,7 @@ def case_681(weight, indices):
 
 
 def case_682(weight, indices):
-    """embedding (ops.yaml:2138 sample 3)"""
+    """embedding (ops.yaml:2139 sample 3)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
@@ -4109,7 +4109,7 @@ def case_682(weight, indices):
 
 
 def case_683(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2152 sample 0)"""
+    """embedding_dense_backward (ops.yaml:2153 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
@@ -4117,7 +4117,7 @@ def case_683(grad_output, indices):
 
 
 def case_684(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2152 sample 1)"""
+    """embedding_dense_backward (ops.yaml:2153 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
@@ -4125,111 +4125,111 @@ def case_684(grad_output, indices):
 
 
 def case_685(self):
-    """one_hot (ops.yaml:2179 sample 0)"""
+    """one_hot (ops.yaml:2180 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_686(self):
-    """one_hot (ops.yaml:2179 sample 1)"""
+    """one_hot (ops.yaml:2180 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_687(self):
-    """one_hot (ops.yaml:2179 sample 2)"""
+    """one_hot (ops.yaml:2180 sample 2)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_688(self):
-    """one_hot (ops.yaml:2179 sample 3)"""
+    """one_hot (ops.yaml:2180 sample 3)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
 def case_689(self):
-    """nonzero (ops.yaml:2191 sample 0)"""
+    """nonzero (ops.yaml:2192 sample 0)"""
     return torch.ops.aten.nonzero(self)
 
 
 def case_690(self):
-    """nonzero (ops.yaml:2191 sample 1)"""
+    """nonzero (ops.yaml:2192 sample 1)"""
     return torch.ops.aten.nonzero(self)
 
 
 def case_691(self):
-    """nonzero (ops.yaml:2191 sample 2)"""
+    """nonzero (ops.yaml:2192 sample 2)"""
     return torch.ops.aten.nonzero(self)
 
 
 def case_692(self):
-    """nonzero (ops.yaml:2191 sample 3)"""
+    """nonzero (ops.yaml:2192 sample 3)"""
     return torch.ops.aten.nonzero(self)
 
 
 def case_693(self, mask):
-    """masked_select (ops.yaml:2204 sample 0)"""
+    """masked_select (ops.yaml:2205 sample 0)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_694(self, mask):
-    """masked_select (ops.yaml:2204 sample 1)"""
+    """masked_select (ops.yaml:2205 sample 1)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_695(self, mask):
-    """masked_select (ops.yaml:2204 sample 2)"""
+    """masked_select (ops.yaml:2205 sample 2)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_696(self, mask):
-    """masked_select (ops.yaml:2204 sample 3)"""
+    """masked_select (ops.yaml:2205 sample 3)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_697(self, mask):
-    """masked_select (ops.yaml:2204 sample 4)"""
+    """masked_select (ops.yaml:2205 sample 4)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
 def case_698(self):
-    """argsort (ops.yaml:2219 sample 0)"""
+    """argsort (ops.yaml:2220 sample 0)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_699(self):
-    """argsort (ops.yaml:2219 sample 1)"""
+    """argsort (ops.yaml:2220 sample 1)"""
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_700(self):
-    """argsort (ops.yaml:2219 sample 2)"""
+    """argsort (ops.yaml:2220 sample 2)"""
     dim = 1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_701(self):
-    """argsort (ops.yaml:2219 sample 3)"""
+    """argsort (ops.yaml:2220 sample 3)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_702(self):
-    """argsort (ops.yaml:2219 sample 4)"""
+    """argsort (ops.yaml:2220 sample 4)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
 def case_703(self):
-    """argsort.stable (ops.yaml:2235 sample 0)"""
+    """argsort.stable (ops.yaml:2236 sample 0)"""
     stable = True
     dim = -1
     descending = False
@@ -4237,7 +4237,7 @@ def case_703(self):
 
 
 def case_704(self):
-    """argsort.stable (ops.yaml:2235 sample 1)"""
+    """argsort.stable (ops.yaml:2236 sample 1)"""
     stable = False
     dim = 0
     descending = True
@@ -4245,148 +4245,148 @@ def case_704(self):
 
 
 def case_705(self, indices_0):
-    """index.Tensor (ops.yaml:2246 sample 0)"""
+    """index.Tensor (ops.yaml:2247 sample 0)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
 def case_706(self, indices_1):
-    """index.Tensor (ops.yaml:2246 sample 1)"""
+    """index.Tensor (ops.yaml:2247 sample 1)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
 def case_707(self, indices_0, indices_2):
-    """index.Tensor (ops.yaml:2246 sample 2)"""
+    """index.Tensor (ops.yaml:2247 sample 2)"""
     indices = [indices_0, None, indices_2]
     return torch.ops.aten.index(self, indices)
 
 
 def case_708(self, indices_0):
-    """index.Tensor (ops.yaml:2246 sample 3)"""
+    """index.Tensor (ops.yaml:2247 sample 3)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
 def case_709(self, indices_1):
-    """index.Tensor (ops.yaml:2246 sample 4)"""
+    """index.Tensor (ops.yaml:2247 sample 4)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
 def case_710(self, indices_1):
-    """index.Tensor (ops.yaml:2246 sample 5)"""
+    """index.Tensor (ops.yaml:2247 sample 5)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
 def case_711(self, indices_0, values):
-    """index_put (ops.yaml:2261 sample 0)"""
+    """index_put (ops.yaml:2262 sample 0)"""
     indices = [indices_0]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_712(self, indices_1, values):
-    """index_put (ops.yaml:2261 sample 1)"""
+    """index_put (ops.yaml:2262 sample 1)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_713(self, indices_0, indices_1, values):
-    """index_put (ops.yaml:2261 sample 2)"""
+    """index_put (ops.yaml:2262 sample 2)"""
     indices = [indices_0, indices_1]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_714(self, indices_0, values):
-    """index_put (ops.yaml:2261 sample 3)"""
+    """index_put (ops.yaml:2262 sample 3)"""
     indices = [indices_0]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_715(self, indices_1, values):
-    """index_put (ops.yaml:2261 sample 4)"""
+    """index_put (ops.yaml:2262 sample 4)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
 def case_716(self):
-    """sort (ops.yaml:2276 sample 0 result values)"""
+    """sort (ops.yaml:2277 sample 0 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_717(self):
-    """sort (ops.yaml:2276 sample 0 result indices)"""
+    """sort (ops.yaml:2277 sample 0 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_718(self):
-    """sort (ops.yaml:2276 sample 1 result values)"""
+    """sort (ops.yaml:2277 sample 1 result values)"""
     dim = 0
     descending = True
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_719(self):
-    """sort (ops.yaml:2276 sample 1 result indices)"""
+    """sort (ops.yaml:2277 sample 1 result indices)"""
     dim = 0
     descending = True
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_720(self):
-    """sort (ops.yaml:2276 sample 2 result values)"""
+    """sort (ops.yaml:2277 sample 2 result values)"""
     dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_721(self):
-    """sort (ops.yaml:2276 sample 2 result indices)"""
+    """sort (ops.yaml:2277 sample 2 result indices)"""
     dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_722(self):
-    """sort (ops.yaml:2276 sample 3 result values)"""
+    """sort (ops.yaml:2277 sample 3 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_723(self):
-    """sort (ops.yaml:2276 sample 3 result indices)"""
+    """sort (ops.yaml:2277 sample 3 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_724(self):
-    """sort (ops.yaml:2276 sample 4 result values)"""
+    """sort (ops.yaml:2277 sample 4 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
 def case_725(self):
-    """sort (ops.yaml:2276 sample 4 result indices)"""
+    """sort (ops.yaml:2277 sample 4 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
 def case_726(self):
-    """sort.stable (ops.yaml:2292 sample 0 result values)"""
+    """sort.stable (ops.yaml:2293 sample 0 result values)"""
     stable = True
     dim = -1
     descending = False
@@ -4394,7 +4394,7 @@ def case_726(self):
 
 
 def case_727(self):
-    """sort.stable (ops.yaml:2292 sample 0 result indices)"""
+    """sort.stable (ops.yaml:2293 sample 0 result indices)"""
     stable = True
     dim = -1
     descending = False
@@ -4402,7 +4402,7 @@ def case_727(self):
 
 
 def case_728(self):
-    """sort.stable (ops.yaml:2292 sample 1 result values)"""
+    """sort.stable (ops.yaml:2293 sample 1 result values)"""
     stable = True
     dim = 0
     descending = True
@@ -4410,7 +4410,7 @@ def case_728(self):
 
 
 def case_729(self):
-    """sort.stable (ops.yaml:2292 sample 1 result indices)"""
+    """sort.stable (ops.yaml:2293 sample 1 result indices)"""
     stable = True
     dim = 0
     descending = True
@@ -4418,7 +4418,7 @@ def case_729(self):
 
 
 def case_730(self):
-    """topk (ops.yaml:2306 sample 0 result values)"""
+    """topk (ops.yaml:2307 sample 0 result values)"""
     k = 2
     dim = -1
     largest = True
@@ -4427,7 +4427,7 @@ def case_730(self):
 
 
 def case_731(self):
-    """topk (ops.yaml:2306 sample 0 result indices)"""
+    """topk (ops.yaml:2307 sample 0 result indices)"""
     k = 2
     dim = -1
     largest = True
@@ -4436,7 +4436,7 @@ def case_731(self):
 
 
 def case_732(self):
-    """topk (ops.yaml:2306 sample 1 result values)"""
+    """topk (ops.yaml:2307 sample 1 result values)"""
     k = 3
     dim = 0
     largest = False
@@ -4445,7 +4445,7 @@ def case_732(self):
 
 
 def case_733(self):
-    """topk (ops.yaml:2306 sample 1 result indices)"""
+    """topk (ops.yaml:2307 sample 1 result indices)"""
     k = 3
     dim = 0
     largest = False
@@ -4454,7 +4454,7 @@ def case_733(self):
 
 
 def case_734(self):
-    """topk (ops.yaml:2306 sample 2 result values)"""
+    """topk (ops.yaml:2307 sample 2 result values)"""
     k = 1
     dim = 1
     largest = True
@@ -4463,7 +4463,7 @@ def case_734(self):
 
 
 def case_735(self):
-    """topk (ops.yaml:2306 sample 2 result indices)"""
+    """topk (ops.yaml:2307 sample 2 result indices)"""
     k = 1
     dim = 1
     largest = True
@@ -4472,7 +4472,7 @@ def case_735(self):
 
 
 def case_736(self):
-    """topk (ops.yaml:2306 sample 3 result values)"""
+    """topk (ops.yaml:2307 sample 3 result values)"""
     k = 0
     dim = -1
     largest = True
@@ -4481,7 +4481,7 @@ def case_736(self):
 
 
 def case_737(self):
-    """topk (ops.yaml:2306 sample 3 result indices)"""
+    """topk (ops.yaml:2307 sample 3 result indices)"""
     k = 0
     dim = -1
     largest = True
@@ -4490,7 +4490,7 @@ def case_737(self):
 
 
 def case_738(self):
-    """topk (ops.yaml:2306 sample 4 result values)"""
+    """topk (ops.yaml:2307 sample 4 result values)"""
     k = 1
     dim = -1
     largest = True
@@ -4499,7 +4499,7 @@ def case_738(self):
 
 
 def case_739(self):
-    """topk (ops.yaml:2306 sample 4 result indices)"""
+    """topk (ops.yaml:2307 sample 4 result indices)"""
     k = 1
     dim = -1
     largest = True
@@ -4508,7 +4508,7 @@ def case_739(self):
 
 
 def case_740(self):
-    """avg_pool2d (ops.yaml:2328 sample 0)"""
+    """avg_pool2d (ops.yaml:2329 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4519,7 +4519,7 @@ def case_740(self):
 
 
 def case_741(self):
-    """avg_pool2d (ops.yaml:2328 sample 1)"""
+    """avg_pool2d (ops.yaml:2329 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4530,7 +4530,7 @@ def case_741(self):
 
 
 def case_742(self):
-    """avg_pool2d (ops.yaml:2328 sample 2)"""
+    """avg_pool2d (ops.yaml:2329 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4541,7 +4541,7 @@ def case_742(self):
 
 
 def case_743(self):
-    """avg_pool2d (ops.yaml:2328 sample 3)"""
+    """avg_pool2d (ops.yaml:2329 sample 3)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4552,31 +4552,31 @@ def case_743(self):
 
 
 def case_744(self):
-    """adaptive_avg_pool2d (ops.yaml:2347 sample 0)"""
+    """adaptive_avg_pool2d (ops.yaml:2348 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_745(self):
-    """adaptive_avg_pool2d (ops.yaml:2347 sample 1)"""
+    """adaptive_avg_pool2d (ops.yaml:2348 sample 1)"""
     output_size = [4]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_746(self):
-    """adaptive_avg_pool2d (ops.yaml:2347 sample 2)"""
+    """adaptive_avg_pool2d (ops.yaml:2348 sample 2)"""
     output_size = [4, 3]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_747(self):
-    """adaptive_avg_pool2d (ops.yaml:2347 sample 3)"""
+    """adaptive_avg_pool2d (ops.yaml:2348 sample 3)"""
     output_size = [2, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
 def case_748(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2362 sample 0)"""
+    """avg_pool2d_backward (ops.yaml:2363 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -4587,7 +4587,7 @@ def case_748(grad_output, self):
 
 
 def case_749(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2362 sample 1)"""
+    """avg_pool2d_backward (ops.yaml:2363 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4598,13 +4598,13 @@ def case_749(grad_output, self):
 
 
 def case_750(grad_output, self):
-    """adaptive_avg_pool2d_backward (ops.yaml:2375 sample 0)"""
+    """adaptive_avg_pool2d_backward (ops.yaml:2376 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
 def case_751(input, weight, bias):
-    """conv2d (ops.yaml:2422 sample 0)"""
+    """conv2d (ops.yaml:2423 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4613,7 +4613,7 @@ def case_751(input, weight, bias):
 
 
 def case_752(input, weight, bias):
-    """conv2d (ops.yaml:2422 sample 1)"""
+    """conv2d (ops.yaml:2423 sample 1)"""
     stride = [2, 1]
     padding = [1, 2]
     dilation = [1, 2]
@@ -4622,7 +4622,7 @@ def case_752(input, weight, bias):
 
 
 def case_753(input, weight, bias):
-    """conv2d (ops.yaml:2422 sample 2)"""
+    """conv2d (ops.yaml:2423 sample 2)"""
     stride = [2]
     padding = [1]
     dilation = []
@@ -4631,7 +4631,7 @@ def case_753(input, weight, bias):
 
 
 def case_754(input, weight, bias):
-    """conv2d (ops.yaml:2422 sample 3)"""
+    """conv2d (ops.yaml:2423 sample 3)"""
     stride = []
     padding = [1, 0]
     dilation = []
@@ -4640,7 +4640,7 @@ def case_754(input, weight, bias):
 
 
 def case_755(input, weight, bias):
-    """conv2d (ops.yaml:2422 sample 4)"""
+    """conv2d (ops.yaml:2423 sample 4)"""
     stride = []
     padding = []
     dilation = []
@@ -4649,7 +4649,7 @@ def case_755(input, weight, bias):
 
 
 def case_756(input, weight):
-    """conv2d (ops.yaml:2422 sample 5)"""
+    """conv2d (ops.yaml:2423 sample 5)"""
     bias = None
     stride = [1, 2]
     padding = []
@@ -4659,7 +4659,7 @@ def case_756(input, weight):
 
 
 def case_757(input, weight, bias):
-    """conv2d.padding (ops.yaml:2444 sample 0)"""
+    """conv2d.padding (ops.yaml:2445 sample 0)"""
     stride = []
     padding = 'same'
     dilation = []
@@ -4668,7 +4668,7 @@ def case_757(input, weight, bias):
 
 
 def case_758(input, weight, bias):
-    """conv2d.padding (ops.yaml:2444 sample 1)"""
+    """conv2d.padding (ops.yaml:2445 sample 1)"""
     stride = []
     padding = 'same'
     dilation = [3, 1]
@@ -4677,7 +4677,7 @@ def case_758(input, weight, bias):
 
 
 def case_759(input, weight, bias):
-    """conv2d.padding (ops.yaml:2444 sample 2)"""
+    """conv2d.padding (ops.yaml:2445 sample 2)"""
     stride = [2]
     padding = 'valid'
     dilation = []
@@ -4686,7 +4686,7 @@ def case_759(input, weight, bias):
 
 
 def case_760(input, weight, bias):
-    """conv1d (ops.yaml:2464 sample 0)"""
+    """conv1d (ops.yaml:2465 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -4695,7 +4695,7 @@ def case_760(input, weight, bias):
 
 
 def case_761(input, weight, bias):
-    """conv1d (ops.yaml:2464 sample 1)"""
+    """conv1d (ops.yaml:2465 sample 1)"""
     stride = [2]
     padding = [1]
     dilation = [3]
@@ -4704,7 +4704,7 @@ def case_761(input, weight, bias):
 
 
 def case_762(input, weight, bias):
-    """conv1d (ops.yaml:2464 sample 2)"""
+    """conv1d (ops.yaml:2465 sample 2)"""
     stride = []
     padding = []
     dilation = []
@@ -4713,7 +4713,7 @@ def case_762(input, weight, bias):
 
 
 def case_763(input, weight, bias):
-    """conv1d.padding (ops.yaml:2483 sample 0)"""
+    """conv1d.padding (ops.yaml:2484 sample 0)"""
     stride = []
     padding = 'same'
     dilation = [1]
@@ -4722,7 +4722,7 @@ def case_763(input, weight, bias):
 
 
 def case_764(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2501 sample 0)"""
+    """conv_transpose2d.input (ops.yaml:2502 sample 0)"""
     stride = []
     padding = []
     output_padding = []
@@ -4732,7 +4732,7 @@ def case_764(input, weight, bias):
 
 
 def case_765(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2501 sample 1)"""
+    """conv_transpose2d.input (ops.yaml:2502 sample 1)"""
     stride = [2, 3]
     padding = [1, 2]
     output_padding = [1, 2]
@@ -4742,7 +4742,7 @@ def case_765(input, weight, bias):
 
 
 def case_766(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2501 sample 2)"""
+    """conv_transpose2d.input (ops.yaml:2502 sample 2)"""
     stride = [2]
     padding = []
     output_padding = []
@@ -4752,7 +4752,7 @@ def case_766(input, weight, bias):
 
 
 def case_767(input, weight):
-    """conv_transpose2d.input (ops.yaml:2501 sample 3)"""
+    """conv_transpose2d.input (ops.yaml:2502 sample 3)"""
     bias = None
     stride = [2]
     padding = [1]
@@ -4763,7 +4763,7 @@ def case_767(input, weight):
 
 
 def case_768(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2501 sample 4)"""
+    """conv_transpose2d.input (ops.yaml:2502 sample 4)"""
     stride = [1, 2]
     padding = [1, 1]
     output_padding = [1, 2]
@@ -4773,7 +4773,7 @@ def case_768(input, weight, bias):
 
 
 def case_769(input, weight):
-    """conv_transpose2d.input (ops.yaml:2501 sample 5)"""
+    """conv_transpose2d.input (ops.yaml:2502 sample 5)"""
     bias = None
     stride = []
     padding = []
@@ -4784,7 +4784,7 @@ def case_769(input, weight):
 
 
 def case_770(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2520 sample 0)"""
+    """conv2d_backward_input (ops.yaml:2521 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
     padding = [0, 0]
@@ -4794,7 +4794,7 @@ def case_770(grad_output, weight):
 
 
 def case_771(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2520 sample 1)"""
+    """conv2d_backward_input (ops.yaml:2521 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
     padding = [1, 2]
@@ -4804,7 +4804,7 @@ def case_771(grad_output, weight):
 
 
 def case_772(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2533 sample 0)"""
+    """conv2d_backward_weight (ops.yaml:2534 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
     padding = [0, 0]
@@ -4814,7 +4814,7 @@ def case_772(grad_output, input):
 
 
 def case_773(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2533 sample 1)"""
+    """conv2d_backward_weight (ops.yaml:2534 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
     padding = [1, 2]
@@ -4824,17 +4824,17 @@ def case_773(grad_output, input):
 
 
 def case_774(grad_output):
-    """conv2d_backward_bias (ops.yaml:2547 sample 0)"""
+    """conv2d_backward_bias (ops.yaml:2548 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
 def case_775(grad_output):
-    """conv2d_backward_bias (ops.yaml:2547 sample 1)"""
+    """conv2d_backward_bias (ops.yaml:2548 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
 def case_776(self):
-    """max_pool2d_with_indices (ops.yaml:2565 sample 0 result values)"""
+    """max_pool2d_with_indices (ops.yaml:2566 sample 0 result values)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4844,7 +4844,7 @@ def case_776(self):
 
 
 def case_777(self):
-    """max_pool2d_with_indices (ops.yaml:2565 sample 0 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2566 sample 0 result indices)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4854,7 +4854,7 @@ def case_777(self):
 
 
 def case_778(self):
-    """max_pool2d_with_indices (ops.yaml:2565 sample 1 result values)"""
+    """max_pool2d_with_indices (ops.yaml:2566 sample 1 result values)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4864,7 +4864,7 @@ def case_778(self):
 
 
 def case_779(self):
-    """max_pool2d_with_indices (ops.yaml:2565 sample 1 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2566 sample 1 result indices)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4874,7 +4874,7 @@ def case_779(self):
 
 
 def case_780(self):
-    """max_pool2d_with_indices (ops.yaml:2565 sample 2 result values)"""
+    """max_pool2d_with_indices (ops.yaml:2566 sample 2 result values)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4884,7 +4884,7 @@ def case_780(self):
 
 
 def case_781(self):
-    """max_pool2d_with_indices (ops.yaml:2565 sample 2 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2566 sample 2 result indices)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4894,7 +4894,7 @@ def case_781(self):
 
 
 def case_782(self):
-    """max_pool2d_with_indices (ops.yaml:2565 sample 3 result values)"""
+    """max_pool2d_with_indices (ops.yaml:2566 sample 3 result values)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4904,7 +4904,7 @@ def case_782(self):
 
 
 def case_783(self):
-    """max_pool2d_with_indices (ops.yaml:2565 sample 3 result indices)"""
+    """max_pool2d_with_indices (ops.yaml:2566 sample 3 result indices)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -4914,7 +4914,7 @@ def case_783(self):
 
 
 def case_784(self):
-    """max_pool2d (ops.yaml:2583 sample 0)"""
+    """max_pool2d (ops.yaml:2584 sample 0)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -4924,7 +4924,7 @@ def case_784(self):
 
 
 def case_785(self):
-    """max_pool2d (ops.yaml:2583 sample 1)"""
+    """max_pool2d (ops.yaml:2584 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -4934,7 +4934,7 @@ def case_785(self):
 
 
 def case_786(self):
-    """max_pool2d (ops.yaml:2583 sample 2)"""
+    """max_pool2d (ops.yaml:2584 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -4944,7 +4944,7 @@ def case_786(self):
 
 
 def case_787(input, weight, bias):
-    """layer_norm (ops.yaml:2608 sample 0)"""
+    """layer_norm (ops.yaml:2609 sample 0)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
@@ -4952,7 +4952,7 @@ def case_787(input, weight, bias):
 
 
 def case_788(input, weight):
-    """layer_norm (ops.yaml:2608 sample 1)"""
+    """layer_norm (ops.yaml:2609 sample 1)"""
     normalized_shape = [3, 4]
     bias = None
     eps = 1e-05
@@ -4961,7 +4961,7 @@ def case_788(input, weight):
 
 
 def case_789(input, bias):
-    """layer_norm (ops.yaml:2608 sample 2)"""
+    """layer_norm (ops.yaml:2609 sample 2)"""
     normalized_shape = [5]
     weight = None
     eps = 1e-05
@@ -4970,7 +4970,7 @@ def case_789(input, bias):
 
 
 def case_790(input, weight, bias):
-    """layer_norm (ops.yaml:2608 sample 3)"""
+    """layer_norm (ops.yaml:2609 sample 3)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
@@ -4978,7 +4978,7 @@ def case_790(input, weight, bias):
 
 
 def case_791(input):
-    """layer_norm (ops.yaml:2608 sample 4)"""
+    """layer_norm (ops.yaml:2609 sample 4)"""
     normalized_shape = [5]
     weight = None
     bias = None
@@ -4988,7 +4988,7 @@ def case_791(input):
 
 
 def case_792(input, weight, bias):
-    """group_norm (ops.yaml:2635 sample 0)"""
+    """group_norm (ops.yaml:2636 sample 0)"""
     num_groups = 2
     eps = 1e-05
     cudnn_enabled = True
@@ -4996,7 +4996,7 @@ def case_792(input, weight, bias):
 
 
 def case_793(input, weight):
-    """group_norm (ops.yaml:2635 sample 1)"""
+    """group_norm (ops.yaml:2636 sample 1)"""
     num_groups = 3
     bias = None
     eps = 1e-05
@@ -5005,7 +5005,7 @@ def case_793(input, weight):
 
 
 def case_794(input, bias):
-    """group_norm (ops.yaml:2635 sample 2)"""
+    """group_norm (ops.yaml:2636 sample 2)"""
     num_groups = 2
     weight = None
     eps = 1e-05
@@ -5014,7 +5014,7 @@ def case_794(input, bias):
 
 
 def case_795(input, weight, bias):
-    """group_norm (ops.yaml:2635 sample 3)"""
+    """group_norm (ops.yaml:2636 sample 3)"""
     num_groups = 4
     eps = 1e-05
     cudnn_enabled = True
@@ -5022,7 +5022,7 @@ def case_795(input, weight, bias):
 
 
 def case_796(input):
-    """group_norm (ops.yaml:2635 sample 4)"""
+    """group_norm (ops.yaml:2636 sample 4)"""
     num_groups = 1
     weight = None
     bias = None
@@ -5032,14 +5032,14 @@ def case_796(input):
 
 
 def case_797(input, weight):
-    """rms_norm (ops.yaml:2659 sample 0)"""
+    """rms_norm (ops.yaml:2660 sample 0)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
 def case_798(input):
-    """rms_norm (ops.yaml:2659 sample 1)"""
+    """rms_norm (ops.yaml:2660 sample 1)"""
     normalized_shape = [3, 4]
     weight = None
     eps = 1e-06
@@ -5047,21 +5047,21 @@ def case_798(input):
 
 
 def case_799(input, weight):
-    """rms_norm (ops.yaml:2659 sample 2)"""
+    """rms_norm (ops.yaml:2660 sample 2)"""
     normalized_shape = [5]
     eps = 0.01
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
 def case_800(input, weight):
-    """rms_norm (ops.yaml:2659 sample 3)"""
+    """rms_norm (ops.yaml:2660 sample 3)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
 def case_801(input, weight, bias):
-    """batch_norm (ops.yaml:2693 sample 0)"""
+    """batch_norm (ops.yaml:2694 sample 0)"""
     running_mean = None
     running_var = None
     training = True
@@ -5072,7 +5072,7 @@ def case_801(input, weight, bias):
 
 
 def case_802(input, running_mean, running_var):
-    """batch_norm (ops.yaml:2693 sample 1)"""
+    """batch_norm (ops.yaml:2694 sample 1)"""
     weight = None
     bias = None
     training = True
@@ -5083,7 +5083,7 @@ def case_802(input, running_mean, running_var):
 
 
 def case_803(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2693 sample 2)"""
+    """batch_norm (ops.yaml:2694 sample 2)"""
     bias = None
     training = True
     momentum = 0.3
@@ -5093,7 +5093,7 @@ def case_803(input, weight, running_mean, running_var):
 
 
 def case_804(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2693 sample 3)"""
+    """batch_norm (ops.yaml:2694 sample 3)"""
     bias = None
     training = False
     momentum = 0.1
@@ -5103,7 +5103,7 @@ def case_804(input, weight, running_mean, running_var):
 
 
 def case_805(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2693 sample 4)"""
+    """batch_norm (ops.yaml:2694 sample 4)"""
     weight = None
     training = False
     momentum = 0.1
@@ -5113,7 +5113,7 @@ def case_805(input, bias, running_mean, running_var):
 
 
 def case_806(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2693 sample 5)"""
+    """batch_norm (ops.yaml:2694 sample 5)"""
     weight = None
     training = False
     momentum = 0.1
@@ -5123,14 +5123,14 @@ def case_806(input, bias, running_mean, running_var):
 
 
 def case_807(input, weight, bias):
-    """row_norm (ops.yaml:2726 sample 0)"""
+    """row_norm (ops.yaml:2727 sample 0)"""
     center = True
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
 def case_808(input, weight):
-    """row_norm (ops.yaml:2726 sample 1)"""
+    """row_norm (ops.yaml:2727 sample 1)"""
     bias = None
     center = False
     eps = 1e-05
@@ -5138,7 +5138,7 @@ def case_808(input, weight):
 
 
 def case_809(input, weight, bias):
-    """batch_norm_training (ops.yaml:2757 sample 0)"""
+    """batch_norm_training (ops.yaml:2758 sample 0)"""
     running_mean = None
     running_var = None
     momentum = 0.1
@@ -5147,7 +5147,7 @@ def case_809(input, weight, bias):
 
 
 def case_810(input, running_mean, running_var):
-    """batch_norm_training (ops.yaml:2757 sample 1)"""
+    """batch_norm_training (ops.yaml:2758 sample 1)"""
     weight = None
     bias = None
     momentum = 0.1
@@ -5156,141 +5156,141 @@ def case_810(input, running_mean, running_var):
 
 
 def case_811(self):
-    """softmax.int (ops.yaml:2926 sample 0)"""
+    """softmax.int (ops.yaml:2927 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_812(self):
-    """softmax.int (ops.yaml:2926 sample 1)"""
+    """softmax.int (ops.yaml:2927 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_813(self):
-    """softmax.int (ops.yaml:2926 sample 2)"""
+    """softmax.int (ops.yaml:2927 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_814(self):
-    """softmax.int (ops.yaml:2926 sample 3)"""
+    """softmax.int (ops.yaml:2927 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_815(self):
-    """softmax.int (ops.yaml:2926 sample 4)"""
+    """softmax.int (ops.yaml:2927 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_816(self):
-    """softmax.int (ops.yaml:2926 sample 5)"""
+    """softmax.int (ops.yaml:2927 sample 5)"""
     dim = 1
     dtype = torch.float32
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_817(self):
-    """softmax.int (ops.yaml:2926 sample 6)"""
+    """softmax.int (ops.yaml:2927 sample 6)"""
     dim = 0
     dtype = torch.float64
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
 def case_818(self):
-    """log_softmax.int (ops.yaml:2946 sample 0)"""
+    """log_softmax.int (ops.yaml:2947 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_819(self):
-    """log_softmax.int (ops.yaml:2946 sample 1)"""
+    """log_softmax.int (ops.yaml:2947 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_820(self):
-    """log_softmax.int (ops.yaml:2946 sample 2)"""
+    """log_softmax.int (ops.yaml:2947 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_821(self):
-    """log_softmax.int (ops.yaml:2946 sample 3)"""
+    """log_softmax.int (ops.yaml:2947 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_822(self):
-    """log_softmax.int (ops.yaml:2946 sample 4)"""
+    """log_softmax.int (ops.yaml:2947 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_823(self):
-    """log_softmax.int (ops.yaml:2946 sample 5)"""
+    """log_softmax.int (ops.yaml:2947 sample 5)"""
     dim = 1
     dtype = torch.float32
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_824(self):
-    """log_softmax.int (ops.yaml:2946 sample 6)"""
+    """log_softmax.int (ops.yaml:2947 sample 6)"""
     dim = 0
     dtype = torch.float64
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
 def case_825(grad_output, output):
-    """softmax_backward_data (ops.yaml:2966 sample 0)"""
+    """softmax_backward_data (ops.yaml:2967 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_826(grad_output, output):
-    """softmax_backward_data (ops.yaml:2966 sample 1)"""
+    """softmax_backward_data (ops.yaml:2967 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_827(grad_output, output):
-    """softmax_backward_data (ops.yaml:2966 sample 2)"""
+    """softmax_backward_data (ops.yaml:2967 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_828(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2983 sample 0)"""
+    """log_softmax_backward_data (ops.yaml:2984 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_829(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2983 sample 1)"""
+    """log_softmax_backward_data (ops.yaml:2984 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_830(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2983 sample 2)"""
+    """log_softmax_backward_data (ops.yaml:2984 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
 def case_831(input):
-    """dropout (ops.yaml:3022 sample 0)"""
+    """dropout (ops.yaml:3023 sample 0)"""
     p = 0.5
     train = True
     generator = None
@@ -5298,7 +5298,7 @@ def case_831(input):
 
 
 def case_832(input):
-    """dropout (ops.yaml:3022 sample 1)"""
+    """dropout (ops.yaml:3023 sample 1)"""
     p = 0.25
     train = True
     generator = None
@@ -5306,7 +5306,7 @@ def case_832(input):
 
 
 def case_833(input):
-    """dropout (ops.yaml:3022 sample 2)"""
+    """dropout (ops.yaml:3023 sample 2)"""
     p = 0.5
     train = False
     generator = None
@@ -5314,7 +5314,7 @@ def case_833(input):
 
 
 def case_834(input):
-    """dropout (ops.yaml:3022 sample 3)"""
+    """dropout (ops.yaml:3023 sample 3)"""
     p = 0.5
     train = True
     generator = None
@@ -5322,7 +5322,7 @@ def case_834(input):
 
 
 def case_835(input):
-    """dropout (ops.yaml:3022 sample 4)"""
+    """dropout (ops.yaml:3023 sample 4)"""
     p = 1.0
     train = True
     generator = None
@@ -5330,203 +5330,203 @@ def case_835(input):
 
 
 def case_836(self, target):
-    """mse_loss (ops.yaml:3036 sample 0)"""
+    """mse_loss (ops.yaml:3037 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_837(self, target):
-    """mse_loss (ops.yaml:3036 sample 1)"""
+    """mse_loss (ops.yaml:3037 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_838(self, target):
-    """mse_loss (ops.yaml:3036 sample 2)"""
+    """mse_loss (ops.yaml:3037 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_839(self, target):
-    """mse_loss (ops.yaml:3036 sample 3)"""
+    """mse_loss (ops.yaml:3037 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_840(self, target):
-    """mse_loss (ops.yaml:3036 sample 4)"""
+    """mse_loss (ops.yaml:3037 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
 def case_841(self, target):
-    """l1_loss (ops.yaml:3051 sample 0)"""
+    """l1_loss (ops.yaml:3052 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_842(self, target):
-    """l1_loss (ops.yaml:3051 sample 1)"""
+    """l1_loss (ops.yaml:3052 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_843(self, target):
-    """l1_loss (ops.yaml:3051 sample 2)"""
+    """l1_loss (ops.yaml:3052 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_844(self, target):
-    """l1_loss (ops.yaml:3051 sample 3)"""
+    """l1_loss (ops.yaml:3052 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_845(self, target):
-    """l1_loss (ops.yaml:3051 sample 4)"""
+    """l1_loss (ops.yaml:3052 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
 def case_846(self, target):
-    """smooth_l1_loss (ops.yaml:3066 sample 0)"""
+    """smooth_l1_loss (ops.yaml:3067 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_847(self, target):
-    """smooth_l1_loss (ops.yaml:3066 sample 1)"""
+    """smooth_l1_loss (ops.yaml:3067 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_848(self, target):
-    """smooth_l1_loss (ops.yaml:3066 sample 2)"""
+    """smooth_l1_loss (ops.yaml:3067 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_849(self, target):
-    """smooth_l1_loss (ops.yaml:3066 sample 3)"""
+    """smooth_l1_loss (ops.yaml:3067 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_850(self, target):
-    """smooth_l1_loss (ops.yaml:3066 sample 4)"""
+    """smooth_l1_loss (ops.yaml:3067 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_851(self, target):
-    """smooth_l1_loss (ops.yaml:3066 sample 5)"""
+    """smooth_l1_loss (ops.yaml:3067 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
 def case_852(self, target):
-    """huber_loss (ops.yaml:3082 sample 0)"""
+    """huber_loss (ops.yaml:3083 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_853(self, target):
-    """huber_loss (ops.yaml:3082 sample 1)"""
+    """huber_loss (ops.yaml:3083 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_854(self, target):
-    """huber_loss (ops.yaml:3082 sample 2)"""
+    """huber_loss (ops.yaml:3083 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_855(self, target):
-    """huber_loss (ops.yaml:3082 sample 3)"""
+    """huber_loss (ops.yaml:3083 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_856(self, target):
-    """huber_loss (ops.yaml:3082 sample 4)"""
+    """huber_loss (ops.yaml:3083 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
 def case_857(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3099 sample 0)"""
+    """binary_cross_entropy_elementwise (ops.yaml:3100 sample 0)"""
     return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
 def case_858(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3099 sample 1)"""
+    """binary_cross_entropy_elementwise (ops.yaml:3100 sample 1)"""
     return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
 def case_859(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3099 sample 2)"""
+    """binary_cross_entropy_elementwise (ops.yaml:3100 sample 2)"""
     return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
 def case_860(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3099 sample 3)"""
+    """binary_cross_entropy_elementwise (ops.yaml:3100 sample 3)"""
     return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
 def case_861(self, target):
-    """binary_cross_entropy (ops.yaml:3114 sample 0)"""
+    """binary_cross_entropy (ops.yaml:3115 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
 def case_862(self, target):
-    """binary_cross_entropy (ops.yaml:3114 sample 1)"""
+    """binary_cross_entropy (ops.yaml:3115 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
 def case_863(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3114 sample 2)"""
+    """binary_cross_entropy (ops.yaml:3115 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
 def case_864(self, target):
-    """binary_cross_entropy (ops.yaml:3114 sample 3)"""
+    """binary_cross_entropy (ops.yaml:3115 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
 def case_865(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3114 sample 4)"""
+    """binary_cross_entropy (ops.yaml:3115 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
 def case_866(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3114 sample 5)"""
+    """binary_cross_entropy (ops.yaml:3115 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
 def case_867(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3130 sample 0)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3131 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
@@ -5534,34 +5534,34 @@ def case_867(self, target):
 
 
 def case_868(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3130 sample 1)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3131 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
 def case_869(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3130 sample 2)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3131 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
 def case_870(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3130 sample 3)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3131 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
 def case_871(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3130 sample 4)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3131 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
 def case_872(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3130 sample 5)"""
+    """binary_cross_entropy_with_logits (ops.yaml:3131 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
@@ -5569,7 +5569,7 @@ def case_872(self, target):
 
 
 def case_873(self, target):
-    """nll_loss (ops.yaml:3153 sample 0)"""
+    """nll_loss (ops.yaml:3154 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5577,21 +5577,21 @@ def case_873(self, target):
 
 
 def case_874(self, target, weight):
-    """nll_loss (ops.yaml:3153 sample 1)"""
+    """nll_loss (ops.yaml:3154 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
 def case_875(self, target, weight):
-    """nll_loss (ops.yaml:3153 sample 2)"""
+    """nll_loss (ops.yaml:3154 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
 def case_876(self, target):
-    """nll_loss (ops.yaml:3153 sample 3)"""
+    """nll_loss (ops.yaml:3154 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
@@ -5599,14 +5599,14 @@ def case_876(self, target):
 
 
 def case_877(self, target, weight):
-    """nll_loss (ops.yaml:3153 sample 4)"""
+    """nll_loss (ops.yaml:3154 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
 def case_878(self, target):
-    """nll_loss (ops.yaml:3153 sample 5)"""
+    """nll_loss (ops.yaml:3154 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5614,7 +5614,7 @@ def case_878(self, target):
 
 
 def case_879(self, target):
-    """cross_entropy_loss (ops.yaml:3176 sample 0)"""
+    """cross_entropy_loss (ops.yaml:3177 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5623,7 +5623,7 @@ def case_879(self, target):
 
 
 def case_880(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3176 sample 1)"""
+    """cross_entropy_loss (ops.yaml:3177 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
@@ -5631,7 +5631,7 @@ def case_880(self, target, weight):
 
 
 def case_881(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3176 sample 2)"""
+    """cross_entropy_loss (ops.yaml:3177 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
@@ -5639,7 +5639,7 @@ def case_881(self, target, weight):
 
 
 def case_882(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3176 sample 3)"""
+    """cross_entropy_loss (ops.yaml:3177 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
@@ -5647,7 +5647,7 @@ def case_882(self, target, weight):
 
 
 def case_883(self, target):
-    """cross_entropy_loss (ops.yaml:3176 sample 4)"""
+    """cross_entropy_loss (ops.yaml:3177 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5656,7 +5656,7 @@ def case_883(self, target):
 
 
 def case_884(self, target):
-    """cross_entropy_loss (ops.yaml:3176 sample 5)"""
+    """cross_entropy_loss (ops.yaml:3177 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5665,7 +5665,7 @@ def case_884(self, target):
 
 
 def case_885(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3176 sample 6)"""
+    """cross_entropy_loss (ops.yaml:3177 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -5673,7 +5673,7 @@ def case_885(self, target, weight):
 
 
 def case_886(self, target):
-    """cross_entropy_loss (ops.yaml:3176 sample 7)"""
+    """cross_entropy_loss (ops.yaml:3177 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5682,7 +5682,7 @@ def case_886(self, target):
 
 
 def case_887(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3176 sample 8)"""
+    """cross_entropy_loss (ops.yaml:3177 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
@@ -5690,7 +5690,7 @@ def case_887(self, target, weight):
 
 
 def case_888(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3176 sample 9)"""
+    """cross_entropy_loss (ops.yaml:3177 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
@@ -5698,7 +5698,7 @@ def case_888(self, target, weight):
 
 
 def case_889(self, target):
-    """cross_entropy_loss (ops.yaml:3176 sample 10)"""
+    """cross_entropy_loss (ops.yaml:3177 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -5707,7 +5707,7 @@ def case_889(self, target):
 
 
 def case_890(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3176 sample 11)"""
+    """cross_entropy_loss (ops.yaml:3177 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
@@ -5715,7 +5715,7 @@ def case_890(self, target, weight):
 
 
 def case_891(self, target):
-    """cross_entropy_index (ops.yaml:3202 sample 0)"""
+    """cross_entropy_index (ops.yaml:3203 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -5724,7 +5724,7 @@ def case_891(self, target):
 
 
 def case_892(self, target, weight):
-    """cross_entropy_index (ops.yaml:3202 sample 1)"""
+    """cross_entropy_index (ops.yaml:3203 sample 1)"""
     reduction = 'mean'
     ignore_index = 1
     label_smoothing = 0.2
@@ -5732,7 +5732,7 @@ def case_892(self, target, weight):
 
 
 def case_893(self, target):
-    """cross_entropy_index (ops.yaml:3202 sample 2)"""
+    """cross_entropy_index (ops.yaml:3203 sample 2)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -5741,7 +5741,7 @@ def case_893(self, target):
 
 
 def case_894(self, target, weight):
-    """cross_entropy_index (ops.yaml:3202 sample 3)"""
+    """cross_entropy_index (ops.yaml:3203 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
@@ -5749,7 +5749,7 @@ def case_894(self, target, weight):
 
 
 def case_895(self, target):
-    """cross_entropy_index (ops.yaml:3202 sample 4)"""
+    """cross_entropy_index (ops.yaml:3203 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5758,7 +5758,7 @@ def case_895(self, target):
 
 
 def case_896(self, target):
-    """cross_entropy_index (ops.yaml:3202 sample 5)"""
+    """cross_entropy_index (ops.yaml:3203 sample 5)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -5767,7 +5767,7 @@ def case_896(self, target):
 
 
 def case_897(self, target):
-    """cross_entropy_index (ops.yaml:3202 sample 6)"""
+    """cross_entropy_index (ops.yaml:3203 sample 6)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -5776,7 +5776,7 @@ def case_897(self, target):
 
 
 def case_898(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3241 sample 0)"""
+    """scaled_dot_product_attention (ops.yaml:3242 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5785,7 +5785,7 @@ def case_898(query, key, value):
 
 
 def case_899(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3241 sample 1)"""
+    """scaled_dot_product_attention (ops.yaml:3242 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
@@ -5793,7 +5793,7 @@ def case_899(query, key, value, attn_mask):
 
 
 def case_900(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3241 sample 2)"""
+    """scaled_dot_product_attention (ops.yaml:3242 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
@@ -5801,7 +5801,7 @@ def case_900(query, key, value, attn_mask):
 
 
 def case_901(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3241 sample 3)"""
+    """scaled_dot_product_attention (ops.yaml:3242 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = True
@@ -5810,7 +5810,7 @@ def case_901(query, key, value):
 
 
 def case_902(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3241 sample 4)"""
+    """scaled_dot_product_attention (ops.yaml:3242 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5819,7 +5819,7 @@ def case_902(query, key, value):
 
 
 def case_903(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3241 sample 5)"""
+    """scaled_dot_product_attention (ops.yaml:3242 sample 5)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5828,7 +5828,7 @@ def case_903(query, key, value):
 
 
 def case_904(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3241 sample 6)"""
+    """scaled_dot_product_attention (ops.yaml:3242 sample 6)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -5837,55 +5837,55 @@ def case_904(query, key, value):
 
 
 def case_905(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3269 sample 0 result output)"""
+    """scaled_dot_product_attention_math (ops.yaml:3270 sample 0 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
 def case_906(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3269 sample 0 result attn)"""
+    """scaled_dot_product_attention_math (ops.yaml:3270 sample 0 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
 def case_907(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3269 sample 1 result output)"""
+    """scaled_dot_product_attention_math (ops.yaml:3270 sample 1 result output)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
 def case_908(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3269 sample 1 result attn)"""
+    """scaled_dot_product_attention_math (ops.yaml:3270 sample 1 result attn)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
 def case_909(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3269 sample 2 result output)"""
+    """scaled_dot_product_attention_math (ops.yaml:3270 sample 2 result output)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
 def case_910(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3269 sample 2 result attn)"""
+    """scaled_dot_product_attention_math (ops.yaml:3270 sample 2 result attn)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
 def case_911(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3269 sample 3 result output)"""
+    """scaled_dot_product_attention_math (ops.yaml:3270 sample 3 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
 def case_912(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3269 sample 3 result attn)"""
+    """scaled_dot_product_attention_math (ops.yaml:3270 sample 3 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
 def case_913():
-    """empty (ops.yaml:3299 sample 0)"""
+    """empty (ops.yaml:3300 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -5893,7 +5893,7 @@ def case_913():
 
 
 def case_914():
-    """empty (ops.yaml:3299 sample 1)"""
+    """empty (ops.yaml:3300 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
@@ -5901,7 +5901,7 @@ def case_914():
 
 
 def case_915():
-    """empty (ops.yaml:3299 sample 2)"""
+    """empty (ops.yaml:3300 sample 2)"""
     size = []
     dtype = None
     device = None
@@ -5909,7 +5909,7 @@ def case_915():
 
 
 def case_916():
-    """zeros (ops.yaml:3306 sample 0)"""
+    """zeros (ops.yaml:3307 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -5917,7 +5917,7 @@ def case_916():
 
 
 def case_917():
-    """ones (ops.yaml:3314 sample 0)"""
+    """ones (ops.yaml:3315 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
@@ -5925,7 +5925,7 @@ def case_917():
 
 
 def case_918():
-    """full (ops.yaml:3329 sample 0)"""
+    """full (ops.yaml:3330 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -5934,7 +5934,7 @@ def case_918():
 
 
 def case_919():
-    """full (ops.yaml:3329 sample 1)"""
+    """full (ops.yaml:3330 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -5943,7 +5943,7 @@ def case_919():
 
 
 def case_920():
-    """full (ops.yaml:3329 sample 2)"""
+    """full (ops.yaml:3330 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -5952,70 +5952,70 @@ def case_920():
 
 
 def case_921(self):
-    """empty_like (ops.yaml:3340 sample 0)"""
+    """empty_like (ops.yaml:3341 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_922(self):
-    """empty_like (ops.yaml:3340 sample 1)"""
+    """empty_like (ops.yaml:3341 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_923(self):
-    """empty_like (ops.yaml:3340 sample 2)"""
+    """empty_like (ops.yaml:3341 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
 def case_924(self):
-    """ones_like (ops.yaml:3360 sample 0)"""
+    """ones_like (ops.yaml:3361 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_925(self):
-    """ones_like (ops.yaml:3360 sample 1)"""
+    """ones_like (ops.yaml:3361 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_926(self):
-    """ones_like (ops.yaml:3360 sample 2)"""
+    """ones_like (ops.yaml:3361 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_927(self):
-    """ones_like (ops.yaml:3360 sample 3)"""
+    """ones_like (ops.yaml:3361 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
 def case_928(self):
-    """full_like (ops.yaml:3372 sample 0)"""
+    """full_like (ops.yaml:3373 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_929(self):
-    """full_like (ops.yaml:3372 sample 1)"""
+    """full_like (ops.yaml:3373 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_930(self):
-    """full_like (ops.yaml:3372 sample 2)"""
+    """full_like (ops.yaml:3373 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
 def case_931():
-    """arange (ops.yaml:3377 sample 0)"""
+    """arange (ops.yaml:3378 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -6025,7 +6025,7 @@ def case_931():
 
 
 def case_932():
-    """linspace (ops.yaml:3392 sample 0)"""
+    """linspace (ops.yaml:3393 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -6035,7 +6035,7 @@ def case_932():
 
 
 def case_933():
-    """linspace (ops.yaml:3392 sample 1)"""
+    """linspace (ops.yaml:3393 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -6045,7 +6045,7 @@ def case_933():
 
 
 def case_934():
-    """linspace (ops.yaml:3392 sample 2)"""
+    """linspace (ops.yaml:3393 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -6055,7 +6055,7 @@ def case_934():
 
 
 def case_935():
-    """eye (ops.yaml:3404 sample 0)"""
+    """eye (ops.yaml:3405 sample 0)"""
     n = 3
     dtype = None
     device = None
@@ -6063,7 +6063,7 @@ def case_935():
 
 
 def case_936():
-    """eye (ops.yaml:3404 sample 1)"""
+    """eye (ops.yaml:3405 sample 1)"""
     n = 0
     dtype = None
     device = None
@@ -6071,7 +6071,7 @@ def case_936():
 
 
 def case_937():
-    """eye.m (ops.yaml:3415 sample 0)"""
+    """eye.m (ops.yaml:3416 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -6080,7 +6080,7 @@ def case_937():
 
 
 def case_938():
-    """eye.m (ops.yaml:3415 sample 1)"""
+    """eye.m (ops.yaml:3416 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -6089,7 +6089,7 @@ def case_938():
 
 
 def case_939():
-    """rand (ops.yaml:3419 sample 0)"""
+    """rand (ops.yaml:3420 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -6098,7 +6098,7 @@ def case_939():
 
 
 def case_940():
-    """randn (ops.yaml:3430 sample 0)"""
+    """randn (ops.yaml:3431 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -6107,35 +6107,35 @@ def case_940():
 
 
 def case_941(self):
-    """rand_like (ops.yaml:3447 sample 0)"""
+    """rand_like (ops.yaml:3448 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_942(self):
-    """rand_like (ops.yaml:3447 sample 1)"""
+    """rand_like (ops.yaml:3448 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
 def case_943(self):
-    """randn_like (ops.yaml:3457 sample 0)"""
+    """randn_like (ops.yaml:3458 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_944(self):
-    """randn_like (ops.yaml:3457 sample 1)"""
+    """randn_like (ops.yaml:3458 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
 def case_945():
-    """randint (ops.yaml:3468 sample 0)"""
+    """randint (ops.yaml:3469 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -6145,7 +6145,7 @@ def case_945():
 
 
 def case_946():
-    """randint (ops.yaml:3468 sample 1)"""
+    """randint (ops.yaml:3469 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -6155,7 +6155,7 @@ def case_946():
 
 
 def case_947():
-    """randint.low (ops.yaml:3479 sample 0)"""
+    """randint.low (ops.yaml:3480 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -6166,7 +6166,7 @@ def case_947():
 
 
 def case_948():
-    """randperm (ops.yaml:3489 sample 0)"""
+    """randperm (ops.yaml:3490 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -6175,7 +6175,7 @@ def case_948():
 
 
 def case_949():
-    """randperm (ops.yaml:3489 sample 1)"""
+    """randperm (ops.yaml:3490 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -6184,28 +6184,28 @@ def case_949():
 
 
 def case_950(self):
-    """bernoulli.p (ops.yaml:3506 sample 0)"""
+    """bernoulli.p (ops.yaml:3507 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_951(self):
-    """bernoulli.p (ops.yaml:3506 sample 1)"""
+    """bernoulli.p (ops.yaml:3507 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_952(self):
-    """bernoulli.p (ops.yaml:3506 sample 2)"""
+    """bernoulli.p (ops.yaml:3507 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
 def case_953(self):
-    """normal (ops.yaml:3517 sample 0)"""
+    """normal (ops.yaml:3518 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
@@ -6213,7 +6213,7 @@ def case_953(self):
 
 
 def case_954(self):
-    """normal (ops.yaml:3517 sample 1)"""
+    """normal (ops.yaml:3518 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -6221,7 +6221,7 @@ def case_954(self):
 
 
 def case_955(self):
-    """normal (ops.yaml:3517 sample 2)"""
+    """normal (ops.yaml:3518 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
@@ -6229,7 +6229,7 @@ def case_955(self):
 
 
 def case_956(self):
-    """uniform (ops.yaml:3529 sample 0)"""
+    """uniform (ops.yaml:3530 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
@@ -6237,7 +6237,7 @@ def case_956(self):
 
 
 def case_957(self):
-    """uniform (ops.yaml:3529 sample 1)"""
+    """uniform (ops.yaml:3530 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -6245,7 +6245,7 @@ def case_957(self):
 
 
 def case_958(self):
-    """uniform (ops.yaml:3529 sample 2)"""
+    """uniform (ops.yaml:3530 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
@@ -6253,25 +6253,25 @@ def case_958(self):
 
 
 def case_959(self):
-    """maybe_multiply (ops.yaml:3542 sample 0)"""
+    """maybe_multiply (ops.yaml:3543 sample 0)"""
     other = 2.5
     return self * other
 
 
 def case_960(self):
-    """maybe_multiply (ops.yaml:3542 sample 1)"""
+    """maybe_multiply (ops.yaml:3543 sample 1)"""
     other = 1
     return self * other
 
 
 def case_961(self):
-    """sum_to (ops.yaml:3553 sample 0)"""
+    """sum_to (ops.yaml:3554 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
 def case_962(self):
-    """sum_to (ops.yaml:3553 sample 1)"""
+    """sum_to (ops.yaml:3554 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -6497,4597 +6497,4597 @@ CASES = [
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:101 sample 0", fn=case_44, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 0", fn=case_44, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:101 sample 1", fn=case_45, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 1", fn=case_45, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:101 sample 2", fn=case_46, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 2", fn=case_46, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:101 sample 3", fn=case_47, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 3", fn=case_47, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:101 sample 4", fn=case_48, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 4", fn=case_48, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:108 sample 0", fn=case_49, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 0", fn=case_49, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:108 sample 1", fn=case_50, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 1", fn=case_50, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:108 sample 2", fn=case_51, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 2", fn=case_51, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:108 sample 3", fn=case_52, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 3", fn=case_52, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:108 sample 4", fn=case_53, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 4", fn=case_53, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:126 sample 0", fn=case_54, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 0", fn=case_54, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:126 sample 1", fn=case_55, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 1", fn=case_55, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:126 sample 2", fn=case_56, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 2", fn=case_56, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:126 sample 3", fn=case_57, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 3", fn=case_57, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:126 sample 4", fn=case_58, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 4", fn=case_58, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:126 sample 5", fn=case_59, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 5", fn=case_59, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:134 sample 0", fn=case_60, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 0", fn=case_60, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:134 sample 1", fn=case_61, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 1", fn=case_61, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:134 sample 2", fn=case_62, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 2", fn=case_62, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:134 sample 3", fn=case_63, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 3", fn=case_63, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:134 sample 4", fn=case_64, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 4", fn=case_64, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:143 sample 0", fn=case_65, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 0", fn=case_65, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:143 sample 1", fn=case_66, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 1", fn=case_66, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:143 sample 2", fn=case_67, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 2", fn=case_67, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:143 sample 3", fn=case_68, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 3", fn=case_68, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:143 sample 4", fn=case_69, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 4", fn=case_69, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:152 sample 0", fn=case_70, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 0", fn=case_70, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:152 sample 1", fn=case_71, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 1", fn=case_71, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:152 sample 2", fn=case_72, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 2", fn=case_72, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:152 sample 3", fn=case_73, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 3", fn=case_73, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:160 sample 0", fn=case_74, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 0", fn=case_74, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:160 sample 1", fn=case_75, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 1", fn=case_75, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:160 sample 2", fn=case_76, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 2", fn=case_76, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:160 sample 3", fn=case_77, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 3", fn=case_77, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:168 sample 0", fn=case_78, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 0", fn=case_78, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:168 sample 1", fn=case_79, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 1", fn=case_79, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:168 sample 2", fn=case_80, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 2", fn=case_80, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:168 sample 3", fn=case_81, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 3", fn=case_81, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:168 sample 4", fn=case_82, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 4", fn=case_82, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:177 sample 0", fn=case_83, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 0", fn=case_83, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:177 sample 1", fn=case_84, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 1", fn=case_84, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:177 sample 2", fn=case_85, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 2", fn=case_85, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:177 sample 3", fn=case_86, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 3", fn=case_86, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:177 sample 4", fn=case_87, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 4", fn=case_87, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:186 sample 0", fn=case_88, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 0", fn=case_88, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:186 sample 1", fn=case_89, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 1", fn=case_89, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:186 sample 2", fn=case_90, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 2", fn=case_90, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:186 sample 3", fn=case_91, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 3", fn=case_91, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:186 sample 4", fn=case_92, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 4", fn=case_92, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:196 sample 0", fn=case_93, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 0", fn=case_93, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:196 sample 1", fn=case_94, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 1", fn=case_94, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:196 sample 2", fn=case_95, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 2", fn=case_95, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:196 sample 3", fn=case_96, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 3", fn=case_96, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:204 sample 0", fn=case_97, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 0", fn=case_97, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:204 sample 1", fn=case_98, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 1", fn=case_98, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:204 sample 2", fn=case_99, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 2", fn=case_99, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:204 sample 3", fn=case_100, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 3", fn=case_100, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:204 sample 4", fn=case_101, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 4", fn=case_101, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:214 sample 0", fn=case_102, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 0", fn=case_102, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:214 sample 1", fn=case_103, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 1", fn=case_103, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:214 sample 2", fn=case_104, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 2", fn=case_104, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:214 sample 3", fn=case_105, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 3", fn=case_105, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:214 sample 4", fn=case_106, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 4", fn=case_106, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:231 sample 0", fn=case_107, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:232 sample 0", fn=case_107, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:231 sample 1", fn=case_108, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:232 sample 1", fn=case_108, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:231 sample 2", fn=case_109, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:232 sample 2", fn=case_109, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:231 sample 3", fn=case_110, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:232 sample 3", fn=case_110, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:245 sample 0", fn=case_111, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:246 sample 0", fn=case_111, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:245 sample 1", fn=case_112, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:246 sample 1", fn=case_112, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:245 sample 2", fn=case_113, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:246 sample 2", fn=case_113, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:245 sample 3", fn=case_114, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:246 sample 3", fn=case_114, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:260 sample 0", fn=case_115, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:261 sample 0", fn=case_115, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:260 sample 1", fn=case_116, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:261 sample 1", fn=case_116, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:260 sample 2", fn=case_117, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:261 sample 2", fn=case_117, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:260 sample 3", fn=case_118, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:261 sample 3", fn=case_118, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:275 sample 0", fn=case_119, tensors=["grad_output", "exponent", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 0", fn=case_119, tensors=["grad_output", "exponent", "output"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:275 sample 1", fn=case_120, tensors=["grad_output", "exponent", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 1", fn=case_120, tensors=["grad_output", "exponent", "output"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:275 sample 2", fn=case_121, tensors=["grad_output", "exponent", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 2", fn=case_121, tensors=["grad_output", "exponent", "output"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:275 sample 3", fn=case_122, tensors=["grad_output", "exponent", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 3", fn=case_122, tensors=["grad_output", "exponent", "output"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 0", fn=case_123, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 0", fn=case_123, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 1", fn=case_124, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 1", fn=case_124, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 2", fn=case_125, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 2", fn=case_125, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 3", fn=case_126, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 3", fn=case_126, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 4", fn=case_127, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 4", fn=case_127, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 5", fn=case_128, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 5", fn=case_128, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:293 sample 6", fn=case_129, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 6", fn=case_129, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:311 sample 0", fn=case_130, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 0", fn=case_130, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:311 sample 1", fn=case_131, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 1", fn=case_131, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:311 sample 2", fn=case_132, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 2", fn=case_132, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:311 sample 3", fn=case_133, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 3", fn=case_133, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:311 sample 4", fn=case_134, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 4", fn=case_134, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:328 sample 0", fn=case_135, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 0", fn=case_135, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:328 sample 1", fn=case_136, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 1", fn=case_136, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:328 sample 2", fn=case_137, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 2", fn=case_137, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:328 sample 3", fn=case_138, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 3", fn=case_138, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:328 sample 4", fn=case_139, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 4", fn=case_139, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:346 sample 0", fn=case_140, tensors=["self", "min", "max"],
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 0", fn=case_140, tensors=["self", "min", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:346 sample 1", fn=case_141, tensors=["self", "min"],
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 1", fn=case_141, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:346 sample 2", fn=case_142, tensors=["self", "max"],
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 2", fn=case_142, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:346 sample 3", fn=case_143, tensors=["self", "min", "max"],
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 3", fn=case_143, tensors=["self", "min", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_backward", where="ops.yaml:360 sample 0", fn=case_144, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:361 sample 0", fn=case_144, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_backward", where="ops.yaml:360 sample 1", fn=case_145, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:361 sample 1", fn=case_145, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_backward", where="ops.yaml:360 sample 2", fn=case_146, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:361 sample 2", fn=case_146, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward", where="ops.yaml:374 sample 0", fn=case_147, tensors=["grad_output", "self", "min", "max"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:375 sample 0", fn=case_147, tensors=["grad_output", "self", "min", "max"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward", where="ops.yaml:374 sample 1", fn=case_148, tensors=["grad_output", "self", "min"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:375 sample 1", fn=case_148, tensors=["grad_output", "self", "min"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward", where="ops.yaml:374 sample 2", fn=case_149, tensors=["grad_output", "self", "max"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:375 sample 2", fn=case_149, tensors=["grad_output", "self", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_min", where="ops.yaml:388 sample 0", fn=case_150, tensors=["grad_output", "self", "min", "max"],
+    dict(op="clamp_tensor_backward_min", where="ops.yaml:389 sample 0", fn=case_150, tensors=["grad_output", "self", "min", "max"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_min", where="ops.yaml:388 sample 1", fn=case_151, tensors=["grad_output", "self", "min"],
+    dict(op="clamp_tensor_backward_min", where="ops.yaml:389 sample 1", fn=case_151, tensors=["grad_output", "self", "min"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_max", where="ops.yaml:401 sample 0", fn=case_152, tensors=["grad_output", "self", "min", "max"],
+    dict(op="clamp_tensor_backward_max", where="ops.yaml:402 sample 0", fn=case_152, tensors=["grad_output", "self", "min", "max"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_max", where="ops.yaml:401 sample 1", fn=case_153, tensors=["grad_output", "self", "max"],
+    dict(op="clamp_tensor_backward_max", where="ops.yaml:402 sample 1", fn=case_153, tensors=["grad_output", "self", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div_rounding_backward", where="ops.yaml:413 sample 0", fn=case_154, tensors=["grad_output"],
+    dict(op="div_rounding_backward", where="ops.yaml:414 sample 0", fn=case_154, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div_rounding_backward", where="ops.yaml:413 sample 1", fn=case_155, tensors=["grad_output"],
+    dict(op="div_rounding_backward", where="ops.yaml:414 sample 1", fn=case_155, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:421 sample 0", fn=case_156, tensors=["self"],
+    dict(op="exp", where="ops.yaml:422 sample 0", fn=case_156, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:421 sample 1", fn=case_157, tensors=["self"],
+    dict(op="exp", where="ops.yaml:422 sample 1", fn=case_157, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:421 sample 2", fn=case_158, tensors=["self"],
+    dict(op="exp", where="ops.yaml:422 sample 2", fn=case_158, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:421 sample 3", fn=case_159, tensors=["self"],
+    dict(op="exp", where="ops.yaml:422 sample 3", fn=case_159, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:429 sample 0", fn=case_160, tensors=["self"],
+    dict(op="log", where="ops.yaml:430 sample 0", fn=case_160, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:429 sample 1", fn=case_161, tensors=["self"],
+    dict(op="log", where="ops.yaml:430 sample 1", fn=case_161, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:429 sample 2", fn=case_162, tensors=["self"],
+    dict(op="log", where="ops.yaml:430 sample 2", fn=case_162, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:429 sample 3", fn=case_163, tensors=["self"],
+    dict(op="log", where="ops.yaml:430 sample 3", fn=case_163, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:438 sample 0", fn=case_164, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:439 sample 0", fn=case_164, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:438 sample 1", fn=case_165, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:439 sample 1", fn=case_165, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:438 sample 2", fn=case_166, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:439 sample 2", fn=case_166, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:438 sample 3", fn=case_167, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:439 sample 3", fn=case_167, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:447 sample 0", fn=case_168, tensors=["self"],
+    dict(op="relu", where="ops.yaml:448 sample 0", fn=case_168, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:447 sample 1", fn=case_169, tensors=["self"],
+    dict(op="relu", where="ops.yaml:448 sample 1", fn=case_169, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:447 sample 2", fn=case_170, tensors=["self"],
+    dict(op="relu", where="ops.yaml:448 sample 2", fn=case_170, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:447 sample 3", fn=case_171, tensors=["self"],
+    dict(op="relu", where="ops.yaml:448 sample 3", fn=case_171, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="threshold_backward", where="ops.yaml:463 sample 0", fn=case_172, tensors=["grad_output", "self"],
+    dict(op="threshold_backward", where="ops.yaml:464 sample 0", fn=case_172, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="threshold_backward", where="ops.yaml:463 sample 1", fn=case_173, tensors=["grad_output", "self"],
+    dict(op="threshold_backward", where="ops.yaml:464 sample 1", fn=case_173, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:468 sample 0", fn=case_174, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:469 sample 0", fn=case_174, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:468 sample 1", fn=case_175, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:469 sample 1", fn=case_175, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:468 sample 2", fn=case_176, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:469 sample 2", fn=case_176, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:468 sample 3", fn=case_177, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:469 sample 3", fn=case_177, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:476 sample 0", fn=case_178, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:477 sample 0", fn=case_178, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:476 sample 1", fn=case_179, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:477 sample 1", fn=case_179, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:476 sample 2", fn=case_180, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:477 sample 2", fn=case_180, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:476 sample 3", fn=case_181, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:477 sample 3", fn=case_181, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:484 sample 0", fn=case_182, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:485 sample 0", fn=case_182, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:484 sample 1", fn=case_183, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:485 sample 1", fn=case_183, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:484 sample 2", fn=case_184, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:485 sample 2", fn=case_184, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:484 sample 3", fn=case_185, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:485 sample 3", fn=case_185, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:491 sample 0", fn=case_186, tensors=["self"],
+    dict(op="clone", where="ops.yaml:492 sample 0", fn=case_186, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:491 sample 1", fn=case_187, tensors=["self"],
+    dict(op="clone", where="ops.yaml:492 sample 1", fn=case_187, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:491 sample 2", fn=case_188, tensors=["self"],
+    dict(op="clone", where="ops.yaml:492 sample 2", fn=case_188, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:491 sample 3", fn=case_189, tensors=["self"],
+    dict(op="clone", where="ops.yaml:492 sample 3", fn=case_189, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:506 sample 0", fn=case_190, tensors=["self"],
+    dict(op="abs", where="ops.yaml:507 sample 0", fn=case_190, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:506 sample 1", fn=case_191, tensors=["self"],
+    dict(op="abs", where="ops.yaml:507 sample 1", fn=case_191, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:506 sample 2", fn=case_192, tensors=["self"],
+    dict(op="abs", where="ops.yaml:507 sample 2", fn=case_192, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="abs", where="ops.yaml:506 sample 3", fn=case_193, tensors=["self"],
+    dict(op="abs", where="ops.yaml:507 sample 3", fn=case_193, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:514 sample 0", fn=case_194, tensors=["self"],
+    dict(op="sign", where="ops.yaml:515 sample 0", fn=case_194, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:514 sample 1", fn=case_195, tensors=["self"],
+    dict(op="sign", where="ops.yaml:515 sample 1", fn=case_195, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:514 sample 2", fn=case_196, tensors=["self"],
+    dict(op="sign", where="ops.yaml:515 sample 2", fn=case_196, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:514 sample 3", fn=case_197, tensors=["self"],
+    dict(op="sign", where="ops.yaml:515 sample 3", fn=case_197, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:521 sample 0", fn=case_198, tensors=["self"],
+    dict(op="square", where="ops.yaml:522 sample 0", fn=case_198, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:521 sample 1", fn=case_199, tensors=["self"],
+    dict(op="square", where="ops.yaml:522 sample 1", fn=case_199, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:521 sample 2", fn=case_200, tensors=["self"],
+    dict(op="square", where="ops.yaml:522 sample 2", fn=case_200, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:521 sample 3", fn=case_201, tensors=["self"],
+    dict(op="square", where="ops.yaml:522 sample 3", fn=case_201, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:530 sample 0", fn=case_202, tensors=["self"],
+    dict(op="reciprocal", where="ops.yaml:531 sample 0", fn=case_202, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:530 sample 1", fn=case_203, tensors=["self"],
+    dict(op="reciprocal", where="ops.yaml:531 sample 1", fn=case_203, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:530 sample 2", fn=case_204, tensors=["self"],
+    dict(op="reciprocal", where="ops.yaml:531 sample 2", fn=case_204, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reciprocal", where="ops.yaml:530 sample 3", fn=case_205, tensors=["self"],
+    dict(op="reciprocal", where="ops.yaml:531 sample 3", fn=case_205, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsqrt", where="ops.yaml:539 sample 0", fn=case_206, tensors=["self"],
+    dict(op="rsqrt", where="ops.yaml:540 sample 0", fn=case_206, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsqrt", where="ops.yaml:539 sample 1", fn=case_207, tensors=["self"],
+    dict(op="rsqrt", where="ops.yaml:540 sample 1", fn=case_207, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsqrt", where="ops.yaml:539 sample 2", fn=case_208, tensors=["self"],
+    dict(op="rsqrt", where="ops.yaml:540 sample 2", fn=case_208, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsqrt", where="ops.yaml:539 sample 3", fn=case_209, tensors=["self"],
+    dict(op="rsqrt", where="ops.yaml:540 sample 3", fn=case_209, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expm1", where="ops.yaml:548 sample 0", fn=case_210, tensors=["self"],
+    dict(op="expm1", where="ops.yaml:549 sample 0", fn=case_210, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expm1", where="ops.yaml:548 sample 1", fn=case_211, tensors=["self"],
+    dict(op="expm1", where="ops.yaml:549 sample 1", fn=case_211, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expm1", where="ops.yaml:548 sample 2", fn=case_212, tensors=["self"],
+    dict(op="expm1", where="ops.yaml:549 sample 2", fn=case_212, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expm1", where="ops.yaml:548 sample 3", fn=case_213, tensors=["self"],
+    dict(op="expm1", where="ops.yaml:549 sample 3", fn=case_213, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log1p", where="ops.yaml:556 sample 0", fn=case_214, tensors=["self"],
+    dict(op="log1p", where="ops.yaml:557 sample 0", fn=case_214, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log1p", where="ops.yaml:556 sample 1", fn=case_215, tensors=["self"],
+    dict(op="log1p", where="ops.yaml:557 sample 1", fn=case_215, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log1p", where="ops.yaml:556 sample 2", fn=case_216, tensors=["self"],
+    dict(op="log1p", where="ops.yaml:557 sample 2", fn=case_216, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log1p", where="ops.yaml:556 sample 3", fn=case_217, tensors=["self"],
+    dict(op="log1p", where="ops.yaml:557 sample 3", fn=case_217, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log2", where="ops.yaml:565 sample 0", fn=case_218, tensors=["self"],
+    dict(op="log2", where="ops.yaml:566 sample 0", fn=case_218, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log2", where="ops.yaml:565 sample 1", fn=case_219, tensors=["self"],
+    dict(op="log2", where="ops.yaml:566 sample 1", fn=case_219, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log2", where="ops.yaml:565 sample 2", fn=case_220, tensors=["self"],
+    dict(op="log2", where="ops.yaml:566 sample 2", fn=case_220, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log2", where="ops.yaml:565 sample 3", fn=case_221, tensors=["self"],
+    dict(op="log2", where="ops.yaml:566 sample 3", fn=case_221, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sin", where="ops.yaml:574 sample 0", fn=case_222, tensors=["self"],
+    dict(op="sin", where="ops.yaml:575 sample 0", fn=case_222, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sin", where="ops.yaml:574 sample 1", fn=case_223, tensors=["self"],
+    dict(op="sin", where="ops.yaml:575 sample 1", fn=case_223, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sin", where="ops.yaml:574 sample 2", fn=case_224, tensors=["self"],
+    dict(op="sin", where="ops.yaml:575 sample 2", fn=case_224, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sin", where="ops.yaml:574 sample 3", fn=case_225, tensors=["self"],
+    dict(op="sin", where="ops.yaml:575 sample 3", fn=case_225, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cos", where="ops.yaml:582 sample 0", fn=case_226, tensors=["self"],
+    dict(op="cos", where="ops.yaml:583 sample 0", fn=case_226, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cos", where="ops.yaml:582 sample 1", fn=case_227, tensors=["self"],
+    dict(op="cos", where="ops.yaml:583 sample 1", fn=case_227, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cos", where="ops.yaml:582 sample 2", fn=case_228, tensors=["self"],
+    dict(op="cos", where="ops.yaml:583 sample 2", fn=case_228, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cos", where="ops.yaml:582 sample 3", fn=case_229, tensors=["self"],
+    dict(op="cos", where="ops.yaml:583 sample 3", fn=case_229, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="erf", where="ops.yaml:590 sample 0", fn=case_230, tensors=["self"],
+    dict(op="erf", where="ops.yaml:591 sample 0", fn=case_230, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="erf", where="ops.yaml:590 sample 1", fn=case_231, tensors=["self"],
+    dict(op="erf", where="ops.yaml:591 sample 1", fn=case_231, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="erf", where="ops.yaml:590 sample 2", fn=case_232, tensors=["self"],
+    dict(op="erf", where="ops.yaml:591 sample 2", fn=case_232, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="erf", where="ops.yaml:590 sample 3", fn=case_233, tensors=["self"],
+    dict(op="erf", where="ops.yaml:591 sample 3", fn=case_233, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:598 sample 0", fn=case_234, tensors=["self"],
+    dict(op="floor", where="ops.yaml:599 sample 0", fn=case_234, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:598 sample 1", fn=case_235, tensors=["self"],
+    dict(op="floor", where="ops.yaml:599 sample 1", fn=case_235, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:598 sample 2", fn=case_236, tensors=["self"],
+    dict(op="floor", where="ops.yaml:599 sample 2", fn=case_236, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:598 sample 3", fn=case_237, tensors=["self"],
+    dict(op="floor", where="ops.yaml:599 sample 3", fn=case_237, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:605 sample 0", fn=case_238, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:606 sample 0", fn=case_238, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:605 sample 1", fn=case_239, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:606 sample 1", fn=case_239, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:605 sample 2", fn=case_240, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:606 sample 2", fn=case_240, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:605 sample 3", fn=case_241, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:606 sample 3", fn=case_241, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:612 sample 0", fn=case_242, tensors=["self"],
+    dict(op="round", where="ops.yaml:613 sample 0", fn=case_242, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:612 sample 1", fn=case_243, tensors=["self"],
+    dict(op="round", where="ops.yaml:613 sample 1", fn=case_243, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:612 sample 2", fn=case_244, tensors=["self"],
+    dict(op="round", where="ops.yaml:613 sample 2", fn=case_244, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:612 sample 3", fn=case_245, tensors=["self"],
+    dict(op="round", where="ops.yaml:613 sample 3", fn=case_245, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:619 sample 0", fn=case_246, tensors=["self"],
+    dict(op="trunc", where="ops.yaml:620 sample 0", fn=case_246, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:619 sample 1", fn=case_247, tensors=["self"],
+    dict(op="trunc", where="ops.yaml:620 sample 1", fn=case_247, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:619 sample 2", fn=case_248, tensors=["self"],
+    dict(op="trunc", where="ops.yaml:620 sample 2", fn=case_248, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:619 sample 3", fn=case_249, tensors=["self"],
+    dict(op="trunc", where="ops.yaml:620 sample 3", fn=case_249, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:626 sample 0", fn=case_250, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:627 sample 0", fn=case_250, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:626 sample 1", fn=case_251, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:627 sample 1", fn=case_251, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:626 sample 2", fn=case_252, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:627 sample 2", fn=case_252, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:626 sample 3", fn=case_253, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:627 sample 3", fn=case_253, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:634 sample 0", fn=case_254, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 0", fn=case_254, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:634 sample 1", fn=case_255, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 1", fn=case_255, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:634 sample 2", fn=case_256, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 2", fn=case_256, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:634 sample 3", fn=case_257, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 3", fn=case_257, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:634 sample 4", fn=case_258, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 4", fn=case_258, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:645 sample 0", fn=case_259, tensors=["self"],
+    dict(op="elu", where="ops.yaml:646 sample 0", fn=case_259, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:645 sample 1", fn=case_260, tensors=["self"],
+    dict(op="elu", where="ops.yaml:646 sample 1", fn=case_260, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:645 sample 2", fn=case_261, tensors=["self"],
+    dict(op="elu", where="ops.yaml:646 sample 2", fn=case_261, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:645 sample 3", fn=case_262, tensors=["self"],
+    dict(op="elu", where="ops.yaml:646 sample 3", fn=case_262, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:653 sample 0", fn=case_263, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:654 sample 0", fn=case_263, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:653 sample 1", fn=case_264, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:654 sample 1", fn=case_264, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:653 sample 2", fn=case_265, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:654 sample 2", fn=case_265, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:653 sample 3", fn=case_266, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:654 sample 3", fn=case_266, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:653 sample 4", fn=case_267, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:654 sample 4", fn=case_267, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:664 sample 0", fn=case_268, tensors=["self"],
+    dict(op="silu", where="ops.yaml:665 sample 0", fn=case_268, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:664 sample 1", fn=case_269, tensors=["self"],
+    dict(op="silu", where="ops.yaml:665 sample 1", fn=case_269, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:664 sample 2", fn=case_270, tensors=["self"],
+    dict(op="silu", where="ops.yaml:665 sample 2", fn=case_270, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:664 sample 3", fn=case_271, tensors=["self"],
+    dict(op="silu", where="ops.yaml:665 sample 3", fn=case_271, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:671 sample 0", fn=case_272, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:672 sample 0", fn=case_272, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:671 sample 1", fn=case_273, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:672 sample 1", fn=case_273, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:671 sample 2", fn=case_274, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:672 sample 2", fn=case_274, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:671 sample 3", fn=case_275, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:672 sample 3", fn=case_275, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:680 sample 0", fn=case_276, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:681 sample 0", fn=case_276, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:680 sample 1", fn=case_277, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:681 sample 1", fn=case_277, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:680 sample 2", fn=case_278, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:681 sample 2", fn=case_278, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:680 sample 3", fn=case_279, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:681 sample 3", fn=case_279, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:696 sample 0", fn=case_280, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:697 sample 0", fn=case_280, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:696 sample 1", fn=case_281, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:697 sample 1", fn=case_281, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:696 sample 2", fn=case_282, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:697 sample 2", fn=case_282, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:696 sample 3", fn=case_283, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:697 sample 3", fn=case_283, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:696 sample 4", fn=case_284, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:697 sample 4", fn=case_284, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:712 sample 0", fn=case_285, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:713 sample 0", fn=case_285, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:712 sample 1", fn=case_286, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:713 sample 1", fn=case_286, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:712 sample 2", fn=case_287, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:713 sample 2", fn=case_287, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:712 sample 3", fn=case_288, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:713 sample 3", fn=case_288, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:712 sample 4", fn=case_289, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:713 sample 4", fn=case_289, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:733 sample 0", fn=case_290, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:734 sample 0", fn=case_290, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:733 sample 1", fn=case_291, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:734 sample 1", fn=case_291, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:733 sample 2", fn=case_292, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:734 sample 2", fn=case_292, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:733 sample 3", fn=case_293, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:734 sample 3", fn=case_293, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:742 sample 0", fn=case_294, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:743 sample 0", fn=case_294, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:742 sample 1", fn=case_295, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:743 sample 1", fn=case_295, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:742 sample 2", fn=case_296, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:743 sample 2", fn=case_296, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:742 sample 3", fn=case_297, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:743 sample 3", fn=case_297, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:742 sample 4", fn=case_298, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:743 sample 4", fn=case_298, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:752 sample 0", fn=case_299, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:753 sample 0", fn=case_299, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:752 sample 1", fn=case_300, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:753 sample 1", fn=case_300, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:752 sample 2", fn=case_301, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:753 sample 2", fn=case_301, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:752 sample 3", fn=case_302, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:753 sample 3", fn=case_302, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:761 sample 0", fn=case_303, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:762 sample 0", fn=case_303, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:761 sample 1", fn=case_304, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:762 sample 1", fn=case_304, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:761 sample 2", fn=case_305, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:762 sample 2", fn=case_305, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:761 sample 3", fn=case_306, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:762 sample 3", fn=case_306, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:761 sample 4", fn=case_307, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:762 sample 4", fn=case_307, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:771 sample 0", fn=case_308, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:772 sample 0", fn=case_308, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:771 sample 1", fn=case_309, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:772 sample 1", fn=case_309, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:771 sample 2", fn=case_310, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:772 sample 2", fn=case_310, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:771 sample 3", fn=case_311, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:772 sample 3", fn=case_311, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:780 sample 0", fn=case_312, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:781 sample 0", fn=case_312, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:780 sample 1", fn=case_313, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:781 sample 1", fn=case_313, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:780 sample 2", fn=case_314, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:781 sample 2", fn=case_314, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:780 sample 3", fn=case_315, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:781 sample 3", fn=case_315, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:780 sample 4", fn=case_316, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:781 sample 4", fn=case_316, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:790 sample 0", fn=case_317, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:791 sample 0", fn=case_317, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:790 sample 1", fn=case_318, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:791 sample 1", fn=case_318, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:790 sample 2", fn=case_319, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:791 sample 2", fn=case_319, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:790 sample 3", fn=case_320, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:791 sample 3", fn=case_320, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:807 sample 0", fn=case_321, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:808 sample 0", fn=case_321, tensors=["condition", "self", "other"],
          free=[False, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:807 sample 1", fn=case_322, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:808 sample 1", fn=case_322, tensors=["condition", "self", "other"],
          free=[False, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:807 sample 2", fn=case_323, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:808 sample 2", fn=case_323, tensors=["condition", "self", "other"],
          free=[False, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:812 sample 0", fn=case_324, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:813 sample 0", fn=case_324, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:812 sample 1", fn=case_325, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:813 sample 1", fn=case_325, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:812 sample 2", fn=case_326, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:813 sample 2", fn=case_326, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:812 sample 3", fn=case_327, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:813 sample 3", fn=case_327, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:812 sample 4", fn=case_328, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:813 sample 4", fn=case_328, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:822 sample 0", fn=case_329, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:823 sample 0", fn=case_329, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:822 sample 1", fn=case_330, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:823 sample 1", fn=case_330, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:822 sample 2", fn=case_331, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:823 sample 2", fn=case_331, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:822 sample 3", fn=case_332, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:823 sample 3", fn=case_332, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:831 sample 0", fn=case_333, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:832 sample 0", fn=case_333, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:831 sample 1", fn=case_334, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:832 sample 1", fn=case_334, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:831 sample 2", fn=case_335, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:832 sample 2", fn=case_335, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:831 sample 3", fn=case_336, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:832 sample 3", fn=case_336, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:831 sample 4", fn=case_337, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:832 sample 4", fn=case_337, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:841 sample 0", fn=case_338, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:842 sample 0", fn=case_338, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:841 sample 1", fn=case_339, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:842 sample 1", fn=case_339, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:841 sample 2", fn=case_340, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:842 sample 2", fn=case_340, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:841 sample 3", fn=case_341, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:842 sample 3", fn=case_341, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:850 sample 0", fn=case_342, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:851 sample 0", fn=case_342, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:850 sample 1", fn=case_343, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:851 sample 1", fn=case_343, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:850 sample 2", fn=case_344, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:851 sample 2", fn=case_344, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:850 sample 3", fn=case_345, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:851 sample 3", fn=case_345, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:850 sample 4", fn=case_346, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:851 sample 4", fn=case_346, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:860 sample 0", fn=case_347, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:861 sample 0", fn=case_347, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:860 sample 1", fn=case_348, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:861 sample 1", fn=case_348, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:860 sample 2", fn=case_349, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:861 sample 2", fn=case_349, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:860 sample 3", fn=case_350, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:861 sample 3", fn=case_350, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:869 sample 0", fn=case_351, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:870 sample 0", fn=case_351, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:869 sample 1", fn=case_352, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:870 sample 1", fn=case_352, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:869 sample 2", fn=case_353, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:870 sample 2", fn=case_353, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:869 sample 3", fn=case_354, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:870 sample 3", fn=case_354, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:869 sample 4", fn=case_355, tensors=["self", "other"],
+    dict(op="logical_and", where="ops.yaml:870 sample 4", fn=case_355, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:879 sample 0", fn=case_356, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:880 sample 0", fn=case_356, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:879 sample 1", fn=case_357, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:880 sample 1", fn=case_357, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:879 sample 2", fn=case_358, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:880 sample 2", fn=case_358, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:879 sample 3", fn=case_359, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:880 sample 3", fn=case_359, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_or", where="ops.yaml:879 sample 4", fn=case_360, tensors=["self", "other"],
+    dict(op="logical_or", where="ops.yaml:880 sample 4", fn=case_360, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:889 sample 0", fn=case_361, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:890 sample 0", fn=case_361, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:889 sample 1", fn=case_362, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:890 sample 1", fn=case_362, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:889 sample 2", fn=case_363, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:890 sample 2", fn=case_363, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:889 sample 3", fn=case_364, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:890 sample 3", fn=case_364, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_xor", where="ops.yaml:889 sample 4", fn=case_365, tensors=["self", "other"],
+    dict(op="logical_xor", where="ops.yaml:890 sample 4", fn=case_365, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:899 sample 0", fn=case_366, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:900 sample 0", fn=case_366, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:899 sample 1", fn=case_367, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:900 sample 1", fn=case_367, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:899 sample 2", fn=case_368, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:900 sample 2", fn=case_368, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:899 sample 3", fn=case_369, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:900 sample 3", fn=case_369, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:915 sample 0", fn=case_370, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 0", fn=case_370, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:915 sample 1", fn=case_371, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 1", fn=case_371, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:915 sample 2", fn=case_372, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 2", fn=case_372, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:915 sample 3", fn=case_373, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 3", fn=case_373, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:932 sample 0", fn=case_374, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 0", fn=case_374, tensors=["self", "mask", "value"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:932 sample 1", fn=case_375, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 1", fn=case_375, tensors=["self", "mask", "value"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:932 sample 2", fn=case_376, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 2", fn=case_376, tensors=["self", "mask", "value"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:932 sample 3", fn=case_377, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 3", fn=case_377, tensors=["self", "mask", "value"],
          free=[True, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:932 sample 4", fn=case_378, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 4", fn=case_378, tensors=["self", "mask", "value"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="sum", where="ops.yaml:949 sample 0", fn=case_379, tensors=["self"],
+    dict(op="sum", where="ops.yaml:950 sample 0", fn=case_379, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:949 sample 1", fn=case_380, tensors=["self"],
+    dict(op="sum", where="ops.yaml:950 sample 1", fn=case_380, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:949 sample 2", fn=case_381, tensors=["self"],
+    dict(op="sum", where="ops.yaml:950 sample 2", fn=case_381, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:949 sample 3", fn=case_382, tensors=["self"],
+    dict(op="sum", where="ops.yaml:950 sample 3", fn=case_382, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:964 sample 0", fn=case_383, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:965 sample 0", fn=case_383, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:964 sample 1", fn=case_384, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:965 sample 1", fn=case_384, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:964 sample 2", fn=case_385, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:965 sample 2", fn=case_385, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:964 sample 3", fn=case_386, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:965 sample 3", fn=case_386, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:981 sample 0", fn=case_387, tensors=["self"],
+    dict(op="mean", where="ops.yaml:982 sample 0", fn=case_387, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:981 sample 1", fn=case_388, tensors=["self"],
+    dict(op="mean", where="ops.yaml:982 sample 1", fn=case_388, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:981 sample 2", fn=case_389, tensors=["self"],
+    dict(op="mean", where="ops.yaml:982 sample 2", fn=case_389, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:981 sample 3", fn=case_390, tensors=["self"],
+    dict(op="mean", where="ops.yaml:982 sample 3", fn=case_390, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:999 sample 0", fn=case_391, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:1000 sample 0", fn=case_391, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:999 sample 1", fn=case_392, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:1000 sample 1", fn=case_392, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:999 sample 2", fn=case_393, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:1000 sample 2", fn=case_393, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:999 sample 3", fn=case_394, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:1000 sample 3", fn=case_394, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="amax", where="ops.yaml:1013 sample 0", fn=case_395, tensors=["self"],
+    dict(op="amax", where="ops.yaml:1014 sample 0", fn=case_395, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:1013 sample 1", fn=case_396, tensors=["self"],
+    dict(op="amax", where="ops.yaml:1014 sample 1", fn=case_396, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:1013 sample 2", fn=case_397, tensors=["self"],
+    dict(op="amax", where="ops.yaml:1014 sample 2", fn=case_397, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1026 sample 0", fn=case_398, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1027 sample 0", fn=case_398, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1026 sample 1", fn=case_399, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1027 sample 1", fn=case_399, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1026 sample 2", fn=case_400, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1027 sample 2", fn=case_400, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1026 sample 3", fn=case_401, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1027 sample 3", fn=case_401, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1026 sample 4", fn=case_402, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1027 sample 4", fn=case_402, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1040 sample 0", fn=case_403, tensors=["self"],
+    dict(op="max", where="ops.yaml:1041 sample 0", fn=case_403, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1040 sample 1", fn=case_404, tensors=["self"],
+    dict(op="max", where="ops.yaml:1041 sample 1", fn=case_404, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1040 sample 2", fn=case_405, tensors=["self"],
+    dict(op="max", where="ops.yaml:1041 sample 2", fn=case_405, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1052 sample 0", fn=case_406, tensors=["self"],
+    dict(op="min", where="ops.yaml:1053 sample 0", fn=case_406, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1052 sample 1", fn=case_407, tensors=["self"],
+    dict(op="min", where="ops.yaml:1053 sample 1", fn=case_407, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1052 sample 2", fn=case_408, tensors=["self"],
+    dict(op="min", where="ops.yaml:1053 sample 2", fn=case_408, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1066 sample 0 result values", fn=case_409, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 0 result values", fn=case_409, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1066 sample 0 result indices", fn=case_410, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 0 result indices", fn=case_410, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1066 sample 1 result values", fn=case_411, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 1 result values", fn=case_411, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1066 sample 1 result indices", fn=case_412, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 1 result indices", fn=case_412, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1066 sample 2 result values", fn=case_413, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 2 result values", fn=case_413, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1066 sample 2 result indices", fn=case_414, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 2 result indices", fn=case_414, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1066 sample 3 result values", fn=case_415, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 3 result values", fn=case_415, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1066 sample 3 result indices", fn=case_416, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 3 result indices", fn=case_416, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1066 sample 4 result values", fn=case_417, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 4 result values", fn=case_417, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1066 sample 4 result indices", fn=case_418, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 4 result indices", fn=case_418, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1082 sample 0 result values", fn=case_419, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 0 result values", fn=case_419, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1082 sample 0 result indices", fn=case_420, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 0 result indices", fn=case_420, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1082 sample 1 result values", fn=case_421, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 1 result values", fn=case_421, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1082 sample 1 result indices", fn=case_422, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 1 result indices", fn=case_422, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1082 sample 2 result values", fn=case_423, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 2 result values", fn=case_423, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1082 sample 2 result indices", fn=case_424, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 2 result indices", fn=case_424, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1082 sample 3 result values", fn=case_425, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 3 result values", fn=case_425, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1082 sample 3 result indices", fn=case_426, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 3 result indices", fn=case_426, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1096 sample 0", fn=case_427, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1097 sample 0", fn=case_427, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1096 sample 1", fn=case_428, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1097 sample 1", fn=case_428, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1096 sample 2", fn=case_429, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1097 sample 2", fn=case_429, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1096 sample 3", fn=case_430, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1097 sample 3", fn=case_430, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1096 sample 4", fn=case_431, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1097 sample 4", fn=case_431, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1111 sample 0", fn=case_432, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1112 sample 0", fn=case_432, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1111 sample 1", fn=case_433, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1112 sample 1", fn=case_433, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1111 sample 2", fn=case_434, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1112 sample 2", fn=case_434, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1111 sample 3", fn=case_435, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1112 sample 3", fn=case_435, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1125 sample 0", fn=case_436, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1126 sample 0", fn=case_436, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1125 sample 1", fn=case_437, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1126 sample 1", fn=case_437, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1125 sample 2", fn=case_438, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1126 sample 2", fn=case_438, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1125 sample 3", fn=case_439, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1126 sample 3", fn=case_439, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1140 sample 0", fn=case_440, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1141 sample 0", fn=case_440, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1140 sample 1", fn=case_441, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1141 sample 1", fn=case_441, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1140 sample 2", fn=case_442, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1141 sample 2", fn=case_442, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1140 sample 3", fn=case_443, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1141 sample 3", fn=case_443, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all", where="ops.yaml:1154 sample 0", fn=case_444, tensors=["self"],
+    dict(op="all", where="ops.yaml:1155 sample 0", fn=case_444, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all", where="ops.yaml:1154 sample 1", fn=case_445, tensors=["self"],
+    dict(op="all", where="ops.yaml:1155 sample 1", fn=case_445, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1167 sample 0", fn=case_446, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1168 sample 0", fn=case_446, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1167 sample 1", fn=case_447, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1168 sample 1", fn=case_447, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1167 sample 2", fn=case_448, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1168 sample 2", fn=case_448, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any", where="ops.yaml:1180 sample 0", fn=case_449, tensors=["self"],
+    dict(op="any", where="ops.yaml:1181 sample 0", fn=case_449, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any", where="ops.yaml:1180 sample 1", fn=case_450, tensors=["self"],
+    dict(op="any", where="ops.yaml:1181 sample 1", fn=case_450, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1193 sample 0", fn=case_451, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1194 sample 0", fn=case_451, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1193 sample 1", fn=case_452, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1194 sample 1", fn=case_452, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1193 sample 2", fn=case_453, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1194 sample 2", fn=case_453, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1206 sample 0", fn=case_454, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1207 sample 0", fn=case_454, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1206 sample 1", fn=case_455, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1207 sample 1", fn=case_455, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1206 sample 2", fn=case_456, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1207 sample 2", fn=case_456, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1206 sample 3", fn=case_457, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1207 sample 3", fn=case_457, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1206 sample 4", fn=case_458, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1207 sample 4", fn=case_458, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1222 sample 0", fn=case_459, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1223 sample 0", fn=case_459, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1222 sample 1", fn=case_460, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1223 sample 1", fn=case_460, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1222 sample 2", fn=case_461, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1223 sample 2", fn=case_461, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1222 sample 3", fn=case_462, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1223 sample 3", fn=case_462, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1222 sample 4", fn=case_463, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1223 sample 4", fn=case_463, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1222 sample 5", fn=case_464, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1223 sample 5", fn=case_464, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1238 sample 0", fn=case_465, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1239 sample 0", fn=case_465, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1238 sample 1", fn=case_466, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1239 sample 1", fn=case_466, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1238 sample 2", fn=case_467, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1239 sample 2", fn=case_467, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1238 sample 3", fn=case_468, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1239 sample 3", fn=case_468, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1253 sample 0", fn=case_469, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1254 sample 0", fn=case_469, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1253 sample 1", fn=case_470, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1254 sample 1", fn=case_470, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1253 sample 2", fn=case_471, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1254 sample 2", fn=case_471, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1271 sample 0", fn=case_472, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 0", fn=case_472, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1271 sample 1", fn=case_473, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 1", fn=case_473, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1271 sample 2", fn=case_474, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 2", fn=case_474, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1271 sample 3", fn=case_475, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 3", fn=case_475, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1307 sample 0", fn=case_476, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1308 sample 0", fn=case_476, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1307 sample 1", fn=case_477, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1308 sample 1", fn=case_477, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1307 sample 2", fn=case_478, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1308 sample 2", fn=case_478, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1307 sample 3", fn=case_479, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1308 sample 3", fn=case_479, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1307 sample 4", fn=case_480, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1308 sample 4", fn=case_480, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1367 sample 0", fn=case_481, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1368 sample 0", fn=case_481, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1367 sample 1", fn=case_482, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1368 sample 1", fn=case_482, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1367 sample 2", fn=case_483, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:1367 sample 3", fn=case_484, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1368 sample 2", fn=case_483, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1367 sample 4", fn=case_485, tensors=["self", "mat2"],
-         free=[False, False],
-         no_grad=[False, False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="mm", where="ops.yaml:1367 sample 5", fn=case_486, tensors=["self", "mat2"],
-         free=[False, False],
-         no_grad=[False, False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="mm", where="ops.yaml:1367 sample 6", fn=case_487, tensors=["self", "mat2"],
-         free=[False, False],
-         no_grad=[False, False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1388 sample 0", fn=case_488, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1388 sample 1", fn=case_489, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1388 sample 2", fn=case_490, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1388 sample 3", fn=case_491, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1388 sample 4", fn=case_492, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1388 sample 5", fn=case_493, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1388 sample 6", fn=case_494, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1388 sample 7", fn=case_495, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1388 sample 8", fn=case_496, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1388 sample 9", fn=case_497, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1388 sample 10", fn=case_498, tensors=["self", "other"],
+    dict(op="mm", where="ops.yaml:1368 sample 3", fn=case_484, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1388 sample 11", fn=case_499, tensors=["self", "other"],
+    dict(op="mm", where="ops.yaml:1368 sample 4", fn=case_485, tensors=["self", "mat2"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="bmm", where="ops.yaml:1419 sample 0", fn=case_500, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1419 sample 1", fn=case_501, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1419 sample 2", fn=case_502, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1419 sample 3", fn=case_503, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1419 sample 4", fn=case_504, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1368 sample 5", fn=case_486, tensors=["self", "mat2"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="addmm", where="ops.yaml:1447 sample 0", fn=case_505, tensors=["self", "mat1", "mat2"],
+    dict(op="mm", where="ops.yaml:1368 sample 6", fn=case_487, tensors=["self", "mat2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 0", fn=case_488, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 1", fn=case_489, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 2", fn=case_490, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 3", fn=case_491, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 4", fn=case_492, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 5", fn=case_493, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 6", fn=case_494, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 7", fn=case_495, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 8", fn=case_496, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 9", fn=case_497, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 10", fn=case_498, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 11", fn=case_499, tensors=["self", "other"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1420 sample 0", fn=case_500, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1420 sample 1", fn=case_501, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1420 sample 2", fn=case_502, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1420 sample 3", fn=case_503, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1420 sample 4", fn=case_504, tensors=["self", "mat2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1448 sample 0", fn=case_505, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1447 sample 1", fn=case_506, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1448 sample 1", fn=case_506, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1447 sample 2", fn=case_507, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1448 sample 2", fn=case_507, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1447 sample 3", fn=case_508, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1448 sample 3", fn=case_508, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1447 sample 4", fn=case_509, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1448 sample 4", fn=case_509, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1447 sample 5", fn=case_510, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1448 sample 5", fn=case_510, tensors=["self", "mat1", "mat2"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="addmm", where="ops.yaml:1447 sample 6", fn=case_511, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1448 sample 6", fn=case_511, tensors=["self", "mat1", "mat2"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1481 sample 0", fn=case_512, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1482 sample 0", fn=case_512, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1481 sample 1", fn=case_513, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1482 sample 1", fn=case_513, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1481 sample 2", fn=case_514, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1482 sample 2", fn=case_514, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1481 sample 3", fn=case_515, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1482 sample 3", fn=case_515, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1481 sample 4", fn=case_516, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1482 sample 4", fn=case_516, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1481 sample 5", fn=case_517, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1482 sample 5", fn=case_517, tensors=["self", "batch1", "batch2"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="dot", where="ops.yaml:1503 sample 0", fn=case_518, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1504 sample 0", fn=case_518, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1503 sample 1", fn=case_519, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1504 sample 1", fn=case_519, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1503 sample 2", fn=case_520, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1504 sample 2", fn=case_520, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1503 sample 3", fn=case_521, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1504 sample 3", fn=case_521, tensors=["self", "tensor"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="outer", where="ops.yaml:1521 sample 0", fn=case_522, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1522 sample 0", fn=case_522, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1521 sample 1", fn=case_523, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1522 sample 1", fn=case_523, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1521 sample 2", fn=case_524, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1522 sample 2", fn=case_524, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1521 sample 3", fn=case_525, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1522 sample 3", fn=case_525, tensors=["self", "vec2"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linear", where="ops.yaml:1545 sample 0", fn=case_526, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 0", fn=case_526, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1545 sample 1", fn=case_527, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 1", fn=case_527, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1545 sample 2", fn=case_528, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1546 sample 2", fn=case_528, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1545 sample 3", fn=case_529, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 3", fn=case_529, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1545 sample 4", fn=case_530, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 4", fn=case_530, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1545 sample 5", fn=case_531, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 5", fn=case_531, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1545 sample 6", fn=case_532, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1546 sample 6", fn=case_532, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1545 sample 7", fn=case_533, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1546 sample 7", fn=case_533, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1545 sample 8", fn=case_534, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1546 sample 8", fn=case_534, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1545 sample 9", fn=case_535, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1546 sample 9", fn=case_535, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1545 sample 10", fn=case_536, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1546 sample 10", fn=case_536, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1545 sample 11", fn=case_537, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 11", fn=case_537, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1545 sample 12", fn=case_538, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 12", fn=case_538, tensors=["input", "weight", "bias"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1574 sample 0", fn=case_539, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 0", fn=case_539, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1574 sample 1", fn=case_540, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 1", fn=case_540, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1574 sample 2", fn=case_541, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 2", fn=case_541, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1574 sample 3", fn=case_542, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 3", fn=case_542, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1595 sample 0", fn=case_543, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 0", fn=case_543, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1595 sample 1", fn=case_544, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 1", fn=case_544, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1595 sample 2", fn=case_545, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 2", fn=case_545, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1595 sample 3", fn=case_546, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 3", fn=case_546, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1613 sample 0", fn=case_547, tensors=["self"],
+    dict(op="t", where="ops.yaml:1614 sample 0", fn=case_547, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1613 sample 1", fn=case_548, tensors=["self"],
+    dict(op="t", where="ops.yaml:1614 sample 1", fn=case_548, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1624 sample 0", fn=case_549, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1625 sample 0", fn=case_549, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1624 sample 1", fn=case_550, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1625 sample 1", fn=case_550, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1638 sample 0", fn=case_551, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1639 sample 0", fn=case_551, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1647 sample 0", fn=case_552, tensors=["self"],
+    dict(op="view", where="ops.yaml:1648 sample 0", fn=case_552, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1647 sample 1", fn=case_553, tensors=["self"],
+    dict(op="view", where="ops.yaml:1648 sample 1", fn=case_553, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1657 sample 0", fn=case_554, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1658 sample 0", fn=case_554, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1657 sample 1", fn=case_555, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1658 sample 1", fn=case_555, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1667 sample 0", fn=case_556, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1668 sample 0", fn=case_556, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1667 sample 1", fn=case_557, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1668 sample 1", fn=case_557, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1677 sample 0", fn=case_558, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1678 sample 0", fn=case_558, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1687 sample 0", fn=case_559, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1688 sample 0", fn=case_559, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1687 sample 1", fn=case_560, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1688 sample 1", fn=case_560, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1698 sample 0", fn=case_561, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1699 sample 0", fn=case_561, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1698 sample 1", fn=case_562, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1699 sample 1", fn=case_562, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1712 sample 0", fn=case_563, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1713 sample 0", fn=case_563, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1712 sample 1", fn=case_564, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1713 sample 1", fn=case_564, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1723 sample 0", fn=case_565, tensors=["self"],
+    dict(op="select", where="ops.yaml:1724 sample 0", fn=case_565, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1723 sample 1", fn=case_566, tensors=["self"],
+    dict(op="select", where="ops.yaml:1724 sample 1", fn=case_566, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1733 sample 0", fn=case_567, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1734 sample 0", fn=case_567, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1746 sample 0", fn=case_568, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 0", fn=case_568, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1746 sample 1", fn=case_569, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 1", fn=case_569, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1746 sample 2", fn=case_570, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 2", fn=case_570, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1746 sample 3", fn=case_571, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 3", fn=case_571, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1746 sample 4", fn=case_572, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 4", fn=case_572, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1765 sample 0", fn=case_573, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1766 sample 0", fn=case_573, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1765 sample 1", fn=case_574, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1766 sample 1", fn=case_574, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1765 sample 2", fn=case_575, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1766 sample 2", fn=case_575, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1765 sample 3", fn=case_576, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1766 sample 3", fn=case_576, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1777 sample 0", fn=case_577, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1778 sample 0", fn=case_577, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1777 sample 1", fn=case_578, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1778 sample 1", fn=case_578, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1777 sample 2", fn=case_579, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1778 sample 2", fn=case_579, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1777 sample 3", fn=case_580, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1778 sample 3", fn=case_580, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1795 sample 0", fn=case_581, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1796 sample 0", fn=case_581, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1795 sample 1", fn=case_582, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1796 sample 1", fn=case_582, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1795 sample 2", fn=case_583, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1796 sample 2", fn=case_583, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1795 sample 3", fn=case_584, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1796 sample 3", fn=case_584, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1810 sample 0", fn=case_585, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1811 sample 0", fn=case_585, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1810 sample 1", fn=case_586, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1811 sample 1", fn=case_586, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1810 sample 2", fn=case_587, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1811 sample 2", fn=case_587, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1810 sample 3", fn=case_588, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1811 sample 3", fn=case_588, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1810 sample 4", fn=case_589, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1811 sample 4", fn=case_589, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1810 sample 5", fn=case_590, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1811 sample 5", fn=case_590, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1825 sample 0", fn=case_591, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1826 sample 0", fn=case_591, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1825 sample 1", fn=case_592, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1826 sample 1", fn=case_592, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1825 sample 2", fn=case_593, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1826 sample 2", fn=case_593, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1825 sample 3", fn=case_594, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1826 sample 3", fn=case_594, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1825 sample 4", fn=case_595, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1826 sample 4", fn=case_595, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1842 sample 0", fn=case_596, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1843 sample 0", fn=case_596, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1842 sample 1", fn=case_597, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1843 sample 1", fn=case_597, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1842 sample 2", fn=case_598, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1843 sample 2", fn=case_598, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1842 sample 3", fn=case_599, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1843 sample 3", fn=case_599, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1842 sample 4", fn=case_600, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1843 sample 4", fn=case_600, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1866 sample 0", fn=case_601, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1867 sample 0", fn=case_601, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1866 sample 1", fn=case_602, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1867 sample 1", fn=case_602, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1866 sample 2", fn=case_603, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1867 sample 2", fn=case_603, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1866 sample 3", fn=case_604, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1867 sample 3", fn=case_604, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1866 sample 4", fn=case_605, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1867 sample 4", fn=case_605, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1882 sample 0", fn=case_606, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1883 sample 0", fn=case_606, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1882 sample 1", fn=case_607, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1883 sample 1", fn=case_607, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1882 sample 2", fn=case_608, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1883 sample 2", fn=case_608, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1882 sample 3", fn=case_609, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1883 sample 3", fn=case_609, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1882 sample 4", fn=case_610, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1883 sample 4", fn=case_610, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1896 sample 0", fn=case_611, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 0", fn=case_611, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1896 sample 1", fn=case_612, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 1", fn=case_612, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1896 sample 2", fn=case_613, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 2", fn=case_613, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1896 sample 3", fn=case_614, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 3", fn=case_614, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1896 sample 4", fn=case_615, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 4", fn=case_615, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1896 sample 5", fn=case_616, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 5", fn=case_616, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1896 sample 6", fn=case_617, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 6", fn=case_617, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1896 sample 7", fn=case_618, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 7", fn=case_618, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1896 sample 8", fn=case_619, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 8", fn=case_619, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1896 sample 9", fn=case_620, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 9", fn=case_620, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1896 sample 10", fn=case_621, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 10", fn=case_621, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="cat", where="ops.yaml:1919 sample 0", fn=case_622, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1920 sample 0", fn=case_622, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1919 sample 1", fn=case_623, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1920 sample 1", fn=case_623, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1919 sample 2", fn=case_624, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1920 sample 2", fn=case_624, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1919 sample 3", fn=case_625, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1920 sample 3", fn=case_625, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1919 sample 4", fn=case_626, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1920 sample 4", fn=case_626, tensors=["tensors_0", "tensors_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1940 sample 0", fn=case_627, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1941 sample 0", fn=case_627, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1940 sample 1", fn=case_628, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="stack", where="ops.yaml:1941 sample 1", fn=case_628, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1940 sample 2", fn=case_629, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1941 sample 2", fn=case_629, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1940 sample 3", fn=case_630, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1941 sample 3", fn=case_630, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1940 sample 4", fn=case_631, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1941 sample 4", fn=case_631, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1954 sample 0", fn=case_632, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1955 sample 0", fn=case_632, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1954 sample 1", fn=case_633, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1955 sample 1", fn=case_633, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1954 sample 2", fn=case_634, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1955 sample 2", fn=case_634, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1954 sample 3", fn=case_635, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1955 sample 3", fn=case_635, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1967 sample 0", fn=case_636, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1968 sample 0", fn=case_636, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1967 sample 1", fn=case_637, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1968 sample 1", fn=case_637, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1967 sample 2", fn=case_638, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1968 sample 2", fn=case_638, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1967 sample 3", fn=case_639, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1968 sample 3", fn=case_639, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1980 sample 0", fn=case_640, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1981 sample 0", fn=case_640, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1980 sample 1", fn=case_641, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1981 sample 1", fn=case_641, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1980 sample 2", fn=case_642, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1981 sample 2", fn=case_642, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1980 sample 3", fn=case_643, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1981 sample 3", fn=case_643, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1993 sample 0", fn=case_644, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1994 sample 0", fn=case_644, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1993 sample 1", fn=case_645, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1994 sample 1", fn=case_645, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1993 sample 2", fn=case_646, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1994 sample 2", fn=case_646, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1993 sample 3", fn=case_647, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1994 sample 3", fn=case_647, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2010 sample 0", fn=case_648, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2011 sample 0", fn=case_648, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2010 sample 1", fn=case_649, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2011 sample 1", fn=case_649, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2010 sample 2", fn=case_650, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2011 sample 2", fn=case_650, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2010 sample 3", fn=case_651, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2011 sample 3", fn=case_651, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2010 sample 4", fn=case_652, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2011 sample 4", fn=case_652, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2010 sample 5", fn=case_653, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2011 sample 5", fn=case_653, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2034 sample 0", fn=case_654, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2035 sample 0", fn=case_654, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2034 sample 1", fn=case_655, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2035 sample 1", fn=case_655, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2034 sample 2", fn=case_656, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2035 sample 2", fn=case_656, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2034 sample 3", fn=case_657, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2035 sample 3", fn=case_657, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2034 sample 4", fn=case_658, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2035 sample 4", fn=case_658, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2049 sample 0", fn=case_659, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2050 sample 0", fn=case_659, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2049 sample 1", fn=case_660, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2050 sample 1", fn=case_660, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2049 sample 2", fn=case_661, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2050 sample 2", fn=case_661, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2062 sample 0", fn=case_662, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2063 sample 0", fn=case_662, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2062 sample 1", fn=case_663, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2063 sample 1", fn=case_663, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2062 sample 2", fn=case_664, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2063 sample 2", fn=case_664, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2062 sample 3", fn=case_665, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2063 sample 3", fn=case_665, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2062 sample 4", fn=case_666, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2063 sample 4", fn=case_666, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2085 sample 0", fn=case_667, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2086 sample 0", fn=case_667, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2085 sample 1", fn=case_668, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2086 sample 1", fn=case_668, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2085 sample 2", fn=case_669, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2086 sample 2", fn=case_669, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2085 sample 3", fn=case_670, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2086 sample 3", fn=case_670, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2106 sample 0", fn=case_671, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2107 sample 0", fn=case_671, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2106 sample 1", fn=case_672, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2107 sample 1", fn=case_672, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2106 sample 2", fn=case_673, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2107 sample 2", fn=case_673, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2119 sample 0", fn=case_674, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2120 sample 0", fn=case_674, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2119 sample 1", fn=case_675, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2120 sample 1", fn=case_675, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2119 sample 2", fn=case_676, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2120 sample 2", fn=case_676, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2119 sample 3", fn=case_677, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2120 sample 3", fn=case_677, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2119 sample 4", fn=case_678, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2120 sample 4", fn=case_678, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2138 sample 0", fn=case_679, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2139 sample 0", fn=case_679, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2138 sample 1", fn=case_680, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2139 sample 1", fn=case_680, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2138 sample 2", fn=case_681, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2139 sample 2", fn=case_681, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2138 sample 3", fn=case_682, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2139 sample 3", fn=case_682, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2152 sample 0", fn=case_683, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2153 sample 0", fn=case_683, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2152 sample 1", fn=case_684, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2153 sample 1", fn=case_684, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2179 sample 0", fn=case_685, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2180 sample 0", fn=case_685, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2179 sample 1", fn=case_686, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2180 sample 1", fn=case_686, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2179 sample 2", fn=case_687, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2180 sample 2", fn=case_687, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2179 sample 3", fn=case_688, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2180 sample 3", fn=case_688, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2191 sample 0", fn=case_689, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2192 sample 0", fn=case_689, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2191 sample 1", fn=case_690, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2192 sample 1", fn=case_690, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2191 sample 2", fn=case_691, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2192 sample 2", fn=case_691, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2191 sample 3", fn=case_692, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2192 sample 3", fn=case_692, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2204 sample 0", fn=case_693, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2205 sample 0", fn=case_693, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2204 sample 1", fn=case_694, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2205 sample 1", fn=case_694, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2204 sample 2", fn=case_695, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2205 sample 2", fn=case_695, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2204 sample 3", fn=case_696, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2205 sample 3", fn=case_696, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2204 sample 4", fn=case_697, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2205 sample 4", fn=case_697, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2219 sample 0", fn=case_698, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2220 sample 0", fn=case_698, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2219 sample 1", fn=case_699, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2220 sample 1", fn=case_699, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2219 sample 2", fn=case_700, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2220 sample 2", fn=case_700, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2219 sample 3", fn=case_701, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2220 sample 3", fn=case_701, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2219 sample 4", fn=case_702, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2220 sample 4", fn=case_702, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2235 sample 0", fn=case_703, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2236 sample 0", fn=case_703, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2235 sample 1", fn=case_704, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2236 sample 1", fn=case_704, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2246 sample 0", fn=case_705, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2247 sample 0", fn=case_705, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2246 sample 1", fn=case_706, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2247 sample 1", fn=case_706, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2246 sample 2", fn=case_707, tensors=["self", "indices_0", "indices_2"],
+    dict(op="index.Tensor", where="ops.yaml:2247 sample 2", fn=case_707, tensors=["self", "indices_0", "indices_2"],
          free=[True, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2246 sample 3", fn=case_708, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2247 sample 3", fn=case_708, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2246 sample 4", fn=case_709, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2247 sample 4", fn=case_709, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2246 sample 5", fn=case_710, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2247 sample 5", fn=case_710, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2261 sample 0", fn=case_711, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2262 sample 0", fn=case_711, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2261 sample 1", fn=case_712, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2262 sample 1", fn=case_712, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2261 sample 2", fn=case_713, tensors=["self", "indices_0", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2262 sample 2", fn=case_713, tensors=["self", "indices_0", "indices_1", "values"],
          free=[True, False, False, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2261 sample 3", fn=case_714, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2262 sample 3", fn=case_714, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2261 sample 4", fn=case_715, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2262 sample 4", fn=case_715, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2276 sample 0 result values", fn=case_716, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 0 result values", fn=case_716, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2276 sample 0 result indices", fn=case_717, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 0 result indices", fn=case_717, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2276 sample 1 result values", fn=case_718, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 1 result values", fn=case_718, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2276 sample 1 result indices", fn=case_719, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 1 result indices", fn=case_719, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2276 sample 2 result values", fn=case_720, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 2 result values", fn=case_720, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2276 sample 2 result indices", fn=case_721, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 2 result indices", fn=case_721, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2276 sample 3 result values", fn=case_722, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 3 result values", fn=case_722, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2276 sample 3 result indices", fn=case_723, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 3 result indices", fn=case_723, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2276 sample 4 result values", fn=case_724, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 4 result values", fn=case_724, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2276 sample 4 result indices", fn=case_725, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 4 result indices", fn=case_725, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2292 sample 0 result values", fn=case_726, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2293 sample 0 result values", fn=case_726, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2292 sample 0 result indices", fn=case_727, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2293 sample 0 result indices", fn=case_727, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2292 sample 1 result values", fn=case_728, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2293 sample 1 result values", fn=case_728, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2292 sample 1 result indices", fn=case_729, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2293 sample 1 result indices", fn=case_729, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="topk", where="ops.yaml:2306 sample 0 result values", fn=case_730, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 0 result values", fn=case_730, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2306 sample 0 result indices", fn=case_731, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 0 result indices", fn=case_731, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2306 sample 1 result values", fn=case_732, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 1 result values", fn=case_732, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2306 sample 1 result indices", fn=case_733, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 1 result indices", fn=case_733, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2306 sample 2 result values", fn=case_734, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 2 result values", fn=case_734, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2306 sample 2 result indices", fn=case_735, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 2 result indices", fn=case_735, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2306 sample 3 result values", fn=case_736, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 3 result values", fn=case_736, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2306 sample 3 result indices", fn=case_737, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 3 result indices", fn=case_737, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2306 sample 4 result values", fn=case_738, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 4 result values", fn=case_738, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2306 sample 4 result indices", fn=case_739, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 4 result indices", fn=case_739, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2328 sample 0", fn=case_740, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2329 sample 0", fn=case_740, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2328 sample 1", fn=case_741, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2329 sample 1", fn=case_741, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2328 sample 2", fn=case_742, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2329 sample 2", fn=case_742, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2328 sample 3", fn=case_743, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2329 sample 3", fn=case_743, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2347 sample 0", fn=case_744, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 0", fn=case_744, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2347 sample 1", fn=case_745, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 1", fn=case_745, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2347 sample 2", fn=case_746, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 2", fn=case_746, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2347 sample 3", fn=case_747, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 3", fn=case_747, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2362 sample 0", fn=case_748, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2363 sample 0", fn=case_748, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2362 sample 1", fn=case_749, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2363 sample 1", fn=case_749, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2375 sample 0", fn=case_750, tensors=["grad_output", "self"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2376 sample 0", fn=case_750, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2422 sample 0", fn=case_751, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2423 sample 0", fn=case_751, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2422 sample 1", fn=case_752, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2423 sample 1", fn=case_752, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2422 sample 2", fn=case_753, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2423 sample 2", fn=case_753, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2422 sample 3", fn=case_754, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2423 sample 3", fn=case_754, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2422 sample 4", fn=case_755, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2423 sample 4", fn=case_755, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2422 sample 5", fn=case_756, tensors=["input", "weight"],
+    dict(op="conv2d", where="ops.yaml:2423 sample 5", fn=case_756, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2444 sample 0", fn=case_757, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2445 sample 0", fn=case_757, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2444 sample 1", fn=case_758, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2445 sample 1", fn=case_758, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2444 sample 2", fn=case_759, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2445 sample 2", fn=case_759, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2464 sample 0", fn=case_760, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2465 sample 0", fn=case_760, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2464 sample 1", fn=case_761, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2465 sample 1", fn=case_761, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2464 sample 2", fn=case_762, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2465 sample 2", fn=case_762, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d.padding", where="ops.yaml:2483 sample 0", fn=case_763, tensors=["input", "weight", "bias"],
+    dict(op="conv1d.padding", where="ops.yaml:2484 sample 0", fn=case_763, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2501 sample 0", fn=case_764, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 0", fn=case_764, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2501 sample 1", fn=case_765, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 1", fn=case_765, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2501 sample 2", fn=case_766, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 2", fn=case_766, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2501 sample 3", fn=case_767, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 3", fn=case_767, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2501 sample 4", fn=case_768, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 4", fn=case_768, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2501 sample 5", fn=case_769, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 5", fn=case_769, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2520 sample 0", fn=case_770, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2521 sample 0", fn=case_770, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2520 sample 1", fn=case_771, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2521 sample 1", fn=case_771, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2533 sample 0", fn=case_772, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2534 sample 0", fn=case_772, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2533 sample 1", fn=case_773, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2534 sample 1", fn=case_773, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2547 sample 0", fn=case_774, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2548 sample 0", fn=case_774, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2547 sample 1", fn=case_775, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2548 sample 1", fn=case_775, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 0 result values", fn=case_776, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 0 result values", fn=case_776, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 0 result indices", fn=case_777, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 0 result indices", fn=case_777, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 1 result values", fn=case_778, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 1 result values", fn=case_778, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 1 result indices", fn=case_779, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 1 result indices", fn=case_779, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 2 result values", fn=case_780, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 2 result values", fn=case_780, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 2 result indices", fn=case_781, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 2 result indices", fn=case_781, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 3 result values", fn=case_782, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 3 result values", fn=case_782, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2565 sample 3 result indices", fn=case_783, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 3 result indices", fn=case_783, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2583 sample 0", fn=case_784, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2584 sample 0", fn=case_784, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2583 sample 1", fn=case_785, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2584 sample 1", fn=case_785, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2583 sample 2", fn=case_786, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2584 sample 2", fn=case_786, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2608 sample 0", fn=case_787, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2609 sample 0", fn=case_787, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2608 sample 1", fn=case_788, tensors=["input", "weight"],
+    dict(op="layer_norm", where="ops.yaml:2609 sample 1", fn=case_788, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2608 sample 2", fn=case_789, tensors=["input", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2609 sample 2", fn=case_789, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2608 sample 3", fn=case_790, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2609 sample 3", fn=case_790, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2608 sample 4", fn=case_791, tensors=["input"],
+    dict(op="layer_norm", where="ops.yaml:2609 sample 4", fn=case_791, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2635 sample 0", fn=case_792, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2636 sample 0", fn=case_792, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2635 sample 1", fn=case_793, tensors=["input", "weight"],
+    dict(op="group_norm", where="ops.yaml:2636 sample 1", fn=case_793, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2635 sample 2", fn=case_794, tensors=["input", "bias"],
+    dict(op="group_norm", where="ops.yaml:2636 sample 2", fn=case_794, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2635 sample 3", fn=case_795, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2636 sample 3", fn=case_795, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2635 sample 4", fn=case_796, tensors=["input"],
+    dict(op="group_norm", where="ops.yaml:2636 sample 4", fn=case_796, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2659 sample 0", fn=case_797, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2660 sample 0", fn=case_797, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2659 sample 1", fn=case_798, tensors=["input"],
+    dict(op="rms_norm", where="ops.yaml:2660 sample 1", fn=case_798, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2659 sample 2", fn=case_799, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2660 sample 2", fn=case_799, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2659 sample 3", fn=case_800, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2660 sample 3", fn=case_800, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2693 sample 0", fn=case_801, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm", where="ops.yaml:2694 sample 0", fn=case_801, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2693 sample 1", fn=case_802, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2694 sample 1", fn=case_802, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2693 sample 2", fn=case_803, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2694 sample 2", fn=case_803, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2693 sample 3", fn=case_804, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2694 sample 3", fn=case_804, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2693 sample 4", fn=case_805, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2694 sample 4", fn=case_805, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2693 sample 5", fn=case_806, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2694 sample 5", fn=case_806, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2726 sample 0", fn=case_807, tensors=["input", "weight", "bias"],
+    dict(op="row_norm", where="ops.yaml:2727 sample 0", fn=case_807, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2726 sample 1", fn=case_808, tensors=["input", "weight"],
+    dict(op="row_norm", where="ops.yaml:2727 sample 1", fn=case_808, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2757 sample 0", fn=case_809, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm_training", where="ops.yaml:2758 sample 0", fn=case_809, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2757 sample 1", fn=case_810, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm_training", where="ops.yaml:2758 sample 1", fn=case_810, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2926 sample 0", fn=case_811, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 0", fn=case_811, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2926 sample 1", fn=case_812, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 1", fn=case_812, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2926 sample 2", fn=case_813, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 2", fn=case_813, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2926 sample 3", fn=case_814, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2926 sample 4", fn=case_815, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2926 sample 5", fn=case_816, tensors=["self"],
-         free=[False],
-         no_grad=[False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2926 sample 6", fn=case_817, tensors=["self"],
-         free=[False],
-         no_grad=[False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2946 sample 0", fn=case_818, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2946 sample 1", fn=case_819, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2946 sample 2", fn=case_820, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2946 sample 3", fn=case_821, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 3", fn=case_814, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2946 sample 4", fn=case_822, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 4", fn=case_815, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2946 sample 5", fn=case_823, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 5", fn=case_816, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2946 sample 6", fn=case_824, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 6", fn=case_817, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2966 sample 0", fn=case_825, tensors=["grad_output", "output"],
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 0", fn=case_818, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 1", fn=case_819, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 2", fn=case_820, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 3", fn=case_821, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 4", fn=case_822, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 5", fn=case_823, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 6", fn=case_824, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2967 sample 0", fn=case_825, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2966 sample 1", fn=case_826, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2967 sample 1", fn=case_826, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2966 sample 2", fn=case_827, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2967 sample 2", fn=case_827, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2983 sample 0", fn=case_828, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2984 sample 0", fn=case_828, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2983 sample 1", fn=case_829, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2984 sample 1", fn=case_829, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2983 sample 2", fn=case_830, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2984 sample 2", fn=case_830, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:3022 sample 0", fn=case_831, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3023 sample 0", fn=case_831, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3022 sample 1", fn=case_832, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3023 sample 1", fn=case_832, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3022 sample 2", fn=case_833, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3023 sample 2", fn=case_833, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3022 sample 3", fn=case_834, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3023 sample 3", fn=case_834, tensors=["input"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3022 sample 4", fn=case_835, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3023 sample 4", fn=case_835, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:3036 sample 0", fn=case_836, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3037 sample 0", fn=case_836, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3036 sample 1", fn=case_837, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3037 sample 1", fn=case_837, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3036 sample 2", fn=case_838, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3037 sample 2", fn=case_838, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3036 sample 3", fn=case_839, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3037 sample 3", fn=case_839, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3036 sample 4", fn=case_840, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3037 sample 4", fn=case_840, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3051 sample 0", fn=case_841, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3052 sample 0", fn=case_841, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3051 sample 1", fn=case_842, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3052 sample 1", fn=case_842, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3051 sample 2", fn=case_843, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3052 sample 2", fn=case_843, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3051 sample 3", fn=case_844, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3052 sample 3", fn=case_844, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3051 sample 4", fn=case_845, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3052 sample 4", fn=case_845, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3066 sample 0", fn=case_846, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 0", fn=case_846, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3066 sample 1", fn=case_847, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 1", fn=case_847, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3066 sample 2", fn=case_848, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 2", fn=case_848, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3066 sample 3", fn=case_849, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 3", fn=case_849, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3066 sample 4", fn=case_850, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 4", fn=case_850, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3066 sample 5", fn=case_851, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 5", fn=case_851, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3082 sample 0", fn=case_852, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3083 sample 0", fn=case_852, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3082 sample 1", fn=case_853, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3083 sample 1", fn=case_853, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3082 sample 2", fn=case_854, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3083 sample 2", fn=case_854, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3082 sample 3", fn=case_855, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3083 sample 3", fn=case_855, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3082 sample 4", fn=case_856, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3083 sample 4", fn=case_856, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3099 sample 0", fn=case_857, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 0", fn=case_857, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3099 sample 1", fn=case_858, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 1", fn=case_858, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3099 sample 2", fn=case_859, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 2", fn=case_859, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3099 sample 3", fn=case_860, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 3", fn=case_860, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3114 sample 0", fn=case_861, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 0", fn=case_861, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3114 sample 1", fn=case_862, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 1", fn=case_862, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3114 sample 2", fn=case_863, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 2", fn=case_863, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3114 sample 3", fn=case_864, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 3", fn=case_864, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3114 sample 4", fn=case_865, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 4", fn=case_865, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3114 sample 5", fn=case_866, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 5", fn=case_866, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3130 sample 0", fn=case_867, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 0", fn=case_867, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3130 sample 1", fn=case_868, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 1", fn=case_868, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3130 sample 2", fn=case_869, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 2", fn=case_869, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3130 sample 3", fn=case_870, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 3", fn=case_870, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3130 sample 4", fn=case_871, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 4", fn=case_871, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3130 sample 5", fn=case_872, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 5", fn=case_872, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3153 sample 0", fn=case_873, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3154 sample 0", fn=case_873, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3153 sample 1", fn=case_874, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3154 sample 1", fn=case_874, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3153 sample 2", fn=case_875, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3154 sample 2", fn=case_875, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3153 sample 3", fn=case_876, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3154 sample 3", fn=case_876, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3153 sample 4", fn=case_877, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3154 sample 4", fn=case_877, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3153 sample 5", fn=case_878, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3154 sample 5", fn=case_878, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 0", fn=case_879, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 0", fn=case_879, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 1", fn=case_880, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 1", fn=case_880, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 2", fn=case_881, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 2", fn=case_881, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 3", fn=case_882, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 3", fn=case_882, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 4", fn=case_883, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 4", fn=case_883, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 5", fn=case_884, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 5", fn=case_884, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 6", fn=case_885, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 6", fn=case_885, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 7", fn=case_886, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 7", fn=case_886, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 8", fn=case_887, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 8", fn=case_887, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 9", fn=case_888, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 9", fn=case_888, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 10", fn=case_889, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 10", fn=case_889, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3176 sample 11", fn=case_890, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 11", fn=case_890, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 0", fn=case_891, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 0", fn=case_891, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 1", fn=case_892, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 1", fn=case_892, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 2", fn=case_893, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 2", fn=case_893, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 3", fn=case_894, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 3", fn=case_894, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 4", fn=case_895, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 4", fn=case_895, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 5", fn=case_896, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 5", fn=case_896, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3202 sample 6", fn=case_897, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 6", fn=case_897, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 0", fn=case_898, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 0", fn=case_898, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 1", fn=case_899, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 1", fn=case_899, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 2", fn=case_900, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 2", fn=case_900, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 3", fn=case_901, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 3", fn=case_901, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 4", fn=case_902, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 4", fn=case_902, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 5", fn=case_903, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 5", fn=case_903, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3241 sample 6", fn=case_904, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 6", fn=case_904, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 0 result output", fn=case_905, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 0 result output", fn=case_905, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 0 result attn", fn=case_906, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 0 result attn", fn=case_906, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 1 result output", fn=case_907, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 1 result output", fn=case_907, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 1 result attn", fn=case_908, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 1 result attn", fn=case_908, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 2 result output", fn=case_909, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 2 result output", fn=case_909, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 2 result attn", fn=case_910, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 2 result attn", fn=case_910, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 3 result output", fn=case_911, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 3 result output", fn=case_911, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3269 sample 3 result attn", fn=case_912, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 3 result attn", fn=case_912, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3299 sample 0", fn=case_913, tensors=[],
+    dict(op="empty", where="ops.yaml:3300 sample 0", fn=case_913, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3299 sample 1", fn=case_914, tensors=[],
+    dict(op="empty", where="ops.yaml:3300 sample 1", fn=case_914, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3299 sample 2", fn=case_915, tensors=[],
+    dict(op="empty", where="ops.yaml:3300 sample 2", fn=case_915, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3306 sample 0", fn=case_916, tensors=[],
+    dict(op="zeros", where="ops.yaml:3307 sample 0", fn=case_916, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3314 sample 0", fn=case_917, tensors=[],
+    dict(op="ones", where="ops.yaml:3315 sample 0", fn=case_917, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3329 sample 0", fn=case_918, tensors=[],
+    dict(op="full", where="ops.yaml:3330 sample 0", fn=case_918, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3329 sample 1", fn=case_919, tensors=[],
+    dict(op="full", where="ops.yaml:3330 sample 1", fn=case_919, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3329 sample 2", fn=case_920, tensors=[],
+    dict(op="full", where="ops.yaml:3330 sample 2", fn=case_920, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3340 sample 0", fn=case_921, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3341 sample 0", fn=case_921, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3340 sample 1", fn=case_922, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3341 sample 1", fn=case_922, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3340 sample 2", fn=case_923, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3341 sample 2", fn=case_923, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3360 sample 0", fn=case_924, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3361 sample 0", fn=case_924, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3360 sample 1", fn=case_925, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3361 sample 1", fn=case_925, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3360 sample 2", fn=case_926, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3361 sample 2", fn=case_926, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3360 sample 3", fn=case_927, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3361 sample 3", fn=case_927, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3372 sample 0", fn=case_928, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3373 sample 0", fn=case_928, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3372 sample 1", fn=case_929, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3373 sample 1", fn=case_929, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3372 sample 2", fn=case_930, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3373 sample 2", fn=case_930, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3377 sample 0", fn=case_931, tensors=[],
+    dict(op="arange", where="ops.yaml:3378 sample 0", fn=case_931, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3392 sample 0", fn=case_932, tensors=[],
+    dict(op="linspace", where="ops.yaml:3393 sample 0", fn=case_932, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3392 sample 1", fn=case_933, tensors=[],
+    dict(op="linspace", where="ops.yaml:3393 sample 1", fn=case_933, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3392 sample 2", fn=case_934, tensors=[],
+    dict(op="linspace", where="ops.yaml:3393 sample 2", fn=case_934, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3404 sample 0", fn=case_935, tensors=[],
+    dict(op="eye", where="ops.yaml:3405 sample 0", fn=case_935, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3404 sample 1", fn=case_936, tensors=[],
+    dict(op="eye", where="ops.yaml:3405 sample 1", fn=case_936, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3415 sample 0", fn=case_937, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3416 sample 0", fn=case_937, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3415 sample 1", fn=case_938, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3416 sample 1", fn=case_938, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3419 sample 0", fn=case_939, tensors=[],
+    dict(op="rand", where="ops.yaml:3420 sample 0", fn=case_939, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3430 sample 0", fn=case_940, tensors=[],
+    dict(op="randn", where="ops.yaml:3431 sample 0", fn=case_940, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3447 sample 0", fn=case_941, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3448 sample 0", fn=case_941, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3447 sample 1", fn=case_942, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3448 sample 1", fn=case_942, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3457 sample 0", fn=case_943, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3458 sample 0", fn=case_943, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3457 sample 1", fn=case_944, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3458 sample 1", fn=case_944, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3468 sample 0", fn=case_945, tensors=[],
+    dict(op="randint", where="ops.yaml:3469 sample 0", fn=case_945, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3468 sample 1", fn=case_946, tensors=[],
+    dict(op="randint", where="ops.yaml:3469 sample 1", fn=case_946, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3479 sample 0", fn=case_947, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3480 sample 0", fn=case_947, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3489 sample 0", fn=case_948, tensors=[],
+    dict(op="randperm", where="ops.yaml:3490 sample 0", fn=case_948, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3489 sample 1", fn=case_949, tensors=[],
+    dict(op="randperm", where="ops.yaml:3490 sample 1", fn=case_949, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3506 sample 0", fn=case_950, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3507 sample 0", fn=case_950, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3506 sample 1", fn=case_951, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3507 sample 1", fn=case_951, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3506 sample 2", fn=case_952, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3507 sample 2", fn=case_952, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3517 sample 0", fn=case_953, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3518 sample 0", fn=case_953, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3517 sample 1", fn=case_954, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3518 sample 1", fn=case_954, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3517 sample 2", fn=case_955, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3518 sample 2", fn=case_955, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3529 sample 0", fn=case_956, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3530 sample 0", fn=case_956, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3529 sample 1", fn=case_957, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3530 sample 1", fn=case_957, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3529 sample 2", fn=case_958, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3530 sample 2", fn=case_958, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="maybe_multiply", where="ops.yaml:3542 sample 0", fn=case_959, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3543 sample 0", fn=case_959, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maybe_multiply", where="ops.yaml:3542 sample 1", fn=case_960, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3543 sample 1", fn=case_960, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3553 sample 0", fn=case_961, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3554 sample 0", fn=case_961, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3553 sample 1", fn=case_962, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3554 sample 1", fn=case_962, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],

@@ -235,3 +235,49 @@ def test_scalars_of_u8_loops_wrap_through_uint8():
     k = kernel("self + alpha * other", BROADCAST + "  promote: [self, other, alpha]\n", ADD)
     u8 = [loop for loop in k["loops"] if loop["dtype"] == "u8"][0]
     assert u8["scalar_lines"] == ["const int32_t alpha = (int32_t)(uint8_t)scalars[0].i;"]
+
+
+POW = "pow(Tensor self, Scalar exponent) -> Tensor"
+
+
+def test_specialized_scalar_values_get_floating_loops_of_their_own():
+    k = kernel("pow(self, checked(exponent))", "  specialize: {exponent: [2, -0.5]}\n", POW)
+    f32 = {v["cond"]: v["value"] for c in k["cases"] if c["enum"] == "YT_DTYPE_F32" for v in c["variants"]}
+    # the special values first, as the forms of pow PyTorch uses; powf for any other value, last
+    assert list(f32.items()) == [("yt__scalar_to_double(exponent) == 2.0", "self * self"),
+                                 ("yt__scalar_to_double(exponent) == -0.5", "(float)1 / sqrtf(self)"),
+                                 (None, "powf(self, exponent)")]
+    f64 = [v["value"] for c in k["cases"] if c["enum"] == "YT_DTYPE_F64" for v in c["variants"]]
+    assert f64 == ["self * self", "(double)1 / sqrt(self)", "pow(self, exponent)"]
+    # integer loops keep one loop (exact integer power)
+    i32 = [v["value"] for c in k["cases"] if c["enum"] == "YT_DTYPE_I32" for v in c["variants"]]
+    assert i32 == ["yt__pw_ipow_i32(self, exponent)"]
+    assert "pow_rows_f32_exponent_m0_5" in [loop["rows"] for loop in k["loops"]]
+
+
+@pytest.mark.parametrize("value, c", [
+    (3, "self * self * self"), (-1, "(float)1 / self"), (-2, "(float)1 / (self * self)"), (0.5, "sqrtf(self)"),
+    (1, "self"),
+    (2.5, "powf(self, (float)2.5)"),  # no special form: the constant goes to powf
+])
+def test_pow_forms_of_constant_exponents(value, c):
+    e = PointwiseExpr(pointwise_op("pow(self, exponent)", POW, f"  specialize: {{exponent: [{value}]}}\n"))
+    assert e.render("f32", {}, {"exponent": float(value)}) == c
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("  specialize: {self: [2]}\n", "ops.yaml:6: f: specialize names 'self', which is not a Scalar argument"),
+    ("  specialize: {exponent: []}\n", "ops.yaml:6: f: specialize values of 'exponent' must be a non-empty list of numbers"),
+    ("  specialize: {exponent: [two]}\n", "ops.yaml:6: f: specialize values of 'exponent' must be a non-empty list of numbers"),
+    ("  specialize: {exponent: [2, 2.0]}\n", "ops.yaml:6: f: specialize values of 'exponent' repeat a value"),
+    ("  specialize: [2]\n", "ops.yaml:6: f: 'specialize' must map Scalar arguments to lists of numbers"),
+])
+def test_bad_specialize_is_reported_at_its_line(extra, message):
+    assert spec_error(pointwise_op, "pow(self, exponent)", "f(Tensor self, Scalar exponent) -> Tensor",
+                      extra) == message
+
+
+def test_specialize_is_for_pointwise_ops():
+    text = ("- func: f(Tensor self, Scalar k) -> Tensor\n  family: pointwise\n  dtypes: all\n"
+            "  dispatch: {cpu: yt__cpu_f}\n  specialize: {k: [2]}\n  doc: x.\n")
+    assert spec_error(parse_ops, text, "ops.yaml") == "ops.yaml:5: f: 'specialize' is for pointwise ops"

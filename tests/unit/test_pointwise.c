@@ -2,6 +2,7 @@
  * propagation, Python division and modulus, integer division by zero, f16/bf16 round trips,
  * and the vectorised / broadcast / strided loop paths agreeing with each other. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -43,6 +44,38 @@ Test(pointwise, round_is_half_to_even_and_sign_of_nan_is_zero)
     expect(yt_sign(t), (double[]){1, 1, 1, -1, -1, 1, 0}, 7, "sign");
     expect(yt_trunc(t), (double[]){0, 1, 2, -0.0, -1, 2, NAN}, 7, "trunc");
     expect(yt_floor(t), (double[]){0, 1, 2, -1, -2, 2, NAN}, 7, "floor");
+    yt_release(t);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* pow with the exponents that get loops of their own (ops.yaml `specialize:`) gives PyTorch's
+ * values, which come from products, sqrt and reciprocals rather than powf: sqrt of -0 is -0 and
+ * of -inf NaN (powf gives +0 and +inf). The expected values are PyTorch 1.13's, in f32. */
+Test(pointwise, pow_special_exponents_match_pytorch)
+{
+    const double x[] = {-2, -0.0, 0, 3, INFINITY, -INFINITY, NAN, 1e30};
+    const double third = (float)(1.0 / 3.0), ninth = (float)(1.0 / 9.0);
+    const double r3 = (float)sqrt(3.0), ir3 = (float)(1.0 / (float)sqrt(3.0));
+    const double big = (float)1e30, ibig = (float)(1.0 / (float)1e30);
+    const struct {
+        double k, want[8];
+    } cases[] = {
+        {2, {4, 0, 0, 9, INFINITY, INFINITY, NAN, INFINITY}},
+        {3, {-8, -0.0, 0, 27, INFINITY, -INFINITY, NAN, INFINITY}},
+        {-1, {-0.5, -INFINITY, INFINITY, third, 0, -0.0, NAN, ibig}},
+        {-2, {0.25, INFINITY, INFINITY, ninth, 0, 0, NAN, 0}},
+        {0.5, {NAN, -0.0, 0, r3, INFINITY, NAN, NAN, (float)sqrt((float)1e30)}},
+        {-0.5, {NAN, -INFINITY, INFINITY, ir3, 0, NAN, NAN, (float)(1.0 / (float)sqrt((float)1e30))}},
+        {1, {-2, -0.0, 0, 3, INFINITY, -INFINITY, NAN, big}},
+    };
+    yt_tensor *t = vec(x, 8, YT_DTYPE_F32);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char what[32];
+        snprintf(what, sizeof what, "pow(x, %g)", cases[c].k);
+        expect(yt_pow(t, yt_float(cases[c].k)), cases[c].want, 8, what);
+    }
+    /* an integral exponent that is special as a number too */
+    expect(yt_pow(t, yt_int(2)), cases[0].want, 8, "pow(x, int 2)");
     yt_release(t);
     YT_ASSERT_NO_LEAKS();
 }
