@@ -65,7 +65,8 @@ Test(pointwise, pow_special_exponents_match_pytorch)
         {-1, {-0.5, -INFINITY, INFINITY, third, 0, -0.0, NAN, ibig}},
         {-2, {0.25, INFINITY, INFINITY, ninth, 0, 0, NAN, 0}},
         {0.5, {NAN, -0.0, 0, r3, INFINITY, NAN, NAN, (float)sqrt((float)1e30)}},
-        {-0.5, {NAN, -INFINITY, INFINITY, ir3, 0, NAN, NAN, (float)(1.0 / (float)sqrt((float)1e30))}},
+        {-0.5,
+         {NAN, -INFINITY, INFINITY, ir3, 0, NAN, NAN, (float)(1.0 / (float)sqrt((float)1e30))}},
         {1, {-2, -0.0, 0, 3, INFINITY, -INFINITY, NAN, big}},
     };
     yt_tensor *t = vec(x, 8, YT_DTYPE_F32);
