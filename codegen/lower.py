@@ -1226,9 +1226,14 @@ class OpLowering:
             td = d if t in promoted else op.dtypes[t][0] if len(op.dtypes[t]) == 1 else d
             st, ct, load, _ = DTYPE_C[td]
             operands.append({"name": t, "index": i + 1, "storage": st, "compute": ct, "load": load,
-                             "used": t in used})
+                             "used": t in used, "dtype": td})
         ost, _, _, ostore = DTYPE_C[store_t]
         ctype = DTYPE_C[d][1]
+        # an expression that is one operand of the loop's own dtype (clone's `self`) moves its bits:
+        # f16 / bf16 would otherwise round-trip through float, which quiets signalling NaNs
+        moved = next((o for o in operands if o["name"] == value and o["storage"] == ost and o["dtype"] == d), None)
+        if moved is not None:
+            moved["compute"], moved["load"], ostore, ctype = ost, "{}", "{}", ost
         scal = []
         for i, a in enumerate(ctx_args):
             if a.name in used and a.kind != "tensor":

@@ -5132,14 +5132,14 @@ clone_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *r
             for (int64_t i = 0; i < n; i++) {
                 const bool self = self_p[i];
                 const bool out_value = self;
-                out[i] = (bool)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
             const bool out_value = self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(bool *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5169,16 +5169,16 @@ clone_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
         if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const int32_t self = self_p[i];
-                const int32_t out_value = self;
-                out[i] = (uint8_t)(out_value);
+                const uint8_t self = self_p[i];
+                const uint8_t out_value = self;
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = self;
-            *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
+            const uint8_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
+            const uint8_t out_value = self;
+            *(uint8_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5210,14 +5210,14 @@ clone_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
                 const int8_t out_value = self;
-                out[i] = (int8_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t out_value = self;
-            *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
+            *(int8_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5249,14 +5249,14 @@ clone_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
                 const int16_t out_value = self;
-                out[i] = (int16_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t out_value = self;
-            *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
+            *(int16_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5288,14 +5288,14 @@ clone_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t out_value = self;
-                out[i] = (int32_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self;
-            *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
+            *(int32_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5327,14 +5327,14 @@ clone_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
                 const int64_t out_value = self;
-                out[i] = (int64_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t out_value = self;
-            *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
+            *(int64_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5364,17 +5364,16 @@ clone_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const float self = yt__f16_to_f32(self_p[i]);
-                const float out_value = self;
-                out[i] = yt__f32_to_f16(out_value);
+                const uint16_t self = self_p[i];
+                const uint16_t out_value = self;
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const float self =
-                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = self;
-            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+            const uint16_t self = *(const uint16_t *)((const char *)self_p + i * strides[1]);
+            const uint16_t out_value = self;
+            *(uint16_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5404,17 +5403,16 @@ clone_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const float self = yt__bf16_to_f32(self_p[i]);
-                const float out_value = self;
-                out[i] = yt__f32_to_bf16(out_value);
+                const uint16_t self = self_p[i];
+                const uint16_t out_value = self;
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const float self =
-                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = self;
-            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+            const uint16_t self = *(const uint16_t *)((const char *)self_p + i * strides[1]);
+            const uint16_t out_value = self;
+            *(uint16_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5746,16 +5744,16 @@ round_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
         if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const int32_t self = self_p[i];
-                const int32_t out_value = self;
-                out[i] = (uint8_t)(out_value);
+                const uint8_t self = self_p[i];
+                const uint8_t out_value = self;
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = self;
-            *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
+            const uint8_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
+            const uint8_t out_value = self;
+            *(uint8_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5787,14 +5785,14 @@ round_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
                 const int8_t out_value = self;
-                out[i] = (int8_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t out_value = self;
-            *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
+            *(int8_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5826,14 +5824,14 @@ round_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
                 const int16_t out_value = self;
-                out[i] = (int16_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t out_value = self;
-            *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
+            *(int16_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5865,14 +5863,14 @@ round_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t out_value = self;
-                out[i] = (int32_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self;
-            *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
+            *(int32_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5904,14 +5902,14 @@ round_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
                 const int64_t out_value = self;
-                out[i] = (int64_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t out_value = self;
-            *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
+            *(int64_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }

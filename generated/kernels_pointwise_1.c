@@ -2868,17 +2868,16 @@ pow_rows_f16_exponent_1(char **data, const int64_t *strides, int64_t n, const in
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const float self = yt__f16_to_f32(self_p[i]);
-                const float out_value = self;
-                out[i] = yt__f32_to_f16(out_value);
+                const uint16_t self = self_p[i];
+                const uint16_t out_value = self;
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const float self =
-                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = self;
-            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+            const uint16_t self = *(const uint16_t *)((const char *)self_p + i * strides[1]);
+            const uint16_t out_value = self;
+            *(uint16_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -3191,17 +3190,16 @@ pow_rows_bf16_exponent_1(char **data, const int64_t *strides, int64_t n, const i
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const float self = yt__bf16_to_f32(self_p[i]);
-                const float out_value = self;
-                out[i] = yt__f32_to_bf16(out_value);
+                const uint16_t self = self_p[i];
+                const uint16_t out_value = self;
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const float self =
-                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = self;
-            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+            const uint16_t self = *(const uint16_t *)((const char *)self_p + i * strides[1]);
+            const uint16_t out_value = self;
+            *(uint16_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -9218,16 +9216,16 @@ trunc_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
         if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const int32_t self = self_p[i];
-                const int32_t out_value = self;
-                out[i] = (uint8_t)(out_value);
+                const uint8_t self = self_p[i];
+                const uint8_t out_value = self;
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = self;
-            *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
+            const uint8_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
+            const uint8_t out_value = self;
+            *(uint8_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -9259,14 +9257,14 @@ trunc_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
                 const int8_t out_value = self;
-                out[i] = (int8_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t out_value = self;
-            *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
+            *(int8_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -9298,14 +9296,14 @@ trunc_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
                 const int16_t out_value = self;
-                out[i] = (int16_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t out_value = self;
-            *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
+            *(int16_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -9337,14 +9335,14 @@ trunc_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t out_value = self;
-                out[i] = (int32_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self;
-            *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
+            *(int32_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -9376,14 +9374,14 @@ trunc_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
                 const int64_t out_value = self;
-                out[i] = (int64_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t out_value = self;
-            *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
+            *(int64_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }

@@ -3034,17 +3034,17 @@ div_rounding_backward_rows_f16_none(char **data, const int64_t *strides, int64_t
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
-                const float out_value = grad_output;
-                out[i] = yt__f32_to_f16(out_value);
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const float grad_output =
-                yt__f16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
-            const float out_value = grad_output;
-            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+            const uint16_t grad_output =
+                *(const uint16_t *)((const char *)grad_output_p + i * strides[1]);
+            const uint16_t out_value = grad_output;
+            *(uint16_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -3110,17 +3110,17 @@ div_rounding_backward_rows_bf16_none(char **data, const int64_t *strides, int64_
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
-                const float out_value = grad_output;
-                out[i] = yt__f32_to_bf16(out_value);
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const float grad_output =
-                yt__bf16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
-            const float out_value = grad_output;
-            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+            const uint16_t grad_output =
+                *(const uint16_t *)((const char *)grad_output_p + i * strides[1]);
+            const uint16_t out_value = grad_output;
+            *(uint16_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5174,16 +5174,16 @@ ceil_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_
         if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const int32_t self = self_p[i];
-                const int32_t out_value = self;
-                out[i] = (uint8_t)(out_value);
+                const uint8_t self = self_p[i];
+                const uint8_t out_value = self;
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value = self;
-            *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
+            const uint8_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
+            const uint8_t out_value = self;
+            *(uint8_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5215,14 +5215,14 @@ ceil_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
                 const int8_t out_value = self;
-                out[i] = (int8_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t out_value = self;
-            *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
+            *(int8_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5254,14 +5254,14 @@ ceil_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
                 const int16_t out_value = self;
-                out[i] = (int16_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t out_value = self;
-            *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
+            *(int16_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5293,14 +5293,14 @@ ceil_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
                 const int32_t out_value = self;
-                out[i] = (int32_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self;
-            *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
+            *(int32_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5332,14 +5332,14 @@ ceil_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
                 const int64_t out_value = self;
-                out[i] = (int64_t)(out_value);
+                out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t out_value = self;
-            *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
+            *(int64_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }

@@ -260,8 +260,8 @@ yt__f16_to_f32(uint16_t h)
     uint32_t exp = (h >> 10) & 0x1fu;
     uint32_t mant = h & 0x3ffu;
 
-    if (exp == 0x1f) /* inf / NaN: keep the payload */
-        return bits_f32(sign | 0x7f800000u | (mant << 13));
+    if (exp == 0x1f) /* inf / NaN: keep the payload, quieting a NaN (as F16C and PyTorch do) */
+        return bits_f32(sign | 0x7f800000u | (mant << 13) | (mant != 0 ? 0x400000u : 0));
     if (exp != 0) /* normal: rebias 15 -> 127 */
         return bits_f32(sign | ((exp + 112) << 23) | (mant << 13));
     if (mant == 0)

@@ -281,3 +281,12 @@ def test_specialize_is_for_pointwise_ops():
     text = ("- func: f(Tensor self, Scalar k) -> Tensor\n  family: pointwise\n  dtypes: all\n"
             "  dispatch: {cpu: yt__cpu_f}\n  specialize: {k: [2]}\n  doc: x.\n")
     assert spec_error(parse_ops, text, "ops.yaml") == "ops.yaml:5: f: 'specialize' is for pointwise ops"
+
+
+def test_an_operand_alone_moves_its_bits():
+    # clone's `self`: f16 / bf16 are copied as stored, not through float (which quiets NaNs)
+    loops = {loop["dtype"]: loop for loop in kernel("self")["loops"]}
+    f16 = loops["f16"]
+    assert (f16["compute"], f16["store"], f16["operands"][0]["load"]) == ("uint16_t", "out_value", "{}")
+    # anything else computes as before
+    assert kernel("-self")["loops"][-4]["compute"] == "float"

@@ -345,3 +345,75 @@ Test(dtype, bf16_round_trips_through_to)
     round_trip(BF, in, out, 4);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* Casts a contiguous run takes 8 lanes at a time (f32 <-> f16, f32 <-> bf16, f32 -> i32) give
+ * the bits the element loop gives a strided run of the same values: column 0 of an [N, 2] tensor,
+ * cast as a view (element by element) and as a contiguous copy (vector runs, then a tail).
+ * f32 sources: every 4099th bit pattern and edge values (NaNs with payloads, subnormals, half's
+ * and bf16's rounding ties and overflow, i32's range ends); f16 and bf16 sources: all 65536, whose
+ * contiguous copies keep every bit. */
+static void
+expect_cast_paths_agree(yt_tensor *pairs, yt_dtype to, const char *what)
+{
+    yt_tensor *view = yt_select(pairs, 1, 0);
+    yt_tensor *dense = yt_contiguous(view);
+    yt_tensor *a = yt_to(view, to), *b = yt_to(dense, to);
+    cr_assert(a != NULL && b != NULL, "%s: %s", what, yt_errmsg());
+    size_t bytes = (size_t)yt_tensor_numel(a) * yt_dtype_size(to);
+    const unsigned char *pa = yt_tensor_data(a), *pb = yt_tensor_data(b);
+    for (size_t i = 0; i < bytes; i++)
+        cr_assert(pa[i] == pb[i], "%s: element %zu: the element loop and the vector run differ",
+                  what, i / yt_dtype_size(to));
+    yt_release(a);
+    yt_release(b);
+    yt_release(dense);
+    yt_release(view);
+}
+
+Test(dtype, vector_casts_match_the_element_loop)
+{
+    enum { N = (1 << 20) + 13 };
+    uint32_t *bits = malloc(sizeof(uint32_t) * 2 * N);
+    const uint32_t edges[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                              0x7f800001u, 0xffbfffffu, 0x7fa5a5a5u, 0x00000001u, 0x807fffffu,
+                              0x477fe000u, 0x477ff000u, 0x477fefffu, 0x33000000u, 0x33000001u,
+                              0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0x4f000000u, 0xcf000000u,
+                              0x4effffffu, 0xcf000001u};
+    const int n_edges = sizeof edges / sizeof edges[0];
+    for (uint32_t i = 0; i < N; i++) {
+        bits[2 * i] = i < (uint32_t)n_edges ? edges[i] : i * 4099u;
+        bits[2 * i + 1] = 0;
+    }
+    const int64_t sizes[2] = {N, 2};
+    yt_tensor *f32 = yt_tensor_from_data(bits, sizes, 2, YT_DTYPE_F32);
+    cr_assert_not_null(f32, "%s", yt_errmsg());
+    expect_cast_paths_agree(f32, YT_DTYPE_F16, "f32 -> f16");
+    expect_cast_paths_agree(f32, YT_DTYPE_BF16, "f32 -> bf16");
+    expect_cast_paths_agree(f32, YT_DTYPE_I32, "f32 -> i32");
+    yt_release(f32);
+    uint16_t *halves = malloc(sizeof(uint16_t) * 2 * 65536);
+    for (uint32_t i = 0; i < 65536; i++) {
+        halves[2 * i] = (uint16_t)i;
+        halves[2 * i + 1] = 0;
+    }
+    const int64_t hsizes[2] = {65536, 2};
+    const yt_dtype half_types[2] = {YT_DTYPE_F16, YT_DTYPE_BF16};
+    for (int k = 0; k < 2; k++) {
+        yt_tensor *h = yt_tensor_from_data(halves, hsizes, 2, half_types[k]);
+        cr_assert_not_null(h, "%s", yt_errmsg());
+        expect_cast_paths_agree(h, YT_DTYPE_F32, k == 0 ? "f16 -> f32" : "bf16 -> f32");
+        /* and a same-dtype copy moves bits: signalling NaNs stay as they are */
+        yt_tensor *view = yt_select(h, 1, 0), *dense = yt_contiguous(view);
+        cr_assert_not_null(dense, "%s", yt_errmsg());
+        const uint16_t *got = yt_tensor_data(dense);
+        for (uint32_t i = 0; i < 65536; i++)
+            cr_assert_eq(got[i], halves[2 * i], "contiguous %s: %04x became %04x",
+                         k == 0 ? "f16" : "bf16", halves[2 * i], got[i]);
+        yt_release(dense);
+        yt_release(view);
+        yt_release(h);
+    }
+    free(halves);
+    free(bits);
+    YT_ASSERT_NO_LEAKS();
+}
