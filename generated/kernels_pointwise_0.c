@@ -5125,21 +5125,21 @@ clone_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *r
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool out_value = self;
+                const uint8_t self = self_p[i];
+                const uint8_t out_value = self;
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool out_value = self;
-            *(bool *)((char *)out + i * strides[0]) = out_value;
+            const uint8_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
+            const uint8_t out_value = self;
+            *(uint8_t *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
@@ -5154,7 +5154,7 @@ clone_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *r
 static void
 clone_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, clone_rows_bool, ctx);
 }
 
@@ -6125,21 +6125,21 @@ isnan_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *r
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value = (bool)(0 + 0 * self);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value = (bool)(0 + 0 * self);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6154,7 +6154,7 @@ isnan_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *r
 static void
 isnan_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, isnan_rows_bool, ctx);
 }
 
@@ -6164,9 +6164,9 @@ isnan_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -6178,7 +6178,7 @@ isnan_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = (int32_t)(0 + 0 * self);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6193,7 +6193,7 @@ isnan_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 static void
 isnan_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, isnan_rows_u8, ctx);
 }
 
@@ -6203,9 +6203,9 @@ isnan_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -6217,7 +6217,7 @@ isnan_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t out_value = (int8_t)(0 + 0 * self);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6232,7 +6232,7 @@ isnan_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 static void
 isnan_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int8_t)};
     yt__run_blocks(s, 2, esize, isnan_rows_i8, ctx);
 }
 
@@ -6242,9 +6242,9 @@ isnan_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -6256,7 +6256,7 @@ isnan_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t out_value = (int16_t)(0 + 0 * self);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6271,7 +6271,7 @@ isnan_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 static void
 isnan_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int16_t)};
     yt__run_blocks(s, 2, esize, isnan_rows_i16, ctx);
 }
 
@@ -6281,9 +6281,9 @@ isnan_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -6295,7 +6295,7 @@ isnan_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = (int32_t)(0 + 0 * self);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6310,7 +6310,7 @@ isnan_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 static void
 isnan_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int32_t)};
     yt__run_blocks(s, 2, esize, isnan_rows_i32, ctx);
 }
 
@@ -6320,9 +6320,9 @@ isnan_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -6334,7 +6334,7 @@ isnan_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t out_value = (int64_t)(0 + 0 * self);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6349,7 +6349,7 @@ isnan_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 static void
 isnan_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int64_t)};
     yt__run_blocks(s, 2, esize, isnan_rows_i64, ctx);
 }
 
@@ -6359,9 +6359,9 @@ isnan_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -6374,7 +6374,7 @@ isnan_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = isnan(self) != 0;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6389,7 +6389,7 @@ isnan_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 static void
 isnan_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, isnan_rows_f16, ctx);
 }
 
@@ -6399,9 +6399,9 @@ isnan_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -6414,7 +6414,7 @@ isnan_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = isnan(self) != 0;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6429,7 +6429,7 @@ isnan_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 static void
 isnan_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, isnan_rows_bf16, ctx);
 }
 
@@ -6439,9 +6439,9 @@ isnan_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -6453,7 +6453,7 @@ isnan_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float out_value = isnan(self) != 0;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6468,7 +6468,7 @@ isnan_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 static void
 isnan_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(float)};
     yt__run_blocks(s, 2, esize, isnan_rows_f32, ctx);
 }
 
@@ -6478,9 +6478,9 @@ isnan_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -6492,7 +6492,7 @@ isnan_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double out_value = isnan(self) != 0;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6507,7 +6507,7 @@ isnan_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 static void
 isnan_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(double)};
     yt__run_blocks(s, 2, esize, isnan_rows_f64, ctx);
 }
 
@@ -7355,45 +7355,45 @@ ge_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *other_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self >= other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self >= other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = self >= other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[2]) != 0);
             const bool out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7408,7 +7408,7 @@ ge_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 static void
 ge_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, ge_rows_bool, ctx);
 }
 
@@ -7418,10 +7418,10 @@ ge_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7432,7 +7432,7 @@ ge_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -7442,7 +7442,7 @@ ge_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -7456,7 +7456,7 @@ ge_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const uint8_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7471,7 +7471,7 @@ ge_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 static void
 ge_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, ge_rows_u8, ctx);
 }
 
@@ -7481,10 +7481,10 @@ ge_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
         const int8_t *other_p = (const int8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) &&
             strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7495,7 +7495,7 @@ ge_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
@@ -7505,7 +7505,7 @@ ge_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -7519,7 +7519,7 @@ ge_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t other = *(const int8_t *)((const char *)other_p + i * strides[2]);
             const int8_t out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7534,7 +7534,7 @@ ge_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 static void
 ge_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int8_t), sizeof(int8_t)};
     yt__run_blocks(s, 3, esize, ge_rows_i8, ctx);
 }
 
@@ -7544,10 +7544,10 @@ ge_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
         const int16_t *other_p = (const int16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) &&
             strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7558,7 +7558,7 @@ ge_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
@@ -7568,7 +7568,7 @@ ge_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -7582,7 +7582,7 @@ ge_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t other = *(const int16_t *)((const char *)other_p + i * strides[2]);
             const int16_t out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7597,7 +7597,7 @@ ge_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 ge_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int16_t), sizeof(int16_t)};
     yt__run_blocks(s, 3, esize, ge_rows_i16, ctx);
 }
 
@@ -7607,10 +7607,10 @@ ge_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
         const int32_t *other_p = (const int32_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) &&
             strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7621,7 +7621,7 @@ ge_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -7631,7 +7631,7 @@ ge_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -7645,7 +7645,7 @@ ge_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const int32_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7660,7 +7660,7 @@ ge_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 ge_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int32_t), sizeof(int32_t)};
     yt__run_blocks(s, 3, esize, ge_rows_i32, ctx);
 }
 
@@ -7670,10 +7670,10 @@ ge_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
         const int64_t *other_p = (const int64_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) &&
             strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7684,7 +7684,7 @@ ge_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
@@ -7694,7 +7694,7 @@ ge_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -7708,7 +7708,7 @@ ge_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t other = *(const int64_t *)((const char *)other_p + i * strides[2]);
             const int64_t out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7723,7 +7723,7 @@ ge_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 ge_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int64_t), sizeof(int64_t)};
     yt__run_blocks(s, 3, esize, ge_rows_i64, ctx);
 }
 
@@ -7733,10 +7733,10 @@ ge_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7747,7 +7747,7 @@ ge_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[0]);
@@ -7757,7 +7757,7 @@ ge_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -7773,7 +7773,7 @@ ge_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const float other =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7788,7 +7788,7 @@ ge_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 ge_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, ge_rows_f16, ctx);
 }
 
@@ -7798,10 +7798,10 @@ ge_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7812,7 +7812,7 @@ ge_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[0]);
@@ -7822,7 +7822,7 @@ ge_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -7838,7 +7838,7 @@ ge_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             const float other =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7853,7 +7853,7 @@ ge_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 static void
 ge_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, ge_rows_bf16, ctx);
 }
 
@@ -7863,10 +7863,10 @@ ge_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
         const float *other_p = (const float *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) &&
             strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7877,7 +7877,7 @@ ge_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[0];
@@ -7887,7 +7887,7 @@ ge_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -7901,7 +7901,7 @@ ge_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float other = *(const float *)((const char *)other_p + i * strides[2]);
             const float out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7916,7 +7916,7 @@ ge_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 ge_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(float), sizeof(float)};
     yt__run_blocks(s, 3, esize, ge_rows_f32, ctx);
 }
 
@@ -7926,10 +7926,10 @@ ge_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
         const double *other_p = (const double *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) &&
             strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7940,7 +7940,7 @@ ge_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[0];
@@ -7950,7 +7950,7 @@ ge_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -7964,7 +7964,7 @@ ge_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double other = *(const double *)((const char *)other_p + i * strides[2]);
             const double out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7979,7 +7979,7 @@ ge_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 ge_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(double), sizeof(double)};
     yt__run_blocks(s, 3, esize, ge_rows_f64, ctx);
 }
 
@@ -8025,21 +8025,21 @@ ge_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_
     const pointwise_scalar *scalars = ctx;
     const bool other = (bool)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value = self >= other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8054,7 +8054,7 @@ ge_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 ge_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, ge_scalar_rows_bool, ctx);
 }
 
@@ -8065,9 +8065,9 @@ ge_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -8079,7 +8079,7 @@ ge_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8094,7 +8094,7 @@ ge_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 ge_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, ge_scalar_rows_u8, ctx);
 }
 
@@ -8105,9 +8105,9 @@ ge_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
     const pointwise_scalar *scalars = ctx;
     const int8_t other = (int8_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -8119,7 +8119,7 @@ ge_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8134,7 +8134,7 @@ ge_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 ge_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int8_t)};
     yt__run_blocks(s, 2, esize, ge_scalar_rows_i8, ctx);
 }
 
@@ -8145,9 +8145,9 @@ ge_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int16_t other = (int16_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -8159,7 +8159,7 @@ ge_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8174,7 +8174,7 @@ ge_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 ge_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int16_t)};
     yt__run_blocks(s, 2, esize, ge_scalar_rows_i16, ctx);
 }
 
@@ -8185,9 +8185,9 @@ ge_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -8199,7 +8199,7 @@ ge_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8214,7 +8214,7 @@ ge_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 ge_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int32_t)};
     yt__run_blocks(s, 2, esize, ge_scalar_rows_i32, ctx);
 }
 
@@ -8225,9 +8225,9 @@ ge_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int64_t other = (int64_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -8239,7 +8239,7 @@ ge_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8254,7 +8254,7 @@ ge_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 ge_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int64_t)};
     yt__run_blocks(s, 2, esize, ge_scalar_rows_i64, ctx);
 }
 
@@ -8265,9 +8265,9 @@ ge_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -8280,7 +8280,7 @@ ge_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8295,7 +8295,7 @@ ge_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 ge_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, ge_scalar_rows_f16, ctx);
 }
 
@@ -8306,9 +8306,9 @@ ge_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -8321,7 +8321,7 @@ ge_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8336,7 +8336,7 @@ ge_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 ge_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, ge_scalar_rows_bf16, ctx);
 }
 
@@ -8347,9 +8347,9 @@ ge_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -8361,7 +8361,7 @@ ge_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8376,7 +8376,7 @@ ge_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 ge_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(float)};
     yt__run_blocks(s, 2, esize, ge_scalar_rows_f32, ctx);
 }
 
@@ -8387,9 +8387,9 @@ ge_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -8401,7 +8401,7 @@ ge_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double out_value = self >= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8416,7 +8416,7 @@ ge_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 ge_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(double)};
     yt__run_blocks(s, 2, esize, ge_scalar_rows_f64, ctx);
 }
 
@@ -8465,45 +8465,45 @@ logical_xor_rows_bool(char **data, const int64_t *strides, int64_t n, const int6
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *other_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = (self != (bool)0) != (other != (bool)0);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = (self != (bool)0) != (other != (bool)0);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = (self != (bool)0) != (other != (bool)0);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[2]) != 0);
             const bool out_value = (self != (bool)0) != (other != (bool)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8518,7 +8518,7 @@ logical_xor_loop_bool(char **data, const int64_t *strides, int64_t n, const int6
 static void
 logical_xor_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, logical_xor_rows_bool, ctx);
 }
 
@@ -8528,10 +8528,10 @@ logical_xor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8542,7 +8542,7 @@ logical_xor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -8552,7 +8552,7 @@ logical_xor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -8566,7 +8566,7 @@ logical_xor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const uint8_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = (self != (int32_t)0) != (other != (int32_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8581,7 +8581,7 @@ logical_xor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 logical_xor_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, logical_xor_rows_u8, ctx);
 }
 
@@ -8591,10 +8591,10 @@ logical_xor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
         const int8_t *other_p = (const int8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) &&
             strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8605,7 +8605,7 @@ logical_xor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
@@ -8615,7 +8615,7 @@ logical_xor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -8629,7 +8629,7 @@ logical_xor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t other = *(const int8_t *)((const char *)other_p + i * strides[2]);
             const int8_t out_value = (self != (int8_t)0) != (other != (int8_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8644,7 +8644,7 @@ logical_xor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 logical_xor_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int8_t), sizeof(int8_t)};
     yt__run_blocks(s, 3, esize, logical_xor_rows_i8, ctx);
 }
 
@@ -8654,10 +8654,10 @@ logical_xor_rows_i16(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
         const int16_t *other_p = (const int16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) &&
             strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8668,7 +8668,7 @@ logical_xor_rows_i16(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
@@ -8678,7 +8678,7 @@ logical_xor_rows_i16(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -8692,7 +8692,7 @@ logical_xor_rows_i16(char **data, const int64_t *strides, int64_t n, const int64
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t other = *(const int16_t *)((const char *)other_p + i * strides[2]);
             const int16_t out_value = (self != (int16_t)0) != (other != (int16_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8707,7 +8707,7 @@ logical_xor_loop_i16(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_xor_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int16_t), sizeof(int16_t)};
     yt__run_blocks(s, 3, esize, logical_xor_rows_i16, ctx);
 }
 
@@ -8717,10 +8717,10 @@ logical_xor_rows_i32(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
         const int32_t *other_p = (const int32_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) &&
             strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8731,7 +8731,7 @@ logical_xor_rows_i32(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -8741,7 +8741,7 @@ logical_xor_rows_i32(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -8755,7 +8755,7 @@ logical_xor_rows_i32(char **data, const int64_t *strides, int64_t n, const int64
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const int32_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = (self != (int32_t)0) != (other != (int32_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8770,7 +8770,7 @@ logical_xor_loop_i32(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_xor_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int32_t), sizeof(int32_t)};
     yt__run_blocks(s, 3, esize, logical_xor_rows_i32, ctx);
 }
 
@@ -8780,10 +8780,10 @@ logical_xor_rows_i64(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
         const int64_t *other_p = (const int64_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) &&
             strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8794,7 +8794,7 @@ logical_xor_rows_i64(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
@@ -8804,7 +8804,7 @@ logical_xor_rows_i64(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -8818,7 +8818,7 @@ logical_xor_rows_i64(char **data, const int64_t *strides, int64_t n, const int64
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t other = *(const int64_t *)((const char *)other_p + i * strides[2]);
             const int64_t out_value = (self != (int64_t)0) != (other != (int64_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8833,7 +8833,7 @@ logical_xor_loop_i64(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_xor_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int64_t), sizeof(int64_t)};
     yt__run_blocks(s, 3, esize, logical_xor_rows_i64, ctx);
 }
 
@@ -8843,10 +8843,10 @@ logical_xor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8857,7 +8857,7 @@ logical_xor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[0]);
@@ -8867,7 +8867,7 @@ logical_xor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -8883,7 +8883,7 @@ logical_xor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64
             const float other =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = (self != (float)0) != (other != (float)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8898,7 +8898,7 @@ logical_xor_loop_f16(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_xor_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, logical_xor_rows_f16, ctx);
 }
 
@@ -8908,10 +8908,10 @@ logical_xor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int6
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8922,7 +8922,7 @@ logical_xor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int6
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[0]);
@@ -8932,7 +8932,7 @@ logical_xor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int6
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -8948,7 +8948,7 @@ logical_xor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int6
             const float other =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = (self != (float)0) != (other != (float)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8963,7 +8963,7 @@ logical_xor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int6
 static void
 logical_xor_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, logical_xor_rows_bf16, ctx);
 }
 
@@ -8973,10 +8973,10 @@ logical_xor_rows_f32(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
         const float *other_p = (const float *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) &&
             strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8987,7 +8987,7 @@ logical_xor_rows_f32(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[0];
@@ -8997,7 +8997,7 @@ logical_xor_rows_f32(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -9011,7 +9011,7 @@ logical_xor_rows_f32(char **data, const int64_t *strides, int64_t n, const int64
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float other = *(const float *)((const char *)other_p + i * strides[2]);
             const float out_value = (self != (float)0) != (other != (float)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9026,7 +9026,7 @@ logical_xor_loop_f32(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_xor_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(float), sizeof(float)};
     yt__run_blocks(s, 3, esize, logical_xor_rows_f32, ctx);
 }
 
@@ -9036,10 +9036,10 @@ logical_xor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
         const double *other_p = (const double *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) &&
             strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -9050,7 +9050,7 @@ logical_xor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[0];
@@ -9060,7 +9060,7 @@ logical_xor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -9074,7 +9074,7 @@ logical_xor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double other = *(const double *)((const char *)other_p + i * strides[2]);
             const double out_value = (self != (double)0) != (other != (double)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9089,7 +9089,7 @@ logical_xor_loop_f64(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_xor_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(double), sizeof(double)};
     yt__run_blocks(s, 3, esize, logical_xor_rows_f64, ctx);
 }
 
@@ -9145,45 +9145,45 @@ masked_fill_rows_bool(char **data, const int64_t *strides, int64_t n, const int6
     const pointwise_scalar *scalars = ctx;
     const bool value = (bool)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool mask = (mask_p[i] != 0);
                 const bool out_value = mask ? value : self;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool mask = (mask_p[i] != 0);
                 const bool out_value = mask ? value : self;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool mask = (mask_p[0] != 0);
                 const bool out_value = mask ? value : self;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const bool out_value = mask ? value : self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9198,7 +9198,7 @@ masked_fill_loop_bool(char **data, const int64_t *strides, int64_t n, const int6
 static void
 masked_fill_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, masked_fill_rows_bool, ctx);
 }
 
@@ -9211,23 +9211,23 @@ masked_fill_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
-            strides[2] == sizeof(bool)) {
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int32_t out_value = mask ? value : self;
                 out[i] = (uint8_t)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int32_t out_value = mask ? value : self;
                 out[i] = (uint8_t)(out_value);
             }
@@ -9237,7 +9237,7 @@ masked_fill_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const int32_t out_value = mask ? value : self;
                 out[i] = (uint8_t)(out_value);
             }
@@ -9245,7 +9245,7 @@ masked_fill_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const int32_t out_value = mask ? value : self;
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
         }
@@ -9262,7 +9262,7 @@ masked_fill_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 masked_fill_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, masked_fill_rows_u8, ctx);
 }
 
@@ -9275,23 +9275,23 @@ masked_fill_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_
     for (int64_t r = 0; r < rows; r++) {
         int8_t *out = (int8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
-            strides[2] == sizeof(bool)) {
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int8_t out_value = mask ? value : self;
                 out[i] = (int8_t)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int8_t out_value = mask ? value : self;
                 out[i] = (int8_t)(out_value);
             }
@@ -9301,7 +9301,7 @@ masked_fill_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const int8_t out_value = mask ? value : self;
                 out[i] = (int8_t)(out_value);
             }
@@ -9309,7 +9309,7 @@ masked_fill_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_
         }
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const int8_t out_value = mask ? value : self;
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
         }
@@ -9326,7 +9326,7 @@ masked_fill_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 masked_fill_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(int8_t), sizeof(int8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, masked_fill_rows_i8, ctx);
 }
 
@@ -9339,23 +9339,23 @@ masked_fill_rows_i16(char **data, const int64_t *strides, int64_t n, const int64
     for (int64_t r = 0; r < rows; r++) {
         int16_t *out = (int16_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
-            strides[2] == sizeof(bool)) {
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int16_t out_value = mask ? value : self;
                 out[i] = (int16_t)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int16_t out_value = mask ? value : self;
                 out[i] = (int16_t)(out_value);
             }
@@ -9365,7 +9365,7 @@ masked_fill_rows_i16(char **data, const int64_t *strides, int64_t n, const int64
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const int16_t out_value = mask ? value : self;
                 out[i] = (int16_t)(out_value);
             }
@@ -9373,7 +9373,7 @@ masked_fill_rows_i16(char **data, const int64_t *strides, int64_t n, const int64
         }
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const int16_t out_value = mask ? value : self;
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
         }
@@ -9390,7 +9390,7 @@ masked_fill_loop_i16(char **data, const int64_t *strides, int64_t n, const int64
 static void
 masked_fill_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(int16_t), sizeof(int16_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, masked_fill_rows_i16, ctx);
 }
 
@@ -9403,23 +9403,23 @@ masked_fill_rows_i32(char **data, const int64_t *strides, int64_t n, const int64
     for (int64_t r = 0; r < rows; r++) {
         int32_t *out = (int32_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
-            strides[2] == sizeof(bool)) {
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int32_t out_value = mask ? value : self;
                 out[i] = (int32_t)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int32_t out_value = mask ? value : self;
                 out[i] = (int32_t)(out_value);
             }
@@ -9429,7 +9429,7 @@ masked_fill_rows_i32(char **data, const int64_t *strides, int64_t n, const int64
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const int32_t out_value = mask ? value : self;
                 out[i] = (int32_t)(out_value);
             }
@@ -9437,7 +9437,7 @@ masked_fill_rows_i32(char **data, const int64_t *strides, int64_t n, const int64
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const int32_t out_value = mask ? value : self;
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
         }
@@ -9454,7 +9454,7 @@ masked_fill_loop_i32(char **data, const int64_t *strides, int64_t n, const int64
 static void
 masked_fill_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(int32_t), sizeof(int32_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, masked_fill_rows_i32, ctx);
 }
 
@@ -9467,23 +9467,23 @@ masked_fill_rows_i64(char **data, const int64_t *strides, int64_t n, const int64
     for (int64_t r = 0; r < rows; r++) {
         int64_t *out = (int64_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
-            strides[2] == sizeof(bool)) {
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int64_t out_value = mask ? value : self;
                 out[i] = (int64_t)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int64_t out_value = mask ? value : self;
                 out[i] = (int64_t)(out_value);
             }
@@ -9493,7 +9493,7 @@ masked_fill_rows_i64(char **data, const int64_t *strides, int64_t n, const int64
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const int64_t out_value = mask ? value : self;
                 out[i] = (int64_t)(out_value);
             }
@@ -9501,7 +9501,7 @@ masked_fill_rows_i64(char **data, const int64_t *strides, int64_t n, const int64
         }
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const int64_t out_value = mask ? value : self;
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
         }
@@ -9518,7 +9518,7 @@ masked_fill_loop_i64(char **data, const int64_t *strides, int64_t n, const int64
 static void
 masked_fill_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(int64_t), sizeof(int64_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, masked_fill_rows_i64, ctx);
 }
 
@@ -9531,23 +9531,23 @@ masked_fill_rows_f16(char **data, const int64_t *strides, int64_t n, const int64
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
-            strides[2] == sizeof(bool)) {
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[0]);
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_f16(out_value);
             }
@@ -9557,7 +9557,7 @@ masked_fill_rows_f16(char **data, const int64_t *strides, int64_t n, const int64
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_f16(out_value);
             }
@@ -9566,7 +9566,7 @@ masked_fill_rows_f16(char **data, const int64_t *strides, int64_t n, const int64
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const float out_value = mask ? value : self;
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
@@ -9583,7 +9583,7 @@ masked_fill_loop_f16(char **data, const int64_t *strides, int64_t n, const int64
 static void
 masked_fill_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, masked_fill_rows_f16, ctx);
 }
 
@@ -9596,23 +9596,23 @@ masked_fill_rows_bf16(char **data, const int64_t *strides, int64_t n, const int6
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
-            strides[2] == sizeof(bool)) {
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[0]);
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_bf16(out_value);
             }
@@ -9622,7 +9622,7 @@ masked_fill_rows_bf16(char **data, const int64_t *strides, int64_t n, const int6
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_bf16(out_value);
             }
@@ -9631,7 +9631,7 @@ masked_fill_rows_bf16(char **data, const int64_t *strides, int64_t n, const int6
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const float out_value = mask ? value : self;
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
@@ -9648,7 +9648,7 @@ masked_fill_loop_bf16(char **data, const int64_t *strides, int64_t n, const int6
 static void
 masked_fill_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, masked_fill_rows_bf16, ctx);
 }
 
@@ -9661,23 +9661,23 @@ masked_fill_rows_f32(char **data, const int64_t *strides, int64_t n, const int64
     for (int64_t r = 0; r < rows; r++) {
         float *out = (float *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
-            strides[2] == sizeof(bool)) {
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float out_value = mask ? value : self;
                 out[i] = out_value;
             }
             continue;
         }
-        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float out_value = mask ? value : self;
                 out[i] = out_value;
             }
@@ -9687,7 +9687,7 @@ masked_fill_rows_f32(char **data, const int64_t *strides, int64_t n, const int64
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const float out_value = mask ? value : self;
                 out[i] = out_value;
             }
@@ -9695,7 +9695,7 @@ masked_fill_rows_f32(char **data, const int64_t *strides, int64_t n, const int64
         }
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const float out_value = mask ? value : self;
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
@@ -9712,7 +9712,7 @@ masked_fill_loop_f32(char **data, const int64_t *strides, int64_t n, const int64
 static void
 masked_fill_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, masked_fill_rows_f32, ctx);
 }
 
@@ -9725,23 +9725,23 @@ masked_fill_rows_f64(char **data, const int64_t *strides, int64_t n, const int64
     for (int64_t r = 0; r < rows; r++) {
         double *out = (double *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
-            strides[2] == sizeof(bool)) {
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const double out_value = mask ? value : self;
                 out[i] = out_value;
             }
             continue;
         }
-        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const double out_value = mask ? value : self;
                 out[i] = out_value;
             }
@@ -9751,7 +9751,7 @@ masked_fill_rows_f64(char **data, const int64_t *strides, int64_t n, const int64
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const double out_value = mask ? value : self;
                 out[i] = out_value;
             }
@@ -9759,7 +9759,7 @@ masked_fill_rows_f64(char **data, const int64_t *strides, int64_t n, const int64
         }
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const double out_value = mask ? value : self;
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
@@ -9776,7 +9776,7 @@ masked_fill_loop_f64(char **data, const int64_t *strides, int64_t n, const int64
 static void
 masked_fill_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, masked_fill_rows_f64, ctx);
 }
 
@@ -9835,64 +9835,64 @@ masked_fill_tensor_rows_bool(char **data, const int64_t *strides, int64_t n,
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
-        const bool *value_p = (const bool *)(data[3] + r * row_strides[3]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool) && strides[3] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        const uint8_t *value_p = (const uint8_t *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t) && strides[3] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool mask = mask_p[i];
-                const bool value = value_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool mask = (mask_p[i] != 0);
+                const bool value = (value_p[i] != 0);
                 const bool out_value = mask ? value : self;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool) &&
-            strides[3] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
+            strides[3] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool mask = mask_p[i];
-                const bool value = value_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool mask = (mask_p[i] != 0);
+                const bool value = (value_p[i] != 0);
                 const bool out_value = mask ? value : self;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0 &&
-            strides[3] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool mask = mask_p[0];
-                const bool value = value_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool mask = (mask_p[0] != 0);
+                const bool value = (value_p[i] != 0);
                 const bool out_value = mask ? value : self;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool) && strides[3] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool mask = mask_p[i];
-                const bool value = value_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool mask = (mask_p[i] != 0);
+                const bool value = (value_p[0] != 0);
                 const bool out_value = mask ? value : self;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
-            const bool value = *(const bool *)((const char *)value_p + i * strides[3]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
+            const bool value = (*(const uint8_t *)((const char *)value_p + i * strides[3]) != 0);
             const bool out_value = mask ? value : self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9907,7 +9907,8 @@ masked_fill_tensor_loop_bool(char **data, const int64_t *strides, int64_t n,
 static void
 masked_fill_tensor_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(bool), sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[4] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t),
+                                     sizeof(uint8_t)};
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_bool, ctx);
 }
 
@@ -9919,26 +9920,26 @@ masked_fill_tensor_rows_u8(char **data, const int64_t *strides, int64_t n,
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         const uint8_t *value_p = (const uint8_t *)(data[3] + r * row_strides[3]);
         if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
-            strides[2] == sizeof(bool) && strides[3] == sizeof(uint8_t)) {
+            strides[2] == sizeof(uint8_t) && strides[3] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int32_t value = value_p[i];
                 const int32_t out_value = mask ? value : self;
                 out[i] = (uint8_t)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
             strides[3] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int32_t value = value_p[i];
                 const int32_t out_value = mask ? value : self;
                 out[i] = (uint8_t)(out_value);
@@ -9950,7 +9951,7 @@ masked_fill_tensor_rows_u8(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const int32_t value = value_p[i];
                 const int32_t out_value = mask ? value : self;
                 out[i] = (uint8_t)(out_value);
@@ -9958,11 +9959,11 @@ masked_fill_tensor_rows_u8(char **data, const int64_t *strides, int64_t n,
             continue;
         }
         if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
-            strides[2] == sizeof(bool) && strides[3] == 0) {
+            strides[2] == sizeof(uint8_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int32_t value = value_p[0];
                 const int32_t out_value = mask ? value : self;
                 out[i] = (uint8_t)(out_value);
@@ -9971,7 +9972,7 @@ masked_fill_tensor_rows_u8(char **data, const int64_t *strides, int64_t n,
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const int32_t value = *(const uint8_t *)((const char *)value_p + i * strides[3]);
             const int32_t out_value = mask ? value : self;
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
@@ -9989,7 +9990,7 @@ masked_fill_tensor_loop_u8(char **data, const int64_t *strides, int64_t n,
 static void
 masked_fill_tensor_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(bool),
+    static const int64_t esize[4] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t),
                                      sizeof(uint8_t)};
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_u8, ctx);
 }
@@ -10002,26 +10003,26 @@ masked_fill_tensor_rows_i8(char **data, const int64_t *strides, int64_t n,
     for (int64_t r = 0; r < rows; r++) {
         int8_t *out = (int8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         const int8_t *value_p = (const int8_t *)(data[3] + r * row_strides[3]);
         if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
-            strides[2] == sizeof(bool) && strides[3] == sizeof(int8_t)) {
+            strides[2] == sizeof(uint8_t) && strides[3] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int8_t value = value_p[i];
                 const int8_t out_value = mask ? value : self;
                 out[i] = (int8_t)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
             strides[3] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int8_t value = value_p[i];
                 const int8_t out_value = mask ? value : self;
                 out[i] = (int8_t)(out_value);
@@ -10033,7 +10034,7 @@ masked_fill_tensor_rows_i8(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const int8_t value = value_p[i];
                 const int8_t out_value = mask ? value : self;
                 out[i] = (int8_t)(out_value);
@@ -10041,11 +10042,11 @@ masked_fill_tensor_rows_i8(char **data, const int64_t *strides, int64_t n,
             continue;
         }
         if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
-            strides[2] == sizeof(bool) && strides[3] == 0) {
+            strides[2] == sizeof(uint8_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int8_t value = value_p[0];
                 const int8_t out_value = mask ? value : self;
                 out[i] = (int8_t)(out_value);
@@ -10054,7 +10055,7 @@ masked_fill_tensor_rows_i8(char **data, const int64_t *strides, int64_t n,
         }
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const int8_t value = *(const int8_t *)((const char *)value_p + i * strides[3]);
             const int8_t out_value = mask ? value : self;
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
@@ -10072,7 +10073,8 @@ masked_fill_tensor_loop_i8(char **data, const int64_t *strides, int64_t n,
 static void
 masked_fill_tensor_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(int8_t), sizeof(int8_t), sizeof(bool), sizeof(int8_t)};
+    static const int64_t esize[4] = {sizeof(int8_t), sizeof(int8_t), sizeof(uint8_t),
+                                     sizeof(int8_t)};
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_i8, ctx);
 }
 
@@ -10084,26 +10086,26 @@ masked_fill_tensor_rows_i16(char **data, const int64_t *strides, int64_t n,
     for (int64_t r = 0; r < rows; r++) {
         int16_t *out = (int16_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         const int16_t *value_p = (const int16_t *)(data[3] + r * row_strides[3]);
         if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
-            strides[2] == sizeof(bool) && strides[3] == sizeof(int16_t)) {
+            strides[2] == sizeof(uint8_t) && strides[3] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int16_t value = value_p[i];
                 const int16_t out_value = mask ? value : self;
                 out[i] = (int16_t)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
             strides[3] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int16_t value = value_p[i];
                 const int16_t out_value = mask ? value : self;
                 out[i] = (int16_t)(out_value);
@@ -10115,7 +10117,7 @@ masked_fill_tensor_rows_i16(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const int16_t value = value_p[i];
                 const int16_t out_value = mask ? value : self;
                 out[i] = (int16_t)(out_value);
@@ -10123,11 +10125,11 @@ masked_fill_tensor_rows_i16(char **data, const int64_t *strides, int64_t n,
             continue;
         }
         if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
-            strides[2] == sizeof(bool) && strides[3] == 0) {
+            strides[2] == sizeof(uint8_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int16_t value = value_p[0];
                 const int16_t out_value = mask ? value : self;
                 out[i] = (int16_t)(out_value);
@@ -10136,7 +10138,7 @@ masked_fill_tensor_rows_i16(char **data, const int64_t *strides, int64_t n,
         }
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const int16_t value = *(const int16_t *)((const char *)value_p + i * strides[3]);
             const int16_t out_value = mask ? value : self;
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
@@ -10154,7 +10156,7 @@ masked_fill_tensor_loop_i16(char **data, const int64_t *strides, int64_t n,
 static void
 masked_fill_tensor_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(int16_t), sizeof(int16_t), sizeof(bool),
+    static const int64_t esize[4] = {sizeof(int16_t), sizeof(int16_t), sizeof(uint8_t),
                                      sizeof(int16_t)};
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_i16, ctx);
 }
@@ -10167,26 +10169,26 @@ masked_fill_tensor_rows_i32(char **data, const int64_t *strides, int64_t n,
     for (int64_t r = 0; r < rows; r++) {
         int32_t *out = (int32_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         const int32_t *value_p = (const int32_t *)(data[3] + r * row_strides[3]);
         if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
-            strides[2] == sizeof(bool) && strides[3] == sizeof(int32_t)) {
+            strides[2] == sizeof(uint8_t) && strides[3] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int32_t value = value_p[i];
                 const int32_t out_value = mask ? value : self;
                 out[i] = (int32_t)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
             strides[3] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int32_t value = value_p[i];
                 const int32_t out_value = mask ? value : self;
                 out[i] = (int32_t)(out_value);
@@ -10198,7 +10200,7 @@ masked_fill_tensor_rows_i32(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const int32_t value = value_p[i];
                 const int32_t out_value = mask ? value : self;
                 out[i] = (int32_t)(out_value);
@@ -10206,11 +10208,11 @@ masked_fill_tensor_rows_i32(char **data, const int64_t *strides, int64_t n,
             continue;
         }
         if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
-            strides[2] == sizeof(bool) && strides[3] == 0) {
+            strides[2] == sizeof(uint8_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int32_t value = value_p[0];
                 const int32_t out_value = mask ? value : self;
                 out[i] = (int32_t)(out_value);
@@ -10219,7 +10221,7 @@ masked_fill_tensor_rows_i32(char **data, const int64_t *strides, int64_t n,
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const int32_t value = *(const int32_t *)((const char *)value_p + i * strides[3]);
             const int32_t out_value = mask ? value : self;
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
@@ -10237,7 +10239,7 @@ masked_fill_tensor_loop_i32(char **data, const int64_t *strides, int64_t n,
 static void
 masked_fill_tensor_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(int32_t), sizeof(int32_t), sizeof(bool),
+    static const int64_t esize[4] = {sizeof(int32_t), sizeof(int32_t), sizeof(uint8_t),
                                      sizeof(int32_t)};
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_i32, ctx);
 }
@@ -10250,26 +10252,26 @@ masked_fill_tensor_rows_i64(char **data, const int64_t *strides, int64_t n,
     for (int64_t r = 0; r < rows; r++) {
         int64_t *out = (int64_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         const int64_t *value_p = (const int64_t *)(data[3] + r * row_strides[3]);
         if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
-            strides[2] == sizeof(bool) && strides[3] == sizeof(int64_t)) {
+            strides[2] == sizeof(uint8_t) && strides[3] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int64_t value = value_p[i];
                 const int64_t out_value = mask ? value : self;
                 out[i] = (int64_t)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
             strides[3] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int64_t value = value_p[i];
                 const int64_t out_value = mask ? value : self;
                 out[i] = (int64_t)(out_value);
@@ -10281,7 +10283,7 @@ masked_fill_tensor_rows_i64(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const int64_t value = value_p[i];
                 const int64_t out_value = mask ? value : self;
                 out[i] = (int64_t)(out_value);
@@ -10289,11 +10291,11 @@ masked_fill_tensor_rows_i64(char **data, const int64_t *strides, int64_t n,
             continue;
         }
         if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
-            strides[2] == sizeof(bool) && strides[3] == 0) {
+            strides[2] == sizeof(uint8_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const int64_t value = value_p[0];
                 const int64_t out_value = mask ? value : self;
                 out[i] = (int64_t)(out_value);
@@ -10302,7 +10304,7 @@ masked_fill_tensor_rows_i64(char **data, const int64_t *strides, int64_t n,
         }
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const int64_t value = *(const int64_t *)((const char *)value_p + i * strides[3]);
             const int64_t out_value = mask ? value : self;
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
@@ -10320,7 +10322,7 @@ masked_fill_tensor_loop_i64(char **data, const int64_t *strides, int64_t n,
 static void
 masked_fill_tensor_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(int64_t), sizeof(int64_t), sizeof(bool),
+    static const int64_t esize[4] = {sizeof(int64_t), sizeof(int64_t), sizeof(uint8_t),
                                      sizeof(int64_t)};
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_i64, ctx);
 }
@@ -10333,26 +10335,26 @@ masked_fill_tensor_rows_f16(char **data, const int64_t *strides, int64_t n,
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         const uint16_t *value_p = (const uint16_t *)(data[3] + r * row_strides[3]);
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
-            strides[2] == sizeof(bool) && strides[3] == sizeof(uint16_t)) {
+            strides[2] == sizeof(uint8_t) && strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float value = yt__f16_to_f32(value_p[i]);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
             strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[0]);
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float value = yt__f16_to_f32(value_p[i]);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_f16(out_value);
@@ -10364,7 +10366,7 @@ masked_fill_tensor_rows_f16(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const float value = yt__f16_to_f32(value_p[i]);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_f16(out_value);
@@ -10372,11 +10374,11 @@ masked_fill_tensor_rows_f16(char **data, const int64_t *strides, int64_t n,
             continue;
         }
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
-            strides[2] == sizeof(bool) && strides[3] == 0) {
+            strides[2] == sizeof(uint8_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float value = yt__f16_to_f32(value_p[0]);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_f16(out_value);
@@ -10386,7 +10388,7 @@ masked_fill_tensor_rows_f16(char **data, const int64_t *strides, int64_t n,
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const float value =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)value_p + i * strides[3]));
             const float out_value = mask ? value : self;
@@ -10405,7 +10407,7 @@ masked_fill_tensor_loop_f16(char **data, const int64_t *strides, int64_t n,
 static void
 masked_fill_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(bool),
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint8_t),
                                      sizeof(uint16_t)};
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_f16, ctx);
 }
@@ -10418,26 +10420,26 @@ masked_fill_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n,
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         const uint16_t *value_p = (const uint16_t *)(data[3] + r * row_strides[3]);
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
-            strides[2] == sizeof(bool) && strides[3] == sizeof(uint16_t)) {
+            strides[2] == sizeof(uint8_t) && strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float value = yt__bf16_to_f32(value_p[i]);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
             strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[0]);
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float value = yt__bf16_to_f32(value_p[i]);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_bf16(out_value);
@@ -10449,7 +10451,7 @@ masked_fill_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const float value = yt__bf16_to_f32(value_p[i]);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_bf16(out_value);
@@ -10457,11 +10459,11 @@ masked_fill_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n,
             continue;
         }
         if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
-            strides[2] == sizeof(bool) && strides[3] == 0) {
+            strides[2] == sizeof(uint8_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float value = yt__bf16_to_f32(value_p[0]);
                 const float out_value = mask ? value : self;
                 out[i] = yt__f32_to_bf16(out_value);
@@ -10471,7 +10473,7 @@ masked_fill_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n,
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const float value =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)value_p + i * strides[3]));
             const float out_value = mask ? value : self;
@@ -10490,7 +10492,7 @@ masked_fill_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n,
 static void
 masked_fill_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(bool),
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint8_t),
                                      sizeof(uint16_t)};
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_bf16, ctx);
 }
@@ -10503,26 +10505,26 @@ masked_fill_tensor_rows_f32(char **data, const int64_t *strides, int64_t n,
     for (int64_t r = 0; r < rows; r++) {
         float *out = (float *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         const float *value_p = (const float *)(data[3] + r * row_strides[3]);
         if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
-            strides[2] == sizeof(bool) && strides[3] == sizeof(float)) {
+            strides[2] == sizeof(uint8_t) && strides[3] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float value = value_p[i];
                 const float out_value = mask ? value : self;
                 out[i] = out_value;
             }
             continue;
         }
-        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
             strides[3] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float value = value_p[i];
                 const float out_value = mask ? value : self;
                 out[i] = out_value;
@@ -10534,7 +10536,7 @@ masked_fill_tensor_rows_f32(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const float value = value_p[i];
                 const float out_value = mask ? value : self;
                 out[i] = out_value;
@@ -10542,11 +10544,11 @@ masked_fill_tensor_rows_f32(char **data, const int64_t *strides, int64_t n,
             continue;
         }
         if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
-            strides[2] == sizeof(bool) && strides[3] == 0) {
+            strides[2] == sizeof(uint8_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const float value = value_p[0];
                 const float out_value = mask ? value : self;
                 out[i] = out_value;
@@ -10555,7 +10557,7 @@ masked_fill_tensor_rows_f32(char **data, const int64_t *strides, int64_t n,
         }
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const float value = *(const float *)((const char *)value_p + i * strides[3]);
             const float out_value = mask ? value : self;
             *(float *)((char *)out + i * strides[0]) = out_value;
@@ -10573,7 +10575,7 @@ masked_fill_tensor_loop_f32(char **data, const int64_t *strides, int64_t n,
 static void
 masked_fill_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(float), sizeof(float), sizeof(bool), sizeof(float)};
+    static const int64_t esize[4] = {sizeof(float), sizeof(float), sizeof(uint8_t), sizeof(float)};
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_f32, ctx);
 }
 
@@ -10585,26 +10587,26 @@ masked_fill_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
     for (int64_t r = 0; r < rows; r++) {
         double *out = (double *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
-        const bool *mask_p = (const bool *)(data[2] + r * row_strides[2]);
+        const uint8_t *mask_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         const double *value_p = (const double *)(data[3] + r * row_strides[3]);
         if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
-            strides[2] == sizeof(bool) && strides[3] == sizeof(double)) {
+            strides[2] == sizeof(uint8_t) && strides[3] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const double value = value_p[i];
                 const double out_value = mask ? value : self;
                 out[i] = out_value;
             }
             continue;
         }
-        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(bool) &&
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
             strides[3] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[0];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const double value = value_p[i];
                 const double out_value = mask ? value : self;
                 out[i] = out_value;
@@ -10616,7 +10618,7 @@ masked_fill_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
-                const bool mask = mask_p[0];
+                const bool mask = (mask_p[0] != 0);
                 const double value = value_p[i];
                 const double out_value = mask ? value : self;
                 out[i] = out_value;
@@ -10624,11 +10626,11 @@ masked_fill_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
             continue;
         }
         if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
-            strides[2] == sizeof(bool) && strides[3] == 0) {
+            strides[2] == sizeof(uint8_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
-                const bool mask = mask_p[i];
+                const bool mask = (mask_p[i] != 0);
                 const double value = value_p[0];
                 const double out_value = mask ? value : self;
                 out[i] = out_value;
@@ -10637,7 +10639,7 @@ masked_fill_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
         }
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
-            const bool mask = *(const bool *)((const char *)mask_p + i * strides[2]);
+            const bool mask = (*(const uint8_t *)((const char *)mask_p + i * strides[2]) != 0);
             const double value = *(const double *)((const char *)value_p + i * strides[3]);
             const double out_value = mask ? value : self;
             *(double *)((char *)out + i * strides[0]) = out_value;
@@ -10655,7 +10657,8 @@ masked_fill_tensor_loop_f64(char **data, const int64_t *strides, int64_t n,
 static void
 masked_fill_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(double), sizeof(double), sizeof(bool), sizeof(double)};
+    static const int64_t esize[4] = {sizeof(double), sizeof(double), sizeof(uint8_t),
+                                     sizeof(double)};
     yt__run_blocks(s, 4, esize, masked_fill_tensor_rows_f64, ctx);
 }
 

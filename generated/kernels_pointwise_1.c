@@ -451,45 +451,45 @@ mul_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *other_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self && other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self && other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = self && other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[2]) != 0);
             const bool out_value = self && other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -504,7 +504,7 @@ mul_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row
 static void
 mul_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, mul_rows_bool, ctx);
 }
 
@@ -1121,21 +1121,21 @@ mul_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64
     const pointwise_scalar *scalars = ctx;
     const bool other = (bool)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value = self && other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value = self && other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -1150,7 +1150,7 @@ mul_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64
 static void
 mul_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, mul_scalar_rows_bool, ctx);
 }
 
@@ -5058,45 +5058,45 @@ minimum_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t 
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *other_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = yt__pw_minimum_b(self, other);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = yt__pw_minimum_b(self, other);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = yt__pw_minimum_b(self, other);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[2]) != 0);
             const bool out_value = yt__pw_minimum_b(self, other);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -5111,7 +5111,7 @@ minimum_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 minimum_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, minimum_rows_bool, ctx);
 }
 
@@ -8410,21 +8410,21 @@ square_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value = self && self;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value = self && self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8439,7 +8439,7 @@ square_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *
 static void
 square_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, square_rows_bool, ctx);
 }
 
@@ -10407,45 +10407,45 @@ lt_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *other_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self < other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self < other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = self < other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[2]) != 0);
             const bool out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10460,7 +10460,7 @@ lt_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 static void
 lt_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, lt_rows_bool, ctx);
 }
 
@@ -10470,10 +10470,10 @@ lt_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -10484,7 +10484,7 @@ lt_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -10494,7 +10494,7 @@ lt_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -10508,7 +10508,7 @@ lt_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const uint8_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10523,7 +10523,7 @@ lt_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 static void
 lt_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, lt_rows_u8, ctx);
 }
 
@@ -10533,10 +10533,10 @@ lt_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
         const int8_t *other_p = (const int8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) &&
             strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -10547,7 +10547,7 @@ lt_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
@@ -10557,7 +10557,7 @@ lt_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -10571,7 +10571,7 @@ lt_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t other = *(const int8_t *)((const char *)other_p + i * strides[2]);
             const int8_t out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10586,7 +10586,7 @@ lt_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 static void
 lt_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int8_t), sizeof(int8_t)};
     yt__run_blocks(s, 3, esize, lt_rows_i8, ctx);
 }
 
@@ -10596,10 +10596,10 @@ lt_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
         const int16_t *other_p = (const int16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) &&
             strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -10610,7 +10610,7 @@ lt_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
@@ -10620,7 +10620,7 @@ lt_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -10634,7 +10634,7 @@ lt_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t other = *(const int16_t *)((const char *)other_p + i * strides[2]);
             const int16_t out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10649,7 +10649,7 @@ lt_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 lt_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int16_t), sizeof(int16_t)};
     yt__run_blocks(s, 3, esize, lt_rows_i16, ctx);
 }
 
@@ -10659,10 +10659,10 @@ lt_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
         const int32_t *other_p = (const int32_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) &&
             strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -10673,7 +10673,7 @@ lt_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -10683,7 +10683,7 @@ lt_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -10697,7 +10697,7 @@ lt_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const int32_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10712,7 +10712,7 @@ lt_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 lt_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int32_t), sizeof(int32_t)};
     yt__run_blocks(s, 3, esize, lt_rows_i32, ctx);
 }
 
@@ -10722,10 +10722,10 @@ lt_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
         const int64_t *other_p = (const int64_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) &&
             strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -10736,7 +10736,7 @@ lt_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
@@ -10746,7 +10746,7 @@ lt_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -10760,7 +10760,7 @@ lt_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t other = *(const int64_t *)((const char *)other_p + i * strides[2]);
             const int64_t out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10775,7 +10775,7 @@ lt_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 lt_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int64_t), sizeof(int64_t)};
     yt__run_blocks(s, 3, esize, lt_rows_i64, ctx);
 }
 
@@ -10785,10 +10785,10 @@ lt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -10799,7 +10799,7 @@ lt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[0]);
@@ -10809,7 +10809,7 @@ lt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -10825,7 +10825,7 @@ lt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const float other =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10840,7 +10840,7 @@ lt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 lt_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, lt_rows_f16, ctx);
 }
 
@@ -10850,10 +10850,10 @@ lt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -10864,7 +10864,7 @@ lt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[0]);
@@ -10874,7 +10874,7 @@ lt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -10890,7 +10890,7 @@ lt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             const float other =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10905,7 +10905,7 @@ lt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 static void
 lt_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, lt_rows_bf16, ctx);
 }
 
@@ -10915,10 +10915,10 @@ lt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
         const float *other_p = (const float *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) &&
             strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -10929,7 +10929,7 @@ lt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[0];
@@ -10939,7 +10939,7 @@ lt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -10953,7 +10953,7 @@ lt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float other = *(const float *)((const char *)other_p + i * strides[2]);
             const float out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10968,7 +10968,7 @@ lt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 lt_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(float), sizeof(float)};
     yt__run_blocks(s, 3, esize, lt_rows_f32, ctx);
 }
 
@@ -10978,10 +10978,10 @@ lt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
         const double *other_p = (const double *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) &&
             strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -10992,7 +10992,7 @@ lt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[0];
@@ -11002,7 +11002,7 @@ lt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -11016,7 +11016,7 @@ lt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double other = *(const double *)((const char *)other_p + i * strides[2]);
             const double out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11031,7 +11031,7 @@ lt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 lt_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(double), sizeof(double)};
     yt__run_blocks(s, 3, esize, lt_rows_f64, ctx);
 }
 
@@ -11077,21 +11077,21 @@ lt_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_
     const pointwise_scalar *scalars = ctx;
     const bool other = (bool)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value = self < other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11106,7 +11106,7 @@ lt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 lt_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, lt_scalar_rows_bool, ctx);
 }
 
@@ -11117,9 +11117,9 @@ lt_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -11131,7 +11131,7 @@ lt_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11146,7 +11146,7 @@ lt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 lt_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, lt_scalar_rows_u8, ctx);
 }
 
@@ -11157,9 +11157,9 @@ lt_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
     const pointwise_scalar *scalars = ctx;
     const int8_t other = (int8_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -11171,7 +11171,7 @@ lt_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11186,7 +11186,7 @@ lt_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 lt_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int8_t)};
     yt__run_blocks(s, 2, esize, lt_scalar_rows_i8, ctx);
 }
 
@@ -11197,9 +11197,9 @@ lt_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int16_t other = (int16_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -11211,7 +11211,7 @@ lt_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11226,7 +11226,7 @@ lt_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 lt_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int16_t)};
     yt__run_blocks(s, 2, esize, lt_scalar_rows_i16, ctx);
 }
 
@@ -11237,9 +11237,9 @@ lt_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -11251,7 +11251,7 @@ lt_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11266,7 +11266,7 @@ lt_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 lt_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int32_t)};
     yt__run_blocks(s, 2, esize, lt_scalar_rows_i32, ctx);
 }
 
@@ -11277,9 +11277,9 @@ lt_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int64_t other = (int64_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -11291,7 +11291,7 @@ lt_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11306,7 +11306,7 @@ lt_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 lt_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int64_t)};
     yt__run_blocks(s, 2, esize, lt_scalar_rows_i64, ctx);
 }
 
@@ -11317,9 +11317,9 @@ lt_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -11332,7 +11332,7 @@ lt_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11347,7 +11347,7 @@ lt_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 lt_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, lt_scalar_rows_f16, ctx);
 }
 
@@ -11358,9 +11358,9 @@ lt_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -11373,7 +11373,7 @@ lt_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11388,7 +11388,7 @@ lt_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 lt_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, lt_scalar_rows_bf16, ctx);
 }
 
@@ -11399,9 +11399,9 @@ lt_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -11413,7 +11413,7 @@ lt_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11428,7 +11428,7 @@ lt_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 lt_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(float)};
     yt__run_blocks(s, 2, esize, lt_scalar_rows_f32, ctx);
 }
 
@@ -11439,9 +11439,9 @@ lt_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -11453,7 +11453,7 @@ lt_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double out_value = self < other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11468,7 +11468,7 @@ lt_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 lt_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(double)};
     yt__run_blocks(s, 2, esize, lt_scalar_rows_f64, ctx);
 }
 
@@ -11517,45 +11517,45 @@ ne_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *other_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self != other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self != other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = self != other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[2]) != 0);
             const bool out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11570,7 +11570,7 @@ ne_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 static void
 ne_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, ne_rows_bool, ctx);
 }
 
@@ -11580,10 +11580,10 @@ ne_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -11594,7 +11594,7 @@ ne_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -11604,7 +11604,7 @@ ne_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -11618,7 +11618,7 @@ ne_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const uint8_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11633,7 +11633,7 @@ ne_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 static void
 ne_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, ne_rows_u8, ctx);
 }
 
@@ -11643,10 +11643,10 @@ ne_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
         const int8_t *other_p = (const int8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) &&
             strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -11657,7 +11657,7 @@ ne_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
@@ -11667,7 +11667,7 @@ ne_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -11681,7 +11681,7 @@ ne_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t other = *(const int8_t *)((const char *)other_p + i * strides[2]);
             const int8_t out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11696,7 +11696,7 @@ ne_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 static void
 ne_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int8_t), sizeof(int8_t)};
     yt__run_blocks(s, 3, esize, ne_rows_i8, ctx);
 }
 
@@ -11706,10 +11706,10 @@ ne_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
         const int16_t *other_p = (const int16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) &&
             strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -11720,7 +11720,7 @@ ne_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
@@ -11730,7 +11730,7 @@ ne_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -11744,7 +11744,7 @@ ne_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t other = *(const int16_t *)((const char *)other_p + i * strides[2]);
             const int16_t out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11759,7 +11759,7 @@ ne_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 ne_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int16_t), sizeof(int16_t)};
     yt__run_blocks(s, 3, esize, ne_rows_i16, ctx);
 }
 
@@ -11769,10 +11769,10 @@ ne_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
         const int32_t *other_p = (const int32_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) &&
             strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -11783,7 +11783,7 @@ ne_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -11793,7 +11793,7 @@ ne_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -11807,7 +11807,7 @@ ne_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const int32_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11822,7 +11822,7 @@ ne_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 ne_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int32_t), sizeof(int32_t)};
     yt__run_blocks(s, 3, esize, ne_rows_i32, ctx);
 }
 
@@ -11832,10 +11832,10 @@ ne_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
         const int64_t *other_p = (const int64_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) &&
             strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -11846,7 +11846,7 @@ ne_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
@@ -11856,7 +11856,7 @@ ne_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -11870,7 +11870,7 @@ ne_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t other = *(const int64_t *)((const char *)other_p + i * strides[2]);
             const int64_t out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11885,7 +11885,7 @@ ne_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 ne_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int64_t), sizeof(int64_t)};
     yt__run_blocks(s, 3, esize, ne_rows_i64, ctx);
 }
 
@@ -11895,10 +11895,10 @@ ne_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -11909,7 +11909,7 @@ ne_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[0]);
@@ -11919,7 +11919,7 @@ ne_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -11935,7 +11935,7 @@ ne_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const float other =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -11950,7 +11950,7 @@ ne_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 ne_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, ne_rows_f16, ctx);
 }
 
@@ -11960,10 +11960,10 @@ ne_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -11974,7 +11974,7 @@ ne_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[0]);
@@ -11984,7 +11984,7 @@ ne_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -12000,7 +12000,7 @@ ne_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             const float other =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -12015,7 +12015,7 @@ ne_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 static void
 ne_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, ne_rows_bf16, ctx);
 }
 
@@ -12025,10 +12025,10 @@ ne_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
         const float *other_p = (const float *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) &&
             strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -12039,7 +12039,7 @@ ne_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[0];
@@ -12049,7 +12049,7 @@ ne_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -12063,7 +12063,7 @@ ne_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float other = *(const float *)((const char *)other_p + i * strides[2]);
             const float out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -12078,7 +12078,7 @@ ne_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 ne_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(float), sizeof(float)};
     yt__run_blocks(s, 3, esize, ne_rows_f32, ctx);
 }
 
@@ -12088,10 +12088,10 @@ ne_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
         const double *other_p = (const double *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) &&
             strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -12102,7 +12102,7 @@ ne_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[0];
@@ -12112,7 +12112,7 @@ ne_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -12126,7 +12126,7 @@ ne_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double other = *(const double *)((const char *)other_p + i * strides[2]);
             const double out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -12141,7 +12141,7 @@ ne_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 ne_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(double), sizeof(double)};
     yt__run_blocks(s, 3, esize, ne_rows_f64, ctx);
 }
 
@@ -12187,21 +12187,21 @@ ne_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_
     const pointwise_scalar *scalars = ctx;
     const bool other = (bool)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value = self != other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -12216,7 +12216,7 @@ ne_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 ne_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, ne_scalar_rows_bool, ctx);
 }
 
@@ -12227,9 +12227,9 @@ ne_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -12241,7 +12241,7 @@ ne_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -12256,7 +12256,7 @@ ne_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 ne_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, ne_scalar_rows_u8, ctx);
 }
 
@@ -12267,9 +12267,9 @@ ne_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
     const pointwise_scalar *scalars = ctx;
     const int8_t other = (int8_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -12281,7 +12281,7 @@ ne_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -12296,7 +12296,7 @@ ne_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 ne_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int8_t)};
     yt__run_blocks(s, 2, esize, ne_scalar_rows_i8, ctx);
 }
 
@@ -12307,9 +12307,9 @@ ne_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int16_t other = (int16_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -12321,7 +12321,7 @@ ne_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -12336,7 +12336,7 @@ ne_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 ne_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int16_t)};
     yt__run_blocks(s, 2, esize, ne_scalar_rows_i16, ctx);
 }
 
@@ -12347,9 +12347,9 @@ ne_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -12361,7 +12361,7 @@ ne_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -12376,7 +12376,7 @@ ne_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 ne_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int32_t)};
     yt__run_blocks(s, 2, esize, ne_scalar_rows_i32, ctx);
 }
 
@@ -12387,9 +12387,9 @@ ne_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int64_t other = (int64_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -12401,7 +12401,7 @@ ne_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -12416,7 +12416,7 @@ ne_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 ne_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int64_t)};
     yt__run_blocks(s, 2, esize, ne_scalar_rows_i64, ctx);
 }
 
@@ -12427,9 +12427,9 @@ ne_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -12442,7 +12442,7 @@ ne_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -12457,7 +12457,7 @@ ne_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 ne_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, ne_scalar_rows_f16, ctx);
 }
 
@@ -12468,9 +12468,9 @@ ne_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -12483,7 +12483,7 @@ ne_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -12498,7 +12498,7 @@ ne_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 ne_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, ne_scalar_rows_bf16, ctx);
 }
 
@@ -12509,9 +12509,9 @@ ne_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -12523,7 +12523,7 @@ ne_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -12538,7 +12538,7 @@ ne_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 ne_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(float)};
     yt__run_blocks(s, 2, esize, ne_scalar_rows_f32, ctx);
 }
 
@@ -12549,9 +12549,9 @@ ne_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -12563,7 +12563,7 @@ ne_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double out_value = self != other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -12578,7 +12578,7 @@ ne_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 ne_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(double)};
     yt__run_blocks(s, 2, esize, ne_scalar_rows_f64, ctx);
 }
 

@@ -42,45 +42,45 @@ maximum_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t 
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *other_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = yt__pw_maximum_b(self, other);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = yt__pw_maximum_b(self, other);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = yt__pw_maximum_b(self, other);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[2]) != 0);
             const bool out_value = yt__pw_maximum_b(self, other);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -95,7 +95,7 @@ maximum_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 maximum_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, maximum_rows_bool, ctx);
 }
 
@@ -5036,21 +5036,21 @@ sign_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value = yt__pw_sign_b(self);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value = yt__pw_sign_b(self);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -5065,7 +5065,7 @@ sign_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 static void
 sign_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, sign_rows_bool, ctx);
 }
 
@@ -6599,21 +6599,21 @@ isfinite_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value = (bool)(1 + 0 * self);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value = (bool)(1 + 0 * self);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6628,7 +6628,7 @@ isfinite_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 isfinite_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, isfinite_rows_bool, ctx);
 }
 
@@ -6638,9 +6638,9 @@ isfinite_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -6652,7 +6652,7 @@ isfinite_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = (int32_t)(1 + 0 * self);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6667,7 +6667,7 @@ isfinite_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *
 static void
 isfinite_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, isfinite_rows_u8, ctx);
 }
 
@@ -6677,9 +6677,9 @@ isfinite_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -6691,7 +6691,7 @@ isfinite_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t out_value = (int8_t)(1 + 0 * self);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6706,7 +6706,7 @@ isfinite_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *
 static void
 isfinite_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int8_t)};
     yt__run_blocks(s, 2, esize, isfinite_rows_i8, ctx);
 }
 
@@ -6716,9 +6716,9 @@ isfinite_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t 
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -6730,7 +6730,7 @@ isfinite_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t out_value = (int16_t)(1 + 0 * self);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6745,7 +6745,7 @@ isfinite_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 isfinite_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int16_t)};
     yt__run_blocks(s, 2, esize, isfinite_rows_i16, ctx);
 }
 
@@ -6755,9 +6755,9 @@ isfinite_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t 
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -6769,7 +6769,7 @@ isfinite_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = (int32_t)(1 + 0 * self);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6784,7 +6784,7 @@ isfinite_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 isfinite_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int32_t)};
     yt__run_blocks(s, 2, esize, isfinite_rows_i32, ctx);
 }
 
@@ -6794,9 +6794,9 @@ isfinite_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t 
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -6808,7 +6808,7 @@ isfinite_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t out_value = (int64_t)(1 + 0 * self);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6823,7 +6823,7 @@ isfinite_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 isfinite_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int64_t)};
     yt__run_blocks(s, 2, esize, isfinite_rows_i64, ctx);
 }
 
@@ -6833,9 +6833,9 @@ isfinite_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t 
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -6848,7 +6848,7 @@ isfinite_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t 
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = isfinite(self) != 0;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6863,7 +6863,7 @@ isfinite_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 isfinite_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, isfinite_rows_f16, ctx);
 }
 
@@ -6873,9 +6873,9 @@ isfinite_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -6888,7 +6888,7 @@ isfinite_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = isfinite(self) != 0;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6903,7 +6903,7 @@ isfinite_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 isfinite_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, isfinite_rows_bf16, ctx);
 }
 
@@ -6913,9 +6913,9 @@ isfinite_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -6927,7 +6927,7 @@ isfinite_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float out_value = isfinite(self) != 0;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6942,7 +6942,7 @@ isfinite_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 isfinite_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(float)};
     yt__run_blocks(s, 2, esize, isfinite_rows_f32, ctx);
 }
 
@@ -6952,9 +6952,9 @@ isfinite_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -6966,7 +6966,7 @@ isfinite_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double out_value = isfinite(self) != 0;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6981,7 +6981,7 @@ isfinite_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 isfinite_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(double)};
     yt__run_blocks(s, 2, esize, isfinite_rows_f64, ctx);
 }
 
@@ -7032,12 +7032,12 @@ nan_to_num_rows_bool(char **data, const int64_t *strides, int64_t n, const int64
     const bool neginf = (bool)scalars[2].i;
     const bool neginf_given = scalars[2].given;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value =
                     (bool)(1 + 0 * self)
                         ? self
@@ -7050,7 +7050,7 @@ nan_to_num_rows_bool(char **data, const int64_t *strides, int64_t n, const int64
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value =
                 (bool)(1 + 0 * self)
                     ? self
@@ -7058,7 +7058,7 @@ nan_to_num_rows_bool(char **data, const int64_t *strides, int64_t n, const int64
                            ? ((!nan_given) ? (bool)0 : nan)
                            : ((self > (bool)0) ? ((!posinf_given) ? (bool)true : posinf)
                                                : ((!neginf_given) ? (bool)false : neginf)));
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7073,7 +7073,7 @@ nan_to_num_loop_bool(char **data, const int64_t *strides, int64_t n, const int64
 static void
 nan_to_num_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, nan_to_num_rows_bool, ctx);
 }
 
@@ -7660,45 +7660,45 @@ gt_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *other_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self > other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self > other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = self > other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[2]) != 0);
             const bool out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7713,7 +7713,7 @@ gt_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 static void
 gt_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, gt_rows_bool, ctx);
 }
 
@@ -7723,10 +7723,10 @@ gt_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7737,7 +7737,7 @@ gt_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -7747,7 +7747,7 @@ gt_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -7761,7 +7761,7 @@ gt_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const uint8_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7776,7 +7776,7 @@ gt_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 static void
 gt_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, gt_rows_u8, ctx);
 }
 
@@ -7786,10 +7786,10 @@ gt_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
         const int8_t *other_p = (const int8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) &&
             strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7800,7 +7800,7 @@ gt_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
@@ -7810,7 +7810,7 @@ gt_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -7824,7 +7824,7 @@ gt_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t other = *(const int8_t *)((const char *)other_p + i * strides[2]);
             const int8_t out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7839,7 +7839,7 @@ gt_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 static void
 gt_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int8_t), sizeof(int8_t)};
     yt__run_blocks(s, 3, esize, gt_rows_i8, ctx);
 }
 
@@ -7849,10 +7849,10 @@ gt_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
         const int16_t *other_p = (const int16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) &&
             strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7863,7 +7863,7 @@ gt_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
@@ -7873,7 +7873,7 @@ gt_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -7887,7 +7887,7 @@ gt_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t other = *(const int16_t *)((const char *)other_p + i * strides[2]);
             const int16_t out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7902,7 +7902,7 @@ gt_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 gt_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int16_t), sizeof(int16_t)};
     yt__run_blocks(s, 3, esize, gt_rows_i16, ctx);
 }
 
@@ -7912,10 +7912,10 @@ gt_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
         const int32_t *other_p = (const int32_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) &&
             strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7926,7 +7926,7 @@ gt_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -7936,7 +7936,7 @@ gt_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -7950,7 +7950,7 @@ gt_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const int32_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7965,7 +7965,7 @@ gt_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 gt_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int32_t), sizeof(int32_t)};
     yt__run_blocks(s, 3, esize, gt_rows_i32, ctx);
 }
 
@@ -7975,10 +7975,10 @@ gt_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
         const int64_t *other_p = (const int64_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) &&
             strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7989,7 +7989,7 @@ gt_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
@@ -7999,7 +7999,7 @@ gt_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -8013,7 +8013,7 @@ gt_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t other = *(const int64_t *)((const char *)other_p + i * strides[2]);
             const int64_t out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8028,7 +8028,7 @@ gt_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 gt_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int64_t), sizeof(int64_t)};
     yt__run_blocks(s, 3, esize, gt_rows_i64, ctx);
 }
 
@@ -8038,10 +8038,10 @@ gt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8052,7 +8052,7 @@ gt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[0]);
@@ -8062,7 +8062,7 @@ gt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -8078,7 +8078,7 @@ gt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const float other =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8093,7 +8093,7 @@ gt_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 gt_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, gt_rows_f16, ctx);
 }
 
@@ -8103,10 +8103,10 @@ gt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8117,7 +8117,7 @@ gt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[0]);
@@ -8127,7 +8127,7 @@ gt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -8143,7 +8143,7 @@ gt_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             const float other =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8158,7 +8158,7 @@ gt_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 static void
 gt_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, gt_rows_bf16, ctx);
 }
 
@@ -8168,10 +8168,10 @@ gt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
         const float *other_p = (const float *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) &&
             strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8182,7 +8182,7 @@ gt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[0];
@@ -8192,7 +8192,7 @@ gt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -8206,7 +8206,7 @@ gt_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float other = *(const float *)((const char *)other_p + i * strides[2]);
             const float out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8221,7 +8221,7 @@ gt_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 gt_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(float), sizeof(float)};
     yt__run_blocks(s, 3, esize, gt_rows_f32, ctx);
 }
 
@@ -8231,10 +8231,10 @@ gt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
         const double *other_p = (const double *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) &&
             strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8245,7 +8245,7 @@ gt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[0];
@@ -8255,7 +8255,7 @@ gt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -8269,7 +8269,7 @@ gt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double other = *(const double *)((const char *)other_p + i * strides[2]);
             const double out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8284,7 +8284,7 @@ gt_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 gt_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(double), sizeof(double)};
     yt__run_blocks(s, 3, esize, gt_rows_f64, ctx);
 }
 
@@ -8330,21 +8330,21 @@ gt_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_
     const pointwise_scalar *scalars = ctx;
     const bool other = (bool)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value = self > other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8359,7 +8359,7 @@ gt_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 gt_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, gt_scalar_rows_bool, ctx);
 }
 
@@ -8370,9 +8370,9 @@ gt_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -8384,7 +8384,7 @@ gt_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8399,7 +8399,7 @@ gt_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 gt_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, gt_scalar_rows_u8, ctx);
 }
 
@@ -8410,9 +8410,9 @@ gt_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
     const pointwise_scalar *scalars = ctx;
     const int8_t other = (int8_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -8424,7 +8424,7 @@ gt_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8439,7 +8439,7 @@ gt_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 gt_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int8_t)};
     yt__run_blocks(s, 2, esize, gt_scalar_rows_i8, ctx);
 }
 
@@ -8450,9 +8450,9 @@ gt_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int16_t other = (int16_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -8464,7 +8464,7 @@ gt_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8479,7 +8479,7 @@ gt_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 gt_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int16_t)};
     yt__run_blocks(s, 2, esize, gt_scalar_rows_i16, ctx);
 }
 
@@ -8490,9 +8490,9 @@ gt_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -8504,7 +8504,7 @@ gt_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8519,7 +8519,7 @@ gt_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 gt_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int32_t)};
     yt__run_blocks(s, 2, esize, gt_scalar_rows_i32, ctx);
 }
 
@@ -8530,9 +8530,9 @@ gt_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int64_t other = (int64_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -8544,7 +8544,7 @@ gt_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8559,7 +8559,7 @@ gt_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 gt_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int64_t)};
     yt__run_blocks(s, 2, esize, gt_scalar_rows_i64, ctx);
 }
 
@@ -8570,9 +8570,9 @@ gt_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -8585,7 +8585,7 @@ gt_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8600,7 +8600,7 @@ gt_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 gt_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, gt_scalar_rows_f16, ctx);
 }
 
@@ -8611,9 +8611,9 @@ gt_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -8626,7 +8626,7 @@ gt_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8641,7 +8641,7 @@ gt_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 gt_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, gt_scalar_rows_bf16, ctx);
 }
 
@@ -8652,9 +8652,9 @@ gt_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -8666,7 +8666,7 @@ gt_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8681,7 +8681,7 @@ gt_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 gt_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(float)};
     yt__run_blocks(s, 2, esize, gt_scalar_rows_f32, ctx);
 }
 
@@ -8692,9 +8692,9 @@ gt_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -8706,7 +8706,7 @@ gt_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double out_value = self > other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8721,7 +8721,7 @@ gt_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 gt_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(double)};
     yt__run_blocks(s, 2, esize, gt_scalar_rows_f64, ctx);
 }
 
@@ -8770,64 +8770,65 @@ where_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *r
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *condition_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *self_p = (const bool *)(data[2] + r * row_strides[2]);
-        const bool *other_p = (const bool *)(data[3] + r * row_strides[3]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool) && strides[3] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *condition_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *self_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        const uint8_t *other_p = (const uint8_t *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t) && strides[3] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool condition = (condition_p[i] != 0);
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = condition ? self : other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool) &&
-            strides[3] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
+            strides[3] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[0];
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool condition = (condition_p[0] != 0);
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = condition ? self : other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0 &&
-            strides[3] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool condition = (condition_p[i] != 0);
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = condition ? self : other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool) && strides[3] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool condition = (condition_p[i] != 0);
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = condition ? self : other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool condition = *(const bool *)((const char *)condition_p + i * strides[1]);
-            const bool self = *(const bool *)((const char *)self_p + i * strides[2]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[3]);
+            const bool condition =
+                (*(const uint8_t *)((const char *)condition_p + i * strides[1]) != 0);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[2]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[3]) != 0);
             const bool out_value = condition ? self : other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8842,7 +8843,8 @@ where_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *r
 static void
 where_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(bool), sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[4] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t),
+                                     sizeof(uint8_t)};
     yt__run_blocks(s, 4, esize, where_rows_bool, ctx);
 }
 
@@ -8853,14 +8855,14 @@ where_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
-        const bool *condition_p = (const bool *)(data[1] + r * row_strides[1]);
+        const uint8_t *condition_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const uint8_t *self_p = (const uint8_t *)(data[2] + r * row_strides[2]);
         const uint8_t *other_p = (const uint8_t *)(data[3] + r * row_strides[3]);
-        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint8_t) && strides[3] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[i];
                 const int32_t out_value = condition ? self : other;
@@ -8872,7 +8874,7 @@ where_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
             strides[3] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[0];
+                const bool condition = (condition_p[0] != 0);
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[i];
                 const int32_t out_value = condition ? self : other;
@@ -8880,11 +8882,11 @@ where_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
             }
             continue;
         }
-        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(bool) && strides[2] == 0 &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
             strides[3] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int32_t self = self_p[0];
                 const int32_t other = other_p[i];
                 const int32_t out_value = condition ? self : other;
@@ -8892,11 +8894,11 @@ where_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
             }
             continue;
         }
-        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint8_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[0];
                 const int32_t out_value = condition ? self : other;
@@ -8905,7 +8907,8 @@ where_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool condition = *(const bool *)((const char *)condition_p + i * strides[1]);
+            const bool condition =
+                (*(const uint8_t *)((const char *)condition_p + i * strides[1]) != 0);
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[2]);
             const int32_t other = *(const uint8_t *)((const char *)other_p + i * strides[3]);
             const int32_t out_value = condition ? self : other;
@@ -8924,7 +8927,7 @@ where_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 static void
 where_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(uint8_t), sizeof(bool), sizeof(uint8_t),
+    static const int64_t esize[4] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t),
                                      sizeof(uint8_t)};
     yt__run_blocks(s, 4, esize, where_rows_u8, ctx);
 }
@@ -8936,14 +8939,14 @@ where_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         int8_t *out = (int8_t *)(data[0] + r * row_strides[0]);
-        const bool *condition_p = (const bool *)(data[1] + r * row_strides[1]);
+        const uint8_t *condition_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const int8_t *self_p = (const int8_t *)(data[2] + r * row_strides[2]);
         const int8_t *other_p = (const int8_t *)(data[3] + r * row_strides[3]);
-        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(int8_t) && strides[3] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int8_t self = self_p[i];
                 const int8_t other = other_p[i];
                 const int8_t out_value = condition ? self : other;
@@ -8955,7 +8958,7 @@ where_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
             strides[3] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[0];
+                const bool condition = (condition_p[0] != 0);
                 const int8_t self = self_p[i];
                 const int8_t other = other_p[i];
                 const int8_t out_value = condition ? self : other;
@@ -8963,11 +8966,11 @@ where_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
             }
             continue;
         }
-        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(bool) && strides[2] == 0 &&
+        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
             strides[3] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int8_t self = self_p[0];
                 const int8_t other = other_p[i];
                 const int8_t out_value = condition ? self : other;
@@ -8975,11 +8978,11 @@ where_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
             }
             continue;
         }
-        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(int8_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int8_t self = self_p[i];
                 const int8_t other = other_p[0];
                 const int8_t out_value = condition ? self : other;
@@ -8988,7 +8991,8 @@ where_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool condition = *(const bool *)((const char *)condition_p + i * strides[1]);
+            const bool condition =
+                (*(const uint8_t *)((const char *)condition_p + i * strides[1]) != 0);
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[2]);
             const int8_t other = *(const int8_t *)((const char *)other_p + i * strides[3]);
             const int8_t out_value = condition ? self : other;
@@ -9007,7 +9011,8 @@ where_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 static void
 where_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(int8_t), sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    static const int64_t esize[4] = {sizeof(int8_t), sizeof(uint8_t), sizeof(int8_t),
+                                     sizeof(int8_t)};
     yt__run_blocks(s, 4, esize, where_rows_i8, ctx);
 }
 
@@ -9018,14 +9023,14 @@ where_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         int16_t *out = (int16_t *)(data[0] + r * row_strides[0]);
-        const bool *condition_p = (const bool *)(data[1] + r * row_strides[1]);
+        const uint8_t *condition_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const int16_t *self_p = (const int16_t *)(data[2] + r * row_strides[2]);
         const int16_t *other_p = (const int16_t *)(data[3] + r * row_strides[3]);
-        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(int16_t) && strides[3] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int16_t self = self_p[i];
                 const int16_t other = other_p[i];
                 const int16_t out_value = condition ? self : other;
@@ -9037,7 +9042,7 @@ where_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             strides[3] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[0];
+                const bool condition = (condition_p[0] != 0);
                 const int16_t self = self_p[i];
                 const int16_t other = other_p[i];
                 const int16_t out_value = condition ? self : other;
@@ -9045,11 +9050,11 @@ where_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             }
             continue;
         }
-        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(bool) && strides[2] == 0 &&
+        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
             strides[3] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int16_t self = self_p[0];
                 const int16_t other = other_p[i];
                 const int16_t out_value = condition ? self : other;
@@ -9057,11 +9062,11 @@ where_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             }
             continue;
         }
-        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(int16_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int16_t self = self_p[i];
                 const int16_t other = other_p[0];
                 const int16_t out_value = condition ? self : other;
@@ -9070,7 +9075,8 @@ where_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool condition = *(const bool *)((const char *)condition_p + i * strides[1]);
+            const bool condition =
+                (*(const uint8_t *)((const char *)condition_p + i * strides[1]) != 0);
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[2]);
             const int16_t other = *(const int16_t *)((const char *)other_p + i * strides[3]);
             const int16_t out_value = condition ? self : other;
@@ -9089,7 +9095,7 @@ where_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 static void
 where_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(int16_t), sizeof(bool), sizeof(int16_t),
+    static const int64_t esize[4] = {sizeof(int16_t), sizeof(uint8_t), sizeof(int16_t),
                                      sizeof(int16_t)};
     yt__run_blocks(s, 4, esize, where_rows_i16, ctx);
 }
@@ -9101,14 +9107,14 @@ where_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         int32_t *out = (int32_t *)(data[0] + r * row_strides[0]);
-        const bool *condition_p = (const bool *)(data[1] + r * row_strides[1]);
+        const uint8_t *condition_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const int32_t *self_p = (const int32_t *)(data[2] + r * row_strides[2]);
         const int32_t *other_p = (const int32_t *)(data[3] + r * row_strides[3]);
-        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(int32_t) && strides[3] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[i];
                 const int32_t out_value = condition ? self : other;
@@ -9120,7 +9126,7 @@ where_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             strides[3] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[0];
+                const bool condition = (condition_p[0] != 0);
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[i];
                 const int32_t out_value = condition ? self : other;
@@ -9128,11 +9134,11 @@ where_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             }
             continue;
         }
-        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(bool) && strides[2] == 0 &&
+        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
             strides[3] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int32_t self = self_p[0];
                 const int32_t other = other_p[i];
                 const int32_t out_value = condition ? self : other;
@@ -9140,11 +9146,11 @@ where_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             }
             continue;
         }
-        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(int32_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int32_t self = self_p[i];
                 const int32_t other = other_p[0];
                 const int32_t out_value = condition ? self : other;
@@ -9153,7 +9159,8 @@ where_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool condition = *(const bool *)((const char *)condition_p + i * strides[1]);
+            const bool condition =
+                (*(const uint8_t *)((const char *)condition_p + i * strides[1]) != 0);
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[2]);
             const int32_t other = *(const int32_t *)((const char *)other_p + i * strides[3]);
             const int32_t out_value = condition ? self : other;
@@ -9172,7 +9179,7 @@ where_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 static void
 where_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(int32_t), sizeof(bool), sizeof(int32_t),
+    static const int64_t esize[4] = {sizeof(int32_t), sizeof(uint8_t), sizeof(int32_t),
                                      sizeof(int32_t)};
     yt__run_blocks(s, 4, esize, where_rows_i32, ctx);
 }
@@ -9184,14 +9191,14 @@ where_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         int64_t *out = (int64_t *)(data[0] + r * row_strides[0]);
-        const bool *condition_p = (const bool *)(data[1] + r * row_strides[1]);
+        const uint8_t *condition_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const int64_t *self_p = (const int64_t *)(data[2] + r * row_strides[2]);
         const int64_t *other_p = (const int64_t *)(data[3] + r * row_strides[3]);
-        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(int64_t) && strides[3] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int64_t self = self_p[i];
                 const int64_t other = other_p[i];
                 const int64_t out_value = condition ? self : other;
@@ -9203,7 +9210,7 @@ where_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             strides[3] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[0];
+                const bool condition = (condition_p[0] != 0);
                 const int64_t self = self_p[i];
                 const int64_t other = other_p[i];
                 const int64_t out_value = condition ? self : other;
@@ -9211,11 +9218,11 @@ where_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             }
             continue;
         }
-        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(bool) && strides[2] == 0 &&
+        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
             strides[3] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int64_t self = self_p[0];
                 const int64_t other = other_p[i];
                 const int64_t out_value = condition ? self : other;
@@ -9223,11 +9230,11 @@ where_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             }
             continue;
         }
-        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(int64_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const int64_t self = self_p[i];
                 const int64_t other = other_p[0];
                 const int64_t out_value = condition ? self : other;
@@ -9236,7 +9243,8 @@ where_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool condition = *(const bool *)((const char *)condition_p + i * strides[1]);
+            const bool condition =
+                (*(const uint8_t *)((const char *)condition_p + i * strides[1]) != 0);
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[2]);
             const int64_t other = *(const int64_t *)((const char *)other_p + i * strides[3]);
             const int64_t out_value = condition ? self : other;
@@ -9255,7 +9263,7 @@ where_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 static void
 where_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(int64_t), sizeof(bool), sizeof(int64_t),
+    static const int64_t esize[4] = {sizeof(int64_t), sizeof(uint8_t), sizeof(int64_t),
                                      sizeof(int64_t)};
     yt__run_blocks(s, 4, esize, where_rows_i64, ctx);
 }
@@ -9267,14 +9275,14 @@ where_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
-        const bool *condition_p = (const bool *)(data[1] + r * row_strides[1]);
+        const uint8_t *condition_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
         const uint16_t *other_p = (const uint16_t *)(data[3] + r * row_strides[3]);
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const float self = yt__f16_to_f32(self_p[i]);
                 const float other = yt__f16_to_f32(other_p[i]);
                 const float out_value = condition ? self : other;
@@ -9286,7 +9294,7 @@ where_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[0];
+                const bool condition = (condition_p[0] != 0);
                 const float self = yt__f16_to_f32(self_p[i]);
                 const float other = yt__f16_to_f32(other_p[i]);
                 const float out_value = condition ? self : other;
@@ -9294,11 +9302,11 @@ where_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             }
             continue;
         }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(bool) && strides[2] == 0 &&
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
             strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const float self = yt__f16_to_f32(self_p[0]);
                 const float other = yt__f16_to_f32(other_p[i]);
                 const float out_value = condition ? self : other;
@@ -9306,11 +9314,11 @@ where_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             }
             continue;
         }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint16_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const float self = yt__f16_to_f32(self_p[i]);
                 const float other = yt__f16_to_f32(other_p[0]);
                 const float out_value = condition ? self : other;
@@ -9319,7 +9327,8 @@ where_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool condition = *(const bool *)((const char *)condition_p + i * strides[1]);
+            const bool condition =
+                (*(const uint8_t *)((const char *)condition_p + i * strides[1]) != 0);
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
             const float other =
@@ -9340,7 +9349,7 @@ where_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 static void
 where_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(bool), sizeof(uint16_t),
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint8_t), sizeof(uint16_t),
                                      sizeof(uint16_t)};
     yt__run_blocks(s, 4, esize, where_rows_f16, ctx);
 }
@@ -9352,14 +9361,14 @@ where_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
-        const bool *condition_p = (const bool *)(data[1] + r * row_strides[1]);
+        const uint8_t *condition_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
         const uint16_t *other_p = (const uint16_t *)(data[3] + r * row_strides[3]);
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const float self = yt__bf16_to_f32(self_p[i]);
                 const float other = yt__bf16_to_f32(other_p[i]);
                 const float out_value = condition ? self : other;
@@ -9371,7 +9380,7 @@ where_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
             strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[0];
+                const bool condition = (condition_p[0] != 0);
                 const float self = yt__bf16_to_f32(self_p[i]);
                 const float other = yt__bf16_to_f32(other_p[i]);
                 const float out_value = condition ? self : other;
@@ -9379,11 +9388,11 @@ where_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
             }
             continue;
         }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(bool) && strides[2] == 0 &&
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
             strides[3] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const float self = yt__bf16_to_f32(self_p[0]);
                 const float other = yt__bf16_to_f32(other_p[i]);
                 const float out_value = condition ? self : other;
@@ -9391,11 +9400,11 @@ where_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
             }
             continue;
         }
-        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint16_t) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const float self = yt__bf16_to_f32(self_p[i]);
                 const float other = yt__bf16_to_f32(other_p[0]);
                 const float out_value = condition ? self : other;
@@ -9404,7 +9413,8 @@ where_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool condition = *(const bool *)((const char *)condition_p + i * strides[1]);
+            const bool condition =
+                (*(const uint8_t *)((const char *)condition_p + i * strides[1]) != 0);
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
             const float other =
@@ -9425,7 +9435,7 @@ where_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 static void
 where_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(bool), sizeof(uint16_t),
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint8_t), sizeof(uint16_t),
                                      sizeof(uint16_t)};
     yt__run_blocks(s, 4, esize, where_rows_bf16, ctx);
 }
@@ -9437,14 +9447,14 @@ where_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         float *out = (float *)(data[0] + r * row_strides[0]);
-        const bool *condition_p = (const bool *)(data[1] + r * row_strides[1]);
+        const uint8_t *condition_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const float *self_p = (const float *)(data[2] + r * row_strides[2]);
         const float *other_p = (const float *)(data[3] + r * row_strides[3]);
-        if (strides[0] == sizeof(float) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(float) && strides[3] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const float self = self_p[i];
                 const float other = other_p[i];
                 const float out_value = condition ? self : other;
@@ -9456,7 +9466,7 @@ where_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             strides[3] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[0];
+                const bool condition = (condition_p[0] != 0);
                 const float self = self_p[i];
                 const float other = other_p[i];
                 const float out_value = condition ? self : other;
@@ -9464,11 +9474,11 @@ where_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             }
             continue;
         }
-        if (strides[0] == sizeof(float) && strides[1] == sizeof(bool) && strides[2] == 0 &&
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
             strides[3] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const float self = self_p[0];
                 const float other = other_p[i];
                 const float out_value = condition ? self : other;
@@ -9476,11 +9486,11 @@ where_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             }
             continue;
         }
-        if (strides[0] == sizeof(float) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(float) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const float self = self_p[i];
                 const float other = other_p[0];
                 const float out_value = condition ? self : other;
@@ -9489,7 +9499,8 @@ where_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool condition = *(const bool *)((const char *)condition_p + i * strides[1]);
+            const bool condition =
+                (*(const uint8_t *)((const char *)condition_p + i * strides[1]) != 0);
             const float self = *(const float *)((const char *)self_p + i * strides[2]);
             const float other = *(const float *)((const char *)other_p + i * strides[3]);
             const float out_value = condition ? self : other;
@@ -9508,7 +9519,7 @@ where_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 static void
 where_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(float), sizeof(bool), sizeof(float), sizeof(float)};
+    static const int64_t esize[4] = {sizeof(float), sizeof(uint8_t), sizeof(float), sizeof(float)};
     yt__run_blocks(s, 4, esize, where_rows_f32, ctx);
 }
 
@@ -9519,14 +9530,14 @@ where_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         double *out = (double *)(data[0] + r * row_strides[0]);
-        const bool *condition_p = (const bool *)(data[1] + r * row_strides[1]);
+        const uint8_t *condition_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const double *self_p = (const double *)(data[2] + r * row_strides[2]);
         const double *other_p = (const double *)(data[3] + r * row_strides[3]);
-        if (strides[0] == sizeof(double) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(double) && strides[3] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const double self = self_p[i];
                 const double other = other_p[i];
                 const double out_value = condition ? self : other;
@@ -9538,7 +9549,7 @@ where_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             strides[3] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[0];
+                const bool condition = (condition_p[0] != 0);
                 const double self = self_p[i];
                 const double other = other_p[i];
                 const double out_value = condition ? self : other;
@@ -9546,11 +9557,11 @@ where_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             }
             continue;
         }
-        if (strides[0] == sizeof(double) && strides[1] == sizeof(bool) && strides[2] == 0 &&
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
             strides[3] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const double self = self_p[0];
                 const double other = other_p[i];
                 const double out_value = condition ? self : other;
@@ -9558,11 +9569,11 @@ where_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             }
             continue;
         }
-        if (strides[0] == sizeof(double) && strides[1] == sizeof(bool) &&
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(double) && strides[3] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool condition = condition_p[i];
+                const bool condition = (condition_p[i] != 0);
                 const double self = self_p[i];
                 const double other = other_p[0];
                 const double out_value = condition ? self : other;
@@ -9571,7 +9582,8 @@ where_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool condition = *(const bool *)((const char *)condition_p + i * strides[1]);
+            const bool condition =
+                (*(const uint8_t *)((const char *)condition_p + i * strides[1]) != 0);
             const double self = *(const double *)((const char *)self_p + i * strides[2]);
             const double other = *(const double *)((const char *)other_p + i * strides[3]);
             const double out_value = condition ? self : other;
@@ -9590,7 +9602,8 @@ where_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 static void
 where_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[4] = {sizeof(double), sizeof(bool), sizeof(double), sizeof(double)};
+    static const int64_t esize[4] = {sizeof(double), sizeof(uint8_t), sizeof(double),
+                                     sizeof(double)};
     yt__run_blocks(s, 4, esize, where_rows_f64, ctx);
 }
 
@@ -9635,45 +9648,45 @@ logical_or_rows_bool(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *other_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = (self != (bool)0) || (other != (bool)0);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = (self != (bool)0) || (other != (bool)0);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = (self != (bool)0) || (other != (bool)0);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[2]) != 0);
             const bool out_value = (self != (bool)0) || (other != (bool)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9688,7 +9701,7 @@ logical_or_loop_bool(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_or_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, logical_or_rows_bool, ctx);
 }
 
@@ -9698,10 +9711,10 @@ logical_or_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -9712,7 +9725,7 @@ logical_or_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -9722,7 +9735,7 @@ logical_or_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -9736,7 +9749,7 @@ logical_or_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const uint8_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = (self != (int32_t)0) || (other != (int32_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9751,7 +9764,7 @@ logical_or_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 logical_or_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, logical_or_rows_u8, ctx);
 }
 
@@ -9761,10 +9774,10 @@ logical_or_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
         const int8_t *other_p = (const int8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) &&
             strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -9775,7 +9788,7 @@ logical_or_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
@@ -9785,7 +9798,7 @@ logical_or_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -9799,7 +9812,7 @@ logical_or_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t other = *(const int8_t *)((const char *)other_p + i * strides[2]);
             const int8_t out_value = (self != (int8_t)0) || (other != (int8_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9814,7 +9827,7 @@ logical_or_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 logical_or_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int8_t), sizeof(int8_t)};
     yt__run_blocks(s, 3, esize, logical_or_rows_i8, ctx);
 }
 
@@ -9824,10 +9837,10 @@ logical_or_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
         const int16_t *other_p = (const int16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) &&
             strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -9838,7 +9851,7 @@ logical_or_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
@@ -9848,7 +9861,7 @@ logical_or_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -9862,7 +9875,7 @@ logical_or_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t other = *(const int16_t *)((const char *)other_p + i * strides[2]);
             const int16_t out_value = (self != (int16_t)0) || (other != (int16_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9877,7 +9890,7 @@ logical_or_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 logical_or_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int16_t), sizeof(int16_t)};
     yt__run_blocks(s, 3, esize, logical_or_rows_i16, ctx);
 }
 
@@ -9887,10 +9900,10 @@ logical_or_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
         const int32_t *other_p = (const int32_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) &&
             strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -9901,7 +9914,7 @@ logical_or_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -9911,7 +9924,7 @@ logical_or_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -9925,7 +9938,7 @@ logical_or_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const int32_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = (self != (int32_t)0) || (other != (int32_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9940,7 +9953,7 @@ logical_or_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 logical_or_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int32_t), sizeof(int32_t)};
     yt__run_blocks(s, 3, esize, logical_or_rows_i32, ctx);
 }
 
@@ -9950,10 +9963,10 @@ logical_or_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
         const int64_t *other_p = (const int64_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) &&
             strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -9964,7 +9977,7 @@ logical_or_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
@@ -9974,7 +9987,7 @@ logical_or_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -9988,7 +10001,7 @@ logical_or_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t other = *(const int64_t *)((const char *)other_p + i * strides[2]);
             const int64_t out_value = (self != (int64_t)0) || (other != (int64_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10003,7 +10016,7 @@ logical_or_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 logical_or_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int64_t), sizeof(int64_t)};
     yt__run_blocks(s, 3, esize, logical_or_rows_i64, ctx);
 }
 
@@ -10013,10 +10026,10 @@ logical_or_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -10027,7 +10040,7 @@ logical_or_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[0]);
@@ -10037,7 +10050,7 @@ logical_or_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -10053,7 +10066,7 @@ logical_or_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_
             const float other =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = (self != (float)0) || (other != (float)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10068,7 +10081,7 @@ logical_or_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 logical_or_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, logical_or_rows_f16, ctx);
 }
 
@@ -10078,10 +10091,10 @@ logical_or_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -10092,7 +10105,7 @@ logical_or_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[0]);
@@ -10102,7 +10115,7 @@ logical_or_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -10118,7 +10131,7 @@ logical_or_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64
             const float other =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = (self != (float)0) || (other != (float)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10133,7 +10146,7 @@ logical_or_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_or_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, logical_or_rows_bf16, ctx);
 }
 
@@ -10143,10 +10156,10 @@ logical_or_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
         const float *other_p = (const float *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) &&
             strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -10157,7 +10170,7 @@ logical_or_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[0];
@@ -10167,7 +10180,7 @@ logical_or_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -10181,7 +10194,7 @@ logical_or_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float other = *(const float *)((const char *)other_p + i * strides[2]);
             const float out_value = (self != (float)0) || (other != (float)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10196,7 +10209,7 @@ logical_or_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 logical_or_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(float), sizeof(float)};
     yt__run_blocks(s, 3, esize, logical_or_rows_f32, ctx);
 }
 
@@ -10206,10 +10219,10 @@ logical_or_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
         const double *other_p = (const double *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) &&
             strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -10220,7 +10233,7 @@ logical_or_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[0];
@@ -10230,7 +10243,7 @@ logical_or_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -10244,7 +10257,7 @@ logical_or_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double other = *(const double *)((const char *)other_p + i * strides[2]);
             const double out_value = (self != (double)0) || (other != (double)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -10259,7 +10272,7 @@ logical_or_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 logical_or_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(double), sizeof(double)};
     yt__run_blocks(s, 3, esize, logical_or_rows_f64, ctx);
 }
 

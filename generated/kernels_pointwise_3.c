@@ -43,45 +43,45 @@ add_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row
     const pointwise_scalar *scalars = ctx;
     const bool alpha = (bool)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *other_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self || (alpha && other);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self || (alpha && other);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = self || (alpha && other);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[2]) != 0);
             const bool out_value = self || (alpha && other);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -96,7 +96,7 @@ add_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row
 static void
 add_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, add_rows_bool, ctx);
 }
 
@@ -727,21 +727,21 @@ add_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64
     const bool other = (bool)scalars[0].i;
     const bool alpha = (bool)scalars[1].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value = self || (alpha && other);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value = self || (alpha && other);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -756,7 +756,7 @@ add_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64
 static void
 add_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, add_scalar_rows_bool, ctx);
 }
 
@@ -6221,45 +6221,45 @@ eq_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *other_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self == other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self == other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = self == other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[2]) != 0);
             const bool out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6274,7 +6274,7 @@ eq_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 static void
 eq_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, eq_rows_bool, ctx);
 }
 
@@ -6284,10 +6284,10 @@ eq_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -6298,7 +6298,7 @@ eq_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -6308,7 +6308,7 @@ eq_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -6322,7 +6322,7 @@ eq_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const uint8_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6337,7 +6337,7 @@ eq_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 static void
 eq_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, eq_rows_u8, ctx);
 }
 
@@ -6347,10 +6347,10 @@ eq_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
         const int8_t *other_p = (const int8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) &&
             strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -6361,7 +6361,7 @@ eq_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
@@ -6371,7 +6371,7 @@ eq_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -6385,7 +6385,7 @@ eq_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t other = *(const int8_t *)((const char *)other_p + i * strides[2]);
             const int8_t out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6400,7 +6400,7 @@ eq_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 static void
 eq_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int8_t), sizeof(int8_t)};
     yt__run_blocks(s, 3, esize, eq_rows_i8, ctx);
 }
 
@@ -6410,10 +6410,10 @@ eq_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
         const int16_t *other_p = (const int16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) &&
             strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -6424,7 +6424,7 @@ eq_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
@@ -6434,7 +6434,7 @@ eq_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -6448,7 +6448,7 @@ eq_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t other = *(const int16_t *)((const char *)other_p + i * strides[2]);
             const int16_t out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6463,7 +6463,7 @@ eq_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 eq_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int16_t), sizeof(int16_t)};
     yt__run_blocks(s, 3, esize, eq_rows_i16, ctx);
 }
 
@@ -6473,10 +6473,10 @@ eq_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
         const int32_t *other_p = (const int32_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) &&
             strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -6487,7 +6487,7 @@ eq_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -6497,7 +6497,7 @@ eq_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -6511,7 +6511,7 @@ eq_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const int32_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6526,7 +6526,7 @@ eq_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 eq_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int32_t), sizeof(int32_t)};
     yt__run_blocks(s, 3, esize, eq_rows_i32, ctx);
 }
 
@@ -6536,10 +6536,10 @@ eq_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
         const int64_t *other_p = (const int64_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) &&
             strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -6550,7 +6550,7 @@ eq_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
@@ -6560,7 +6560,7 @@ eq_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -6574,7 +6574,7 @@ eq_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t other = *(const int64_t *)((const char *)other_p + i * strides[2]);
             const int64_t out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6589,7 +6589,7 @@ eq_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 eq_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int64_t), sizeof(int64_t)};
     yt__run_blocks(s, 3, esize, eq_rows_i64, ctx);
 }
 
@@ -6599,10 +6599,10 @@ eq_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -6613,7 +6613,7 @@ eq_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[0]);
@@ -6623,7 +6623,7 @@ eq_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -6639,7 +6639,7 @@ eq_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const float other =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6654,7 +6654,7 @@ eq_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 eq_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, eq_rows_f16, ctx);
 }
 
@@ -6664,10 +6664,10 @@ eq_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -6678,7 +6678,7 @@ eq_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[0]);
@@ -6688,7 +6688,7 @@ eq_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -6704,7 +6704,7 @@ eq_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             const float other =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6719,7 +6719,7 @@ eq_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 static void
 eq_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, eq_rows_bf16, ctx);
 }
 
@@ -6729,10 +6729,10 @@ eq_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
         const float *other_p = (const float *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) &&
             strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -6743,7 +6743,7 @@ eq_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[0];
@@ -6753,7 +6753,7 @@ eq_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -6767,7 +6767,7 @@ eq_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float other = *(const float *)((const char *)other_p + i * strides[2]);
             const float out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6782,7 +6782,7 @@ eq_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 eq_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(float), sizeof(float)};
     yt__run_blocks(s, 3, esize, eq_rows_f32, ctx);
 }
 
@@ -6792,10 +6792,10 @@ eq_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
         const double *other_p = (const double *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) &&
             strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -6806,7 +6806,7 @@ eq_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[0];
@@ -6816,7 +6816,7 @@ eq_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -6830,7 +6830,7 @@ eq_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double other = *(const double *)((const char *)other_p + i * strides[2]);
             const double out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6845,7 +6845,7 @@ eq_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 eq_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(double), sizeof(double)};
     yt__run_blocks(s, 3, esize, eq_rows_f64, ctx);
 }
 
@@ -6891,21 +6891,21 @@ eq_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_
     const pointwise_scalar *scalars = ctx;
     const bool other = (bool)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value = self == other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6920,7 +6920,7 @@ eq_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 eq_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, eq_scalar_rows_bool, ctx);
 }
 
@@ -6931,9 +6931,9 @@ eq_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -6945,7 +6945,7 @@ eq_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -6960,7 +6960,7 @@ eq_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 eq_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, eq_scalar_rows_u8, ctx);
 }
 
@@ -6971,9 +6971,9 @@ eq_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
     const pointwise_scalar *scalars = ctx;
     const int8_t other = (int8_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -6985,7 +6985,7 @@ eq_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7000,7 +7000,7 @@ eq_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 eq_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int8_t)};
     yt__run_blocks(s, 2, esize, eq_scalar_rows_i8, ctx);
 }
 
@@ -7011,9 +7011,9 @@ eq_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int16_t other = (int16_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -7025,7 +7025,7 @@ eq_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7040,7 +7040,7 @@ eq_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 eq_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int16_t)};
     yt__run_blocks(s, 2, esize, eq_scalar_rows_i16, ctx);
 }
 
@@ -7051,9 +7051,9 @@ eq_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -7065,7 +7065,7 @@ eq_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7080,7 +7080,7 @@ eq_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 eq_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int32_t)};
     yt__run_blocks(s, 2, esize, eq_scalar_rows_i32, ctx);
 }
 
@@ -7091,9 +7091,9 @@ eq_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int64_t other = (int64_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -7105,7 +7105,7 @@ eq_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7120,7 +7120,7 @@ eq_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 eq_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int64_t)};
     yt__run_blocks(s, 2, esize, eq_scalar_rows_i64, ctx);
 }
 
@@ -7131,9 +7131,9 @@ eq_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -7146,7 +7146,7 @@ eq_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7161,7 +7161,7 @@ eq_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 eq_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, eq_scalar_rows_f16, ctx);
 }
 
@@ -7172,9 +7172,9 @@ eq_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -7187,7 +7187,7 @@ eq_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7202,7 +7202,7 @@ eq_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 eq_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, eq_scalar_rows_bf16, ctx);
 }
 
@@ -7213,9 +7213,9 @@ eq_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -7227,7 +7227,7 @@ eq_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7242,7 +7242,7 @@ eq_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 eq_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(float)};
     yt__run_blocks(s, 2, esize, eq_scalar_rows_f32, ctx);
 }
 
@@ -7253,9 +7253,9 @@ eq_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -7267,7 +7267,7 @@ eq_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double out_value = self == other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7282,7 +7282,7 @@ eq_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 eq_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(double)};
     yt__run_blocks(s, 2, esize, eq_scalar_rows_f64, ctx);
 }
 
@@ -7331,45 +7331,45 @@ le_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *other_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self <= other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = self <= other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = self <= other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[2]) != 0);
             const bool out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7384,7 +7384,7 @@ le_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 static void
 le_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, le_rows_bool, ctx);
 }
 
@@ -7394,10 +7394,10 @@ le_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7408,7 +7408,7 @@ le_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -7418,7 +7418,7 @@ le_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -7432,7 +7432,7 @@ le_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const uint8_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7447,7 +7447,7 @@ le_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 static void
 le_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, le_rows_u8, ctx);
 }
 
@@ -7457,10 +7457,10 @@ le_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
         const int8_t *other_p = (const int8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) &&
             strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7471,7 +7471,7 @@ le_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
@@ -7481,7 +7481,7 @@ le_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -7495,7 +7495,7 @@ le_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t other = *(const int8_t *)((const char *)other_p + i * strides[2]);
             const int8_t out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7510,7 +7510,7 @@ le_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_st
 static void
 le_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int8_t), sizeof(int8_t)};
     yt__run_blocks(s, 3, esize, le_rows_i8, ctx);
 }
 
@@ -7520,10 +7520,10 @@ le_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
         const int16_t *other_p = (const int16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) &&
             strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7534,7 +7534,7 @@ le_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
@@ -7544,7 +7544,7 @@ le_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -7558,7 +7558,7 @@ le_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t other = *(const int16_t *)((const char *)other_p + i * strides[2]);
             const int16_t out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7573,7 +7573,7 @@ le_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 le_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int16_t), sizeof(int16_t)};
     yt__run_blocks(s, 3, esize, le_rows_i16, ctx);
 }
 
@@ -7583,10 +7583,10 @@ le_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
         const int32_t *other_p = (const int32_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) &&
             strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7597,7 +7597,7 @@ le_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -7607,7 +7607,7 @@ le_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -7621,7 +7621,7 @@ le_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const int32_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7636,7 +7636,7 @@ le_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 le_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int32_t), sizeof(int32_t)};
     yt__run_blocks(s, 3, esize, le_rows_i32, ctx);
 }
 
@@ -7646,10 +7646,10 @@ le_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
         const int64_t *other_p = (const int64_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) &&
             strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7660,7 +7660,7 @@ le_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
@@ -7670,7 +7670,7 @@ le_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -7684,7 +7684,7 @@ le_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t other = *(const int64_t *)((const char *)other_p + i * strides[2]);
             const int64_t out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7699,7 +7699,7 @@ le_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 le_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int64_t), sizeof(int64_t)};
     yt__run_blocks(s, 3, esize, le_rows_i64, ctx);
 }
 
@@ -7709,10 +7709,10 @@ le_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7723,7 +7723,7 @@ le_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[0]);
@@ -7733,7 +7733,7 @@ le_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -7749,7 +7749,7 @@ le_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const float other =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7764,7 +7764,7 @@ le_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 le_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, le_rows_f16, ctx);
 }
 
@@ -7774,10 +7774,10 @@ le_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7788,7 +7788,7 @@ le_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[0]);
@@ -7798,7 +7798,7 @@ le_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -7814,7 +7814,7 @@ le_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
             const float other =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7829,7 +7829,7 @@ le_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
 static void
 le_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, le_rows_bf16, ctx);
 }
 
@@ -7839,10 +7839,10 @@ le_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
         const float *other_p = (const float *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) &&
             strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7853,7 +7853,7 @@ le_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[0];
@@ -7863,7 +7863,7 @@ le_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -7877,7 +7877,7 @@ le_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float other = *(const float *)((const char *)other_p + i * strides[2]);
             const float out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7892,7 +7892,7 @@ le_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 le_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(float), sizeof(float)};
     yt__run_blocks(s, 3, esize, le_rows_f32, ctx);
 }
 
@@ -7902,10 +7902,10 @@ le_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
         const double *other_p = (const double *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) &&
             strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -7916,7 +7916,7 @@ le_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[0];
@@ -7926,7 +7926,7 @@ le_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -7940,7 +7940,7 @@ le_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double other = *(const double *)((const char *)other_p + i * strides[2]);
             const double out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -7955,7 +7955,7 @@ le_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_s
 static void
 le_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(double), sizeof(double)};
     yt__run_blocks(s, 3, esize, le_rows_f64, ctx);
 }
 
@@ -8001,21 +8001,21 @@ le_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_
     const pointwise_scalar *scalars = ctx;
     const bool other = (bool)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value = self <= other;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8030,7 +8030,7 @@ le_scalar_loop_bool(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 le_scalar_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, le_scalar_rows_bool, ctx);
 }
 
@@ -8041,9 +8041,9 @@ le_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)(uint8_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -8055,7 +8055,7 @@ le_scalar_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8070,7 +8070,7 @@ le_scalar_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 le_scalar_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, le_scalar_rows_u8, ctx);
 }
 
@@ -8081,9 +8081,9 @@ le_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
     const pointwise_scalar *scalars = ctx;
     const int8_t other = (int8_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -8095,7 +8095,7 @@ le_scalar_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8110,7 +8110,7 @@ le_scalar_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t 
 static void
 le_scalar_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int8_t)};
     yt__run_blocks(s, 2, esize, le_scalar_rows_i8, ctx);
 }
 
@@ -8121,9 +8121,9 @@ le_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int16_t other = (int16_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -8135,7 +8135,7 @@ le_scalar_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8150,7 +8150,7 @@ le_scalar_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 le_scalar_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int16_t)};
     yt__run_blocks(s, 2, esize, le_scalar_rows_i16, ctx);
 }
 
@@ -8161,9 +8161,9 @@ le_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int32_t other = (int32_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -8175,7 +8175,7 @@ le_scalar_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8190,7 +8190,7 @@ le_scalar_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 le_scalar_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int32_t)};
     yt__run_blocks(s, 2, esize, le_scalar_rows_i32, ctx);
 }
 
@@ -8201,9 +8201,9 @@ le_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const int64_t other = (int64_t)scalars[0].i;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -8215,7 +8215,7 @@ le_scalar_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8230,7 +8230,7 @@ le_scalar_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 le_scalar_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int64_t)};
     yt__run_blocks(s, 2, esize, le_scalar_rows_i64, ctx);
 }
 
@@ -8241,9 +8241,9 @@ le_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -8256,7 +8256,7 @@ le_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8271,7 +8271,7 @@ le_scalar_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 le_scalar_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, le_scalar_rows_f16, ctx);
 }
 
@@ -8282,9 +8282,9 @@ le_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -8297,7 +8297,7 @@ le_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8312,7 +8312,7 @@ le_scalar_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 le_scalar_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, le_scalar_rows_bf16, ctx);
 }
 
@@ -8323,9 +8323,9 @@ le_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -8337,7 +8337,7 @@ le_scalar_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8352,7 +8352,7 @@ le_scalar_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 le_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(float)};
     yt__run_blocks(s, 2, esize, le_scalar_rows_f32, ctx);
 }
 
@@ -8363,9 +8363,9 @@ le_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -8377,7 +8377,7 @@ le_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double out_value = self <= other;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8392,7 +8392,7 @@ le_scalar_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t
 static void
 le_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(double)};
     yt__run_blocks(s, 2, esize, le_scalar_rows_f64, ctx);
 }
 
@@ -8441,45 +8441,45 @@ logical_and_rows_bool(char **data, const int64_t *strides, int64_t n, const int6
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        const bool *other_p = (const bool *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) &&
-            strides[2] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[i];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = (self != (bool)0) && (other != (bool)0);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(bool)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[0];
-                const bool other = other_p[i];
+                const bool self = (self_p[0] != 0);
+                const bool other = (other_p[i] != 0);
                 const bool out_value = (self != (bool)0) && (other != (bool)0);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
-                const bool other = other_p[0];
+                const bool self = (self_p[i] != 0);
+                const bool other = (other_p[0] != 0);
                 const bool out_value = (self != (bool)0) && (other != (bool)0);
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
-            const bool other = *(const bool *)((const char *)other_p + i * strides[2]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
+            const bool other = (*(const uint8_t *)((const char *)other_p + i * strides[2]) != 0);
             const bool out_value = (self != (bool)0) && (other != (bool)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8494,7 +8494,7 @@ logical_and_loop_bool(char **data, const int64_t *strides, int64_t n, const int6
 static void
 logical_and_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(bool), sizeof(bool)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, logical_and_rows_bool, ctx);
 }
 
@@ -8504,10 +8504,10 @@ logical_and_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
         const uint8_t *other_p = (const uint8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
             strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8518,7 +8518,7 @@ logical_and_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -8528,7 +8528,7 @@ logical_and_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -8542,7 +8542,7 @@ logical_and_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const uint8_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = (self != (int32_t)0) && (other != (int32_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8557,7 +8557,7 @@ logical_and_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 logical_and_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint8_t), sizeof(uint8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 3, esize, logical_and_rows_u8, ctx);
 }
 
@@ -8567,10 +8567,10 @@ logical_and_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
         const int8_t *other_p = (const int8_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) &&
             strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8581,7 +8581,7 @@ logical_and_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[0];
@@ -8591,7 +8591,7 @@ logical_and_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -8605,7 +8605,7 @@ logical_and_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t other = *(const int8_t *)((const char *)other_p + i * strides[2]);
             const int8_t out_value = (self != (int8_t)0) && (other != (int8_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8620,7 +8620,7 @@ logical_and_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 logical_and_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int8_t), sizeof(int8_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int8_t), sizeof(int8_t)};
     yt__run_blocks(s, 3, esize, logical_and_rows_i8, ctx);
 }
 
@@ -8630,10 +8630,10 @@ logical_and_rows_i16(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
         const int16_t *other_p = (const int16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) &&
             strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8644,7 +8644,7 @@ logical_and_rows_i16(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[0];
@@ -8654,7 +8654,7 @@ logical_and_rows_i16(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -8668,7 +8668,7 @@ logical_and_rows_i16(char **data, const int64_t *strides, int64_t n, const int64
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t other = *(const int16_t *)((const char *)other_p + i * strides[2]);
             const int16_t out_value = (self != (int16_t)0) && (other != (int16_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8683,7 +8683,7 @@ logical_and_loop_i16(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_and_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int16_t), sizeof(int16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int16_t), sizeof(int16_t)};
     yt__run_blocks(s, 3, esize, logical_and_rows_i16, ctx);
 }
 
@@ -8693,10 +8693,10 @@ logical_and_rows_i32(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
         const int32_t *other_p = (const int32_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) &&
             strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8707,7 +8707,7 @@ logical_and_rows_i32(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[0];
@@ -8717,7 +8717,7 @@ logical_and_rows_i32(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -8731,7 +8731,7 @@ logical_and_rows_i32(char **data, const int64_t *strides, int64_t n, const int64
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t other = *(const int32_t *)((const char *)other_p + i * strides[2]);
             const int32_t out_value = (self != (int32_t)0) && (other != (int32_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8746,7 +8746,7 @@ logical_and_loop_i32(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_and_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int32_t), sizeof(int32_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int32_t), sizeof(int32_t)};
     yt__run_blocks(s, 3, esize, logical_and_rows_i32, ctx);
 }
 
@@ -8756,10 +8756,10 @@ logical_and_rows_i64(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
         const int64_t *other_p = (const int64_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) &&
             strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8770,7 +8770,7 @@ logical_and_rows_i64(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[0];
@@ -8780,7 +8780,7 @@ logical_and_rows_i64(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -8794,7 +8794,7 @@ logical_and_rows_i64(char **data, const int64_t *strides, int64_t n, const int64
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t other = *(const int64_t *)((const char *)other_p + i * strides[2]);
             const int64_t out_value = (self != (int64_t)0) && (other != (int64_t)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8809,7 +8809,7 @@ logical_and_loop_i64(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_and_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(int64_t), sizeof(int64_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(int64_t), sizeof(int64_t)};
     yt__run_blocks(s, 3, esize, logical_and_rows_i64, ctx);
 }
 
@@ -8819,10 +8819,10 @@ logical_and_rows_f16(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8833,7 +8833,7 @@ logical_and_rows_f16(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[0]);
@@ -8843,7 +8843,7 @@ logical_and_rows_f16(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -8859,7 +8859,7 @@ logical_and_rows_f16(char **data, const int64_t *strides, int64_t n, const int64
             const float other =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = (self != (float)0) && (other != (float)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8874,7 +8874,7 @@ logical_and_loop_f16(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_and_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, logical_and_rows_f16, ctx);
 }
 
@@ -8884,10 +8884,10 @@ logical_and_rows_bf16(char **data, const int64_t *strides, int64_t n, const int6
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
         const uint16_t *other_p = (const uint16_t *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) &&
             strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8898,7 +8898,7 @@ logical_and_rows_bf16(char **data, const int64_t *strides, int64_t n, const int6
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[0]);
@@ -8908,7 +8908,7 @@ logical_and_rows_bf16(char **data, const int64_t *strides, int64_t n, const int6
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -8924,7 +8924,7 @@ logical_and_rows_bf16(char **data, const int64_t *strides, int64_t n, const int6
             const float other =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)other_p + i * strides[2]));
             const float out_value = (self != (float)0) && (other != (float)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -8939,7 +8939,7 @@ logical_and_loop_bf16(char **data, const int64_t *strides, int64_t n, const int6
 static void
 logical_and_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(uint16_t), sizeof(uint16_t)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(uint16_t), sizeof(uint16_t)};
     yt__run_blocks(s, 3, esize, logical_and_rows_bf16, ctx);
 }
 
@@ -8949,10 +8949,10 @@ logical_and_rows_f32(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
         const float *other_p = (const float *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) &&
             strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -8963,7 +8963,7 @@ logical_and_rows_f32(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[0];
@@ -8973,7 +8973,7 @@ logical_and_rows_f32(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -8987,7 +8987,7 @@ logical_and_rows_f32(char **data, const int64_t *strides, int64_t n, const int64
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float other = *(const float *)((const char *)other_p + i * strides[2]);
             const float out_value = (self != (float)0) && (other != (float)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9002,7 +9002,7 @@ logical_and_loop_f32(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_and_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(float), sizeof(float)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(float), sizeof(float)};
     yt__run_blocks(s, 3, esize, logical_and_rows_f32, ctx);
 }
 
@@ -9012,10 +9012,10 @@ logical_and_rows_f64(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
         const double *other_p = (const double *)(data[2] + r * row_strides[2]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) &&
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) &&
             strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
@@ -9026,7 +9026,7 @@ logical_and_rows_f64(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == 0 && strides[2] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[0];
@@ -9036,7 +9036,7 @@ logical_and_rows_f64(char **data, const int64_t *strides, int64_t n, const int64
             }
             continue;
         }
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double) && strides[2] == 0) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double) && strides[2] == 0) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -9050,7 +9050,7 @@ logical_and_rows_f64(char **data, const int64_t *strides, int64_t n, const int64
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double other = *(const double *)((const char *)other_p + i * strides[2]);
             const double out_value = (self != (double)0) && (other != (double)0);
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9065,7 +9065,7 @@ logical_and_loop_f64(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_and_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[3] = {sizeof(bool), sizeof(double), sizeof(double)};
+    static const int64_t esize[3] = {sizeof(uint8_t), sizeof(double), sizeof(double)};
     yt__run_blocks(s, 3, esize, logical_and_rows_f64, ctx);
 }
 
@@ -9120,21 +9120,21 @@ logical_not_rows_bool(char **data, const int64_t *strides, int64_t n, const int6
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
-        const bool *self_p = (const bool *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(bool)) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
-                const bool self = self_p[i];
+                const bool self = (self_p[i] != 0);
                 const bool out_value = !self;
                 out[i] = (bool)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
-            const bool self = *(const bool *)((const char *)self_p + i * strides[1]);
+            const bool self = (*(const uint8_t *)((const char *)self_p + i * strides[1]) != 0);
             const bool out_value = !self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9149,7 +9149,7 @@ logical_not_loop_bool(char **data, const int64_t *strides, int64_t n, const int6
 static void
 logical_not_blocks_bool(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(bool)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, logical_not_rows_bool, ctx);
 }
 
@@ -9159,9 +9159,9 @@ logical_not_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -9173,7 +9173,7 @@ logical_not_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = !self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9188,7 +9188,7 @@ logical_not_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 logical_not_blocks_u8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
     yt__run_blocks(s, 2, esize, logical_not_rows_u8, ctx);
 }
 
@@ -9198,9 +9198,9 @@ logical_not_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int8_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int8_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
@@ -9212,7 +9212,7 @@ logical_not_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t out_value = !self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9227,7 +9227,7 @@ logical_not_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_
 static void
 logical_not_blocks_i8(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int8_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int8_t)};
     yt__run_blocks(s, 2, esize, logical_not_rows_i8, ctx);
 }
 
@@ -9237,9 +9237,9 @@ logical_not_rows_i16(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
@@ -9251,7 +9251,7 @@ logical_not_rows_i16(char **data, const int64_t *strides, int64_t n, const int64
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t out_value = !self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9266,7 +9266,7 @@ logical_not_loop_i16(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_not_blocks_i16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int16_t)};
     yt__run_blocks(s, 2, esize, logical_not_rows_i16, ctx);
 }
 
@@ -9276,9 +9276,9 @@ logical_not_rows_i32(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int32_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int32_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
@@ -9290,7 +9290,7 @@ logical_not_rows_i32(char **data, const int64_t *strides, int64_t n, const int64
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t out_value = !self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9305,7 +9305,7 @@ logical_not_loop_i32(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_not_blocks_i32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int32_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int32_t)};
     yt__run_blocks(s, 2, esize, logical_not_rows_i32, ctx);
 }
 
@@ -9315,9 +9315,9 @@ logical_not_rows_i64(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(int64_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(int64_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
@@ -9329,7 +9329,7 @@ logical_not_rows_i64(char **data, const int64_t *strides, int64_t n, const int64
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t out_value = !self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9344,7 +9344,7 @@ logical_not_loop_i64(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_not_blocks_i64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(int64_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(int64_t)};
     yt__run_blocks(s, 2, esize, logical_not_rows_i64, ctx);
 }
 
@@ -9354,9 +9354,9 @@ logical_not_rows_f16(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
@@ -9369,7 +9369,7 @@ logical_not_rows_f16(char **data, const int64_t *strides, int64_t n, const int64
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = !self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9384,7 +9384,7 @@ logical_not_loop_f16(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_not_blocks_f16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, logical_not_rows_f16, ctx);
 }
 
@@ -9394,9 +9394,9 @@ logical_not_rows_bf16(char **data, const int64_t *strides, int64_t n, const int6
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(uint16_t)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint16_t)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
@@ -9409,7 +9409,7 @@ logical_not_rows_bf16(char **data, const int64_t *strides, int64_t n, const int6
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
             const float out_value = !self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9424,7 +9424,7 @@ logical_not_loop_bf16(char **data, const int64_t *strides, int64_t n, const int6
 static void
 logical_not_blocks_bf16(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(uint16_t)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint16_t)};
     yt__run_blocks(s, 2, esize, logical_not_rows_bf16, ctx);
 }
 
@@ -9434,9 +9434,9 @@ logical_not_rows_f32(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(float)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(float)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
@@ -9448,7 +9448,7 @@ logical_not_rows_f32(char **data, const int64_t *strides, int64_t n, const int64
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float out_value = !self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9463,7 +9463,7 @@ logical_not_loop_f32(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_not_blocks_f32(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(float)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(float)};
     yt__run_blocks(s, 2, esize, logical_not_rows_f32, ctx);
 }
 
@@ -9473,9 +9473,9 @@ logical_not_rows_f64(char **data, const int64_t *strides, int64_t n, const int64
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
-        bool *out = (bool *)(data[0] + r * row_strides[0]);
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
-        if (strides[0] == sizeof(bool) && strides[1] == sizeof(double)) {
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(double)) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
@@ -9487,7 +9487,7 @@ logical_not_rows_f64(char **data, const int64_t *strides, int64_t n, const int64
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double out_value = !self;
-            *(bool *)((char *)out + i * strides[0]) = (bool)(out_value);
+            *(uint8_t *)((char *)out + i * strides[0]) = (bool)(out_value);
         }
     }
 }
@@ -9502,7 +9502,7 @@ logical_not_loop_f64(char **data, const int64_t *strides, int64_t n, const int64
 static void
 logical_not_blocks_f64(const yt__block_strip *s, const void *ctx)
 {
-    static const int64_t esize[2] = {sizeof(bool), sizeof(double)};
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(double)};
     yt__run_blocks(s, 2, esize, logical_not_rows_f64, ctx);
 }
 
