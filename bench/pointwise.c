@@ -7,6 +7,9 @@
  * identically on both sides so the ratio is what matters.
  *
  * Most cases are [N / 1000, 1000]; the *_short_rows ones are [N / 4, 4] (the same elements),
+ * logical_not and where read bools, and the to_* casts allocate their result (no out=, on either
+ * side; the allocator hands the same block back). Every operand counts 4 bytes, as on the torch
+ * side, so for bool and half types GB/s is nominal and only the ratio means something.
  * from a narrowed [N / 4, 8] input (4 of every 8 elements) or with a [N / 4, 1] column, where a
  * traversal that pays per row shows.
  *
@@ -44,6 +47,14 @@ static const bench_case CASES[] = {
     {"exp_transposed", 1},
     {"add_scalar_short_rows", 1},
     {"add_bcast_col_short_rows", 2},
+    {"pow2", 1},
+    {"clamp", 1},
+    {"remainder", 2},
+    {"logical_not", 1},
+    {"where", 3},
+    {"to_f16", 1},
+    {"to_bf16", 1},
+    {"to_i32", 1},
 };
 static const int64_t SIZES[] = {1 << 16, 1 << 20, 10000000};
 
@@ -59,6 +70,7 @@ enum { SHORT = 4 }; /* row length of the *_short_rows cases */
 
 typedef struct operands {
     yt_tensor *out, *a, *b, *row, *col, *at; /* [N / 1000, 1000] and its row, column, a.t() */
+    yt_tensor *mask, *out_bool;              /* a > 0, and a bool result */
     yt_tensor *out4, *a4, *col4, *narrowed4; /* [N / 4, 4], its column, 4 of [N / 4, 8] */
     yt_tensor *owned[2];                     /* bases of views, released with the rest */
 } operands;
@@ -101,6 +113,27 @@ run(const char *c, const operands *o)
         return yt_add_scalar_out(o->out4, o->narrowed4, yt_float(2.0));
     if (!strcmp(c, "add_bcast_col_short_rows"))
         return yt_add_out(o->out4, o->a4, o->col4);
+    if (!strcmp(c, "pow2"))
+        return yt_pow_out(o->out, o->a, yt_float(2.0));
+    if (!strcmp(c, "clamp")) {
+        const yt_scalar lo = yt_float(-0.25), hi = yt_float(0.25);
+        return yt_clamp_ex_out(o->out, o->a, &lo, &hi);
+    }
+    if (!strcmp(c, "remainder"))
+        return yt_remainder_out(o->out, o->a, o->b);
+    if (!strcmp(c, "logical_not"))
+        return yt_logical_not_out(o->out_bool, o->mask);
+    if (!strcmp(c, "where"))
+        return yt_where_out(o->out, o->mask, o->a, o->b);
+    const yt_dtype to = !strcmp(c, "to_f16")    ? YT_DTYPE_F16
+                        : !strcmp(c, "to_bf16") ? YT_DTYPE_BF16
+                        : !strcmp(c, "to_i32")  ? YT_DTYPE_I32
+                                                : YT_DTYPE_NONE;
+    if (to != YT_DTYPE_NONE) {
+        yt_tensor *r = yt_to(o->a, to);
+        yt_release(r);
+        return r != NULL ? YT_OK : yt_errcode();
+    }
     return YT_ERR_VALUE;
 }
 
@@ -126,6 +159,8 @@ bench(const bench_case *c, int64_t n)
     o.col4 = yt_rand(cshape4, 2);
     o.owned[1] = yt_rand(wide4, 2);
     o.narrowed4 = yt_narrow(o.owned[1], 1, 0, SHORT);
+    o.mask = yt_gt_scalar(o.a, yt_float(0.0));
+    o.out_bool = yt_zeros_like(o.mask);
     if (o.out == NULL || o.at == NULL || o.a == NULL || o.narrowed4 == NULL) {
         fprintf(stderr, "pointwise bench: %s\n", yt_errmsg());
         exit(1);
@@ -153,8 +188,8 @@ bench(const bench_case *c, int64_t n)
     double bytes = 4.0 * (double)numel * (c->n_in + 1);
     printf("yaten %s %lld %.2f\n", c->name, (long long)numel, bytes / best / 1e9);
     fflush(stdout);
-    yt_tensor *all[] = {o.out,  o.a,  o.b,    o.row,       o.col,      o.at,
-                        o.out4, o.a4, o.col4, o.narrowed4, o.owned[0], o.owned[1]};
+    yt_tensor *all[] = {o.out, o.a,    o.b,         o.row,      o.col,      o.at,   o.out4,
+                        o.a4,  o.col4, o.narrowed4, o.owned[0], o.owned[1], o.mask, o.out_bool};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         yt_release(all[i]);
 }

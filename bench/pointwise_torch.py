@@ -30,6 +30,14 @@ CASES = {  # name: (operands read, fn(v)), v holding the operands made below
     "exp_transposed": (1, lambda v: torch.exp(v.at, out=v.out)),
     "add_scalar_short_rows": (1, lambda v: torch.add(v.narrowed4, 2.0, out=v.out4)),
     "add_bcast_col_short_rows": (2, lambda v: torch.add(v.a4, v.col4, out=v.out4)),
+    "pow2": (1, lambda v: torch.pow(v.a, 2.0, out=v.out)),
+    "clamp": (1, lambda v: torch.clamp(v.a, -0.25, 0.25, out=v.out)),
+    "remainder": (2, lambda v: torch.remainder(v.a, v.b, out=v.out)),
+    "logical_not": (1, lambda v: torch.logical_not(v.mask, out=v.out_bool)),
+    "where": (3, lambda v: torch.where(v.mask, v.a, v.b, out=v.out)),
+    "to_f16": (1, lambda v: v.a.to(torch.float16)),
+    "to_bf16": (1, lambda v: v.a.to(torch.bfloat16)),
+    "to_i32": (1, lambda v: v.a.to(torch.int32)),
 }
 
 wanted = sys.argv[1:] or list(CASES)
@@ -43,6 +51,8 @@ for name in wanted:
             col=torch.rand(rows, 1), at=torch.rand(COLS, rows).t(), out=torch.zeros(rows, COLS),
             a4=torch.rand(rows4, SHORT), col4=torch.rand(rows4, 1),
             narrowed4=torch.rand(rows4, 2 * SHORT)[:, :SHORT], out4=torch.zeros(rows4, SHORT))
+        v.mask = v.a > 0
+        v.out_bool = torch.zeros_like(v.mask)
         fn(v)
         best, start, per_batch = 1e30, time.perf_counter(), 1
         while time.perf_counter() - start < 0.4:
