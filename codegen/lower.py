@@ -1179,6 +1179,7 @@ class OpLowering:
         else:
             compute_set = list(dset)
         loops, cases = [], []
+        presence = {k for v in expr.variants() for k, x in v.items() if x is True}  # given/absent arguments
         for d in compute_set:
             variants = []
             # specialised Scalar values (floating loops only) first, the general loop last
@@ -1191,9 +1192,10 @@ class OpLowering:
                 cond = _variant_cond(variant, consts)
                 same = next((v for v in variants if v["value"] == value), None)
                 if same is not None:  # the same loop serves both values
-                    same["cond"] = f"{same['cond']} || {cond}" if same["cond"] and cond else None
+                    same["cond"] = f"{_paren(same['cond'])} || {_paren(cond)}" if same["cond"] and cond else None
                     continue
-                suffix = "".join(f"_{v or 'none'}" for v in variant.values())
+                suffix = "".join(f"_{k}" if v is True else f"_no_{k}" if k in presence else f"_{v or 'none'}"
+                                 for k, v in variant.items())
                 suffix += "".join(f"_{k}_{_number_word(v)}" for k, v in consts.items())
                 loops.append(self._pointwise_loop(d, f"{d}{suffix}", value, expr.used, promoted, ctx_args))
                 loops[-1]["clones"] = expr.heavy
@@ -1265,10 +1267,28 @@ def _variant_cond(variant: dict, consts: dict = None) -> str:
     Scalar values (None: always)."""
     parts = []
     for name, value in variant.items():
-        parts.append(f"{name} == NULL" if value is None else f'({name} != NULL && strcmp({name}, "{value}") == 0)')
+        if value is None or value is True:  # absent, or given (an optional value argument)
+            parts.append(f"{name} {'==' if value is None else '!='} NULL")
+        else:
+            parts.append(f'({name} != NULL && strcmp({name}, "{value}") == 0)')
     for name, value in (consts or {}).items():
         parts.append(f"yt__scalar_to_double({name}) == {value!r}")
     return " && ".join(parts) or None
+
+
+def _paren(cond: str) -> str:
+    """`cond` ready to be one side of ||: parenthesised when it is a conjunction."""
+    return f"({cond})" if " && " in cond and not (cond.startswith("(") and _closes_at_end(cond)) else cond
+
+
+def _closes_at_end(cond: str) -> bool:
+    depth = 0
+    for i, ch in enumerate(cond):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and i < len(cond) - 1:
+            return False
+    return True
 
 
 def _number_word(v: float) -> str:

@@ -71,6 +71,9 @@ _CMP = {ast.Gt: ">", ast.Lt: "<", ast.Eq: "==", ast.GtE: ">=", ast.LtE: "<=", as
 VALUE_KINDS = ("tensor", "scalar", "float")  # arguments an expression computes with
 
 
+PRESENCE_VARIANTS = 2  # optional arguments whose presence gets loops of its own (variants())
+
+
 class NoForm(SpecError):
     """The expression has no form for a dtype (pow of bools, true division of integers): the
     kernel has no such loop (variant) and reports the dtype at run time, as PyTorch's "not
@@ -170,12 +173,21 @@ class PointwiseExpr:
 
     def variants(self) -> list[dict]:
         """One {str argument: value} per loop variant (value None for an absent str?); [{}]
-        when the expression compares no str argument."""
-        values = []
+        when the expression compares no str argument. Up to PRESENCE_VARIANTS optional value
+        arguments tested with `is None` vary too (None: absent, True: given), so that clamp's
+        loops carry no per-element test of which bounds there are; with more (nan_to_num's
+        three), presence stays a loop flag."""
+        names, values = [], []
         for name in self.str_args:
             a = self.op.schema.arg(name)
+            names.append(name)
             values.append(([None] if a.optional else []) + list(self.op.choices[name]))
-        return [dict(zip(self.str_args, combo)) for combo in itertools.product(*values)]
+        flags = self.given_flags()
+        if len(flags) <= PRESENCE_VARIANTS:
+            for name in flags:
+                names.append(name)
+                values.append([None, True])
+        return [dict(zip(names, combo)) for combo in itertools.product(*values)]
 
     def constant_cases(self) -> list[dict]:
         """One {Scalar argument: value} per specialised floating loop (ops.yaml `specialize:`), and

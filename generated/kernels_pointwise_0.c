@@ -4023,12 +4023,293 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
 /* ---- clamp_tensor_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:367) */
 
 YT_ALWAYS_INLINE void
-clamp_tensor_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_rows_f16_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
-    const bool max_given = scalars[1].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+            strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[0];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const uint16_t grad_output =
+                *(const uint16_t *)((const char *)grad_output_p + i * strides[1]);
+            const uint16_t out_value = grad_output;
+            *(uint16_t *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_loop_f16_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    clamp_tensor_backward_rows_f16_no_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_f16_no_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f16_no_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_rows_f16_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        const uint16_t *max_p = (const uint16_t *)(data[4] + r * row_strides[4]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+            strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float max = yt__f16_to_f32(max_p[i]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float max = yt__f16_to_f32(max_p[i]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[0]);
+                const float max = yt__f16_to_f32(max_p[i]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float max = yt__f16_to_f32(max_p[i]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float max = yt__f16_to_f32(max_p[0]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float max =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[4]));
+            const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_loop_f16_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_rows_f16_no_min_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_f16_no_min_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f16_no_min_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_rows_f16_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        const uint16_t *min_p = (const uint16_t *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+            strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float min = yt__f16_to_f32(min_p[i]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float min = yt__f16_to_f32(min_p[i]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[0]);
+                const float min = yt__f16_to_f32(min_p[i]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float min = yt__f16_to_f32(min_p[0]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float min = yt__f16_to_f32(min_p[i]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float min =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)min_p + i * strides[3]));
+            const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_loop_f16_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_rows_f16_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_f16_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f16_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_rows_f16_min_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -4045,9 +4326,7 @@ clamp_tensor_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[i]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -4061,9 +4340,7 @@ clamp_tensor_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[i]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -4077,9 +4354,7 @@ clamp_tensor_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[i]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -4093,9 +4368,7 @@ clamp_tensor_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
                 const float min = yt__f16_to_f32(min_p[0]);
                 const float max = yt__f16_to_f32(max_p[i]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -4109,9 +4382,7 @@ clamp_tensor_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[0]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -4126,35 +4397,319 @@ clamp_tensor_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
             const float max =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[4]));
             const float out_value =
-                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
-                                                                                     : (float)0;
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
 }
 
 static void
-clamp_tensor_backward_loop_f16(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_loop_f16_min_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_backward_rows_f16(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_backward_rows_f16_min_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
+clamp_tensor_backward_blocks_f16_min_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
                                      sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f16, ctx);
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f16_min_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_rows_bf16_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                              const int64_t *row_strides, int64_t rows,
+                                              const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
-    const bool max_given = scalars[1].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+            strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[0];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const uint16_t grad_output =
+                *(const uint16_t *)((const char *)grad_output_p + i * strides[1]);
+            const uint16_t out_value = grad_output;
+            *(uint16_t *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_loop_bf16_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                              const int64_t *row_strides, int64_t rows,
+                                              const void *ctx)
+{
+    clamp_tensor_backward_rows_bf16_no_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_bf16_no_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_bf16_no_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_rows_bf16_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        const uint16_t *max_p = (const uint16_t *)(data[4] + r * row_strides[4]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+            strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float max = yt__bf16_to_f32(max_p[i]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float max = yt__bf16_to_f32(max_p[i]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[0]);
+                const float max = yt__bf16_to_f32(max_p[i]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float max = yt__bf16_to_f32(max_p[i]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float max = yt__bf16_to_f32(max_p[0]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float max =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[4]));
+            const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_loop_bf16_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
+{
+    clamp_tensor_backward_rows_bf16_no_min_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_bf16_no_min_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_bf16_no_min_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_rows_bf16_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        const uint16_t *min_p = (const uint16_t *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+            strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float min = yt__bf16_to_f32(min_p[i]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float min = yt__bf16_to_f32(min_p[i]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[0]);
+                const float min = yt__bf16_to_f32(min_p[i]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float min = yt__bf16_to_f32(min_p[0]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float min = yt__bf16_to_f32(min_p[i]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float min =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)min_p + i * strides[3]));
+            const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_loop_bf16_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
+{
+    clamp_tensor_backward_rows_bf16_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_bf16_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_bf16_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_rows_bf16_min_max(char **data, const int64_t *strides, int64_t n,
+                                        const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -4171,9 +4726,7 @@ clamp_tensor_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[i]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -4187,9 +4740,7 @@ clamp_tensor_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[i]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -4203,9 +4754,7 @@ clamp_tensor_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[i]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -4219,9 +4768,7 @@ clamp_tensor_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
                 const float min = yt__bf16_to_f32(min_p[0]);
                 const float max = yt__bf16_to_f32(max_p[i]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -4235,9 +4782,7 @@ clamp_tensor_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[0]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -4252,35 +4797,311 @@ clamp_tensor_backward_rows_bf16(char **data, const int64_t *strides, int64_t n,
             const float max =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[4]));
             const float out_value =
-                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
-                                                                                     : (float)0;
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
 }
 
 static void
-clamp_tensor_backward_loop_bf16(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_loop_bf16_min_max(char **data, const int64_t *strides, int64_t n,
+                                        const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_backward_rows_bf16(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_backward_rows_bf16_min_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
+clamp_tensor_backward_blocks_bf16_min_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
                                      sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_bf16, ctx);
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_bf16_min_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_rows_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
-    const bool max_given = scalars[1].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *grad_output_p = (const float *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == sizeof(float) &&
+            strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+            strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[0];
+                const float out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+            strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == 0 && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == sizeof(float) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                *(const float *)((const char *)grad_output_p + i * strides[1]);
+            const float out_value = grad_output;
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_loop_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    clamp_tensor_backward_rows_f32_no_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_f32_no_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float),
+                                     sizeof(float)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32_no_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_rows_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *grad_output_p = (const float *)(data[1] + r * row_strides[1]);
+        const float *self_p = (const float *)(data[2] + r * row_strides[2]);
+        const float *max_p = (const float *)(data[4] + r * row_strides[4]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == sizeof(float) &&
+            strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float max = max_p[i];
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+            strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[0];
+                const float self = self_p[i];
+                const float max = max_p[i];
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+            strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[0];
+                const float max = max_p[i];
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == 0 && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float max = max_p[i];
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == sizeof(float) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float max = max_p[0];
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                *(const float *)((const char *)grad_output_p + i * strides[1]);
+            const float self = *(const float *)((const char *)self_p + i * strides[2]);
+            const float max = *(const float *)((const char *)max_p + i * strides[4]);
+            const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_loop_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_rows_f32_no_min_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_f32_no_min_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float),
+                                     sizeof(float)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32_no_min_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_rows_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *grad_output_p = (const float *)(data[1] + r * row_strides[1]);
+        const float *self_p = (const float *)(data[2] + r * row_strides[2]);
+        const float *min_p = (const float *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == sizeof(float) &&
+            strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float min = min_p[i];
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+            strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[0];
+                const float self = self_p[i];
+                const float min = min_p[i];
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+            strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[0];
+                const float min = min_p[i];
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == 0 && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float min = min_p[0];
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == sizeof(float) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float min = min_p[i];
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                *(const float *)((const char *)grad_output_p + i * strides[1]);
+            const float self = *(const float *)((const char *)self_p + i * strides[2]);
+            const float min = *(const float *)((const char *)min_p + i * strides[3]);
+            const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_loop_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_rows_f32_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_f32_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float),
+                                     sizeof(float)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_rows_f32_min_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         float *out = (float *)(data[0] + r * row_strides[0]);
         const float *grad_output_p = (const float *)(data[1] + r * row_strides[1]);
@@ -4297,9 +5118,7 @@ clamp_tensor_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
                 const float min = min_p[i];
                 const float max = max_p[i];
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -4313,9 +5132,7 @@ clamp_tensor_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
                 const float min = min_p[i];
                 const float max = max_p[i];
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -4329,9 +5146,7 @@ clamp_tensor_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
                 const float min = min_p[i];
                 const float max = max_p[i];
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -4345,9 +5160,7 @@ clamp_tensor_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
                 const float min = min_p[0];
                 const float max = max_p[i];
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -4361,9 +5174,7 @@ clamp_tensor_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
                 const float min = min_p[i];
                 const float max = max_p[0];
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -4375,35 +5186,311 @@ clamp_tensor_backward_rows_f32(char **data, const int64_t *strides, int64_t n,
             const float min = *(const float *)((const char *)min_p + i * strides[3]);
             const float max = *(const float *)((const char *)max_p + i * strides[4]);
             const float out_value =
-                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
-                                                                                     : (float)0;
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
 
 static void
-clamp_tensor_backward_loop_f32(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_loop_f32_min_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_backward_rows_f32(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_backward_rows_f32_min_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
+clamp_tensor_backward_blocks_f32_min_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[5] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float),
                                      sizeof(float)};
-    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32, ctx);
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32_min_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_rows_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
-    const bool max_given = scalars[1].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *grad_output_p = (const double *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == sizeof(double) &&
+            strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+            strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[0];
+                const double out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+            strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == 0 && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == sizeof(double) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output =
+                *(const double *)((const char *)grad_output_p + i * strides[1]);
+            const double out_value = grad_output;
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_loop_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    clamp_tensor_backward_rows_f64_no_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_f64_no_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64_no_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_rows_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *grad_output_p = (const double *)(data[1] + r * row_strides[1]);
+        const double *self_p = (const double *)(data[2] + r * row_strides[2]);
+        const double *max_p = (const double *)(data[4] + r * row_strides[4]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == sizeof(double) &&
+            strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double max = max_p[i];
+                const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+            strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[0];
+                const double self = self_p[i];
+                const double max = max_p[i];
+                const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+            strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[0];
+                const double max = max_p[i];
+                const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == 0 && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double max = max_p[i];
+                const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == sizeof(double) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double max = max_p[0];
+                const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output =
+                *(const double *)((const char *)grad_output_p + i * strides[1]);
+            const double self = *(const double *)((const char *)self_p + i * strides[2]);
+            const double max = *(const double *)((const char *)max_p + i * strides[4]);
+            const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_loop_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_rows_f64_no_min_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_f64_no_min_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64_no_min_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_rows_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *grad_output_p = (const double *)(data[1] + r * row_strides[1]);
+        const double *self_p = (const double *)(data[2] + r * row_strides[2]);
+        const double *min_p = (const double *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == sizeof(double) &&
+            strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double min = min_p[i];
+                const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+            strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[0];
+                const double self = self_p[i];
+                const double min = min_p[i];
+                const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+            strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[0];
+                const double min = min_p[i];
+                const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == 0 && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double min = min_p[0];
+                const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == sizeof(double) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double min = min_p[i];
+                const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output =
+                *(const double *)((const char *)grad_output_p + i * strides[1]);
+            const double self = *(const double *)((const char *)self_p + i * strides[2]);
+            const double min = *(const double *)((const char *)min_p + i * strides[3]);
+            const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_loop_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_rows_f64_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_blocks_f64_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_rows_f64_min_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         double *out = (double *)(data[0] + r * row_strides[0]);
         const double *grad_output_p = (const double *)(data[1] + r * row_strides[1]);
@@ -4420,9 +5507,7 @@ clamp_tensor_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                 const double min = min_p[i];
                 const double max = max_p[i];
                 const double out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (double)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -4436,9 +5521,7 @@ clamp_tensor_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                 const double min = min_p[i];
                 const double max = max_p[i];
                 const double out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (double)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -4452,9 +5535,7 @@ clamp_tensor_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                 const double min = min_p[i];
                 const double max = max_p[i];
                 const double out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (double)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -4468,9 +5549,7 @@ clamp_tensor_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                 const double min = min_p[0];
                 const double max = max_p[i];
                 const double out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (double)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -4484,9 +5563,7 @@ clamp_tensor_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                 const double min = min_p[i];
                 const double max = max_p[0];
                 const double out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (double)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -4498,26 +5575,25 @@ clamp_tensor_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
             const double min = *(const double *)((const char *)min_p + i * strides[3]);
             const double max = *(const double *)((const char *)max_p + i * strides[4]);
             const double out_value =
-                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
-                                                                                     : (double)0;
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
 
 static void
-clamp_tensor_backward_loop_f64(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_loop_f64_min_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_backward_rows_f64(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_backward_rows_f64_min_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
+clamp_tensor_backward_blocks_f64_min_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
                                      sizeof(double)};
-    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64, ctx);
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64_min_max, ctx);
 }
 
 yt_status
@@ -4532,17 +5608,61 @@ yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tens
                                   max != NULL ? max : grad_output};
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16,
-                             clamp_tensor_backward_blocks_f16, scalars);
+        if (min == NULL && max == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16_no_min_no_max,
+                                 clamp_tensor_backward_blocks_f16_no_min_no_max, scalars);
+        if (min == NULL && max != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16_no_min_max,
+                                 clamp_tensor_backward_blocks_f16_no_min_max, scalars);
+        if (min != NULL && max == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16_min_no_max,
+                                 clamp_tensor_backward_blocks_f16_min_no_max, scalars);
+        if (min != NULL && max != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16_min_max,
+                                 clamp_tensor_backward_blocks_f16_min_max, scalars);
+        break;
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16,
-                             clamp_tensor_backward_blocks_bf16, scalars);
+        if (min == NULL && max == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16_no_min_no_max,
+                                 clamp_tensor_backward_blocks_bf16_no_min_no_max, scalars);
+        if (min == NULL && max != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16_no_min_max,
+                                 clamp_tensor_backward_blocks_bf16_no_min_max, scalars);
+        if (min != NULL && max == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16_min_no_max,
+                                 clamp_tensor_backward_blocks_bf16_min_no_max, scalars);
+        if (min != NULL && max != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16_min_max,
+                                 clamp_tensor_backward_blocks_bf16_min_max, scalars);
+        break;
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32,
-                             clamp_tensor_backward_blocks_f32, scalars);
+        if (min == NULL && max == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_no_min_no_max,
+                                 clamp_tensor_backward_blocks_f32_no_min_no_max, scalars);
+        if (min == NULL && max != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_no_min_max,
+                                 clamp_tensor_backward_blocks_f32_no_min_max, scalars);
+        if (min != NULL && max == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_min_no_max,
+                                 clamp_tensor_backward_blocks_f32_min_no_max, scalars);
+        if (min != NULL && max != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_min_max,
+                                 clamp_tensor_backward_blocks_f32_min_max, scalars);
+        break;
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64,
-                             clamp_tensor_backward_blocks_f64, scalars);
+        if (min == NULL && max == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_no_min_no_max,
+                                 clamp_tensor_backward_blocks_f64_no_min_no_max, scalars);
+        if (min == NULL && max != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_no_min_max,
+                                 clamp_tensor_backward_blocks_f64_no_min_max, scalars);
+        if (min != NULL && max == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_min_no_max,
+                                 clamp_tensor_backward_blocks_f64_min_no_max, scalars);
+        if (min != NULL && max != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_min_max,
+                                 clamp_tensor_backward_blocks_f64_min_max, scalars);
+        break;
     default:
         break;
     }

@@ -2740,14 +2740,11 @@ yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 /* ---- clamp: minimum(maximum(self, checked(min)) if min is not None else self, checked(max)) if max is not None else maximum(self, checked(min))   (ops.yaml:319) */
 
 YT_ALWAYS_INLINE void
-clamp_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-              int64_t rows, const void *ctx)
+clamp_rows_u8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int32_t min = (int32_t)(uint8_t)scalars[0].i;
-    const bool min_given = scalars[0].given;
-    const int32_t max = (int32_t)(uint8_t)scalars[1].i;
-    const bool max_given = scalars[1].given;
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
@@ -2755,48 +2752,120 @@ clamp_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                        : yt__pw_maximum_i32(self, min);
+                const int32_t out_value = yt__pw_maximum_i32(self, min);
                 out[i] = (uint8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value =
-                max_given
-                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                    : yt__pw_maximum_i32(self, min);
+            const int32_t out_value = yt__pw_maximum_i32(self, min);
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
         }
     }
 }
 
 static void
-clamp_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-              int64_t rows, const void *ctx)
+clamp_loop_u8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_rows_u8(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_u8_no_max_no_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_u8(const yt__block_strip *s, const void *ctx)
+clamp_blocks_u8_no_max_no_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_u8, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_u8_no_max_no_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-              int64_t rows, const void *ctx)
+clamp_rows_u8_max_no_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t max = (int32_t)(uint8_t)scalars[1].i;
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t out_value = yt__pw_minimum_i32(self, max);
+                out[i] = (uint8_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
+            const int32_t out_value = yt__pw_minimum_i32(self, max);
+            *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_u8_max_no_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    clamp_rows_u8_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_u8_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_u8_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_u8_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t min = (int32_t)(uint8_t)scalars[0].i;
+    const int32_t max = (int32_t)(uint8_t)scalars[1].i;
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
+                out[i] = (uint8_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
+            const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
+            *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_u8_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    clamp_rows_u8_max_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_u8_max_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_u8_max_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_i8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int8_t min = (int8_t)scalars[0].i;
-    const bool min_given = scalars[0].given;
-    const int8_t max = (int8_t)scalars[1].i;
-    const bool max_given = scalars[1].given;
     for (int64_t r = 0; r < rows; r++) {
         int8_t *out = (int8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
@@ -2804,47 +2873,120 @@ clamp_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int8_t self = self_p[i];
-                const int8_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
-                        : yt__pw_maximum_i8(self, min);
+                const int8_t out_value = yt__pw_maximum_i8(self, min);
                 out[i] = (int8_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
-            const int8_t out_value =
-                max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
-                          : yt__pw_maximum_i8(self, min);
+            const int8_t out_value = yt__pw_maximum_i8(self, min);
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
         }
     }
 }
 
 static void
-clamp_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-              int64_t rows, const void *ctx)
+clamp_loop_i8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_rows_i8(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_i8_no_max_no_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_i8(const yt__block_strip *s, const void *ctx)
+clamp_blocks_i8_no_max_no_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_i8, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_i8_no_max_no_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-               int64_t rows, const void *ctx)
+clamp_rows_i8_max_no_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t max = (int8_t)scalars[1].i;
+    for (int64_t r = 0; r < rows; r++) {
+        int8_t *out = (int8_t *)(data[0] + r * row_strides[0]);
+        const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int8_t self = self_p[i];
+                const int8_t out_value = yt__pw_minimum_i8(self, max);
+                out[i] = (int8_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
+            const int8_t out_value = yt__pw_minimum_i8(self, max);
+            *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_i8_max_no_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    clamp_rows_i8_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_i8_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_i8_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_i8_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int8_t min = (int8_t)scalars[0].i;
+    const int8_t max = (int8_t)scalars[1].i;
+    for (int64_t r = 0; r < rows; r++) {
+        int8_t *out = (int8_t *)(data[0] + r * row_strides[0]);
+        const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int8_t self = self_p[i];
+                const int8_t out_value = yt__pw_minimum_i8(yt__pw_maximum_i8(self, min), max);
+                out[i] = (int8_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
+            const int8_t out_value = yt__pw_minimum_i8(yt__pw_maximum_i8(self, min), max);
+            *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_i8_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    clamp_rows_i8_max_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_i8_max_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_i8_max_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_i16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int16_t min = (int16_t)scalars[0].i;
-    const bool min_given = scalars[0].given;
-    const int16_t max = (int16_t)scalars[1].i;
-    const bool max_given = scalars[1].given;
     for (int64_t r = 0; r < rows; r++) {
         int16_t *out = (int16_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
@@ -2852,48 +2994,120 @@ clamp_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int16_t self = self_p[i];
-                const int16_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
-                        : yt__pw_maximum_i16(self, min);
+                const int16_t out_value = yt__pw_maximum_i16(self, min);
                 out[i] = (int16_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
-            const int16_t out_value =
-                max_given
-                    ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
-                    : yt__pw_maximum_i16(self, min);
+            const int16_t out_value = yt__pw_maximum_i16(self, min);
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
         }
     }
 }
 
 static void
-clamp_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-               int64_t rows, const void *ctx)
+clamp_loop_i16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_rows_i16(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_i16_no_max_no_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_i16(const yt__block_strip *s, const void *ctx)
+clamp_blocks_i16_no_max_no_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_i16, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_i16_no_max_no_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-               int64_t rows, const void *ctx)
+clamp_rows_i16_max_no_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t max = (int16_t)scalars[1].i;
+    for (int64_t r = 0; r < rows; r++) {
+        int16_t *out = (int16_t *)(data[0] + r * row_strides[0]);
+        const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int16_t self = self_p[i];
+                const int16_t out_value = yt__pw_minimum_i16(self, max);
+                out[i] = (int16_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
+            const int16_t out_value = yt__pw_minimum_i16(self, max);
+            *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_i16_max_no_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_rows_i16_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_i16_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_i16_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_i16_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int16_t min = (int16_t)scalars[0].i;
+    const int16_t max = (int16_t)scalars[1].i;
+    for (int64_t r = 0; r < rows; r++) {
+        int16_t *out = (int16_t *)(data[0] + r * row_strides[0]);
+        const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int16_t self = self_p[i];
+                const int16_t out_value = yt__pw_minimum_i16(yt__pw_maximum_i16(self, min), max);
+                out[i] = (int16_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
+            const int16_t out_value = yt__pw_minimum_i16(yt__pw_maximum_i16(self, min), max);
+            *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_i16_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    clamp_rows_i16_max_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_i16_max_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_i16_max_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_i32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int32_t min = (int32_t)scalars[0].i;
-    const bool min_given = scalars[0].given;
-    const int32_t max = (int32_t)scalars[1].i;
-    const bool max_given = scalars[1].given;
     for (int64_t r = 0; r < rows; r++) {
         int32_t *out = (int32_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
@@ -2901,48 +3115,120 @@ clamp_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int32_t self = self_p[i];
-                const int32_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                        : yt__pw_maximum_i32(self, min);
+                const int32_t out_value = yt__pw_maximum_i32(self, min);
                 out[i] = (int32_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
-            const int32_t out_value =
-                max_given
-                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                    : yt__pw_maximum_i32(self, min);
+            const int32_t out_value = yt__pw_maximum_i32(self, min);
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
         }
     }
 }
 
 static void
-clamp_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-               int64_t rows, const void *ctx)
+clamp_loop_i32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_rows_i32(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_i32_no_max_no_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_i32(const yt__block_strip *s, const void *ctx)
+clamp_blocks_i32_no_max_no_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_i32, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_i32_no_max_no_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-               int64_t rows, const void *ctx)
+clamp_rows_i32_max_no_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t max = (int32_t)scalars[1].i;
+    for (int64_t r = 0; r < rows; r++) {
+        int32_t *out = (int32_t *)(data[0] + r * row_strides[0]);
+        const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t out_value = yt__pw_minimum_i32(self, max);
+                out[i] = (int32_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
+            const int32_t out_value = yt__pw_minimum_i32(self, max);
+            *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_i32_max_no_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_rows_i32_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_i32_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_i32_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_i32_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int32_t min = (int32_t)scalars[0].i;
+    const int32_t max = (int32_t)scalars[1].i;
+    for (int64_t r = 0; r < rows; r++) {
+        int32_t *out = (int32_t *)(data[0] + r * row_strides[0]);
+        const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
+                out[i] = (int32_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
+            const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
+            *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_i32_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    clamp_rows_i32_max_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_i32_max_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_i32_max_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_i64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int64_t min = (int64_t)scalars[0].i;
-    const bool min_given = scalars[0].given;
-    const int64_t max = (int64_t)scalars[1].i;
-    const bool max_given = scalars[1].given;
     for (int64_t r = 0; r < rows; r++) {
         int64_t *out = (int64_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
@@ -2950,48 +3236,120 @@ clamp_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const int64_t self = self_p[i];
-                const int64_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
-                        : yt__pw_maximum_i64(self, min);
+                const int64_t out_value = yt__pw_maximum_i64(self, min);
                 out[i] = (int64_t)(out_value);
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
-            const int64_t out_value =
-                max_given
-                    ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
-                    : yt__pw_maximum_i64(self, min);
+            const int64_t out_value = yt__pw_maximum_i64(self, min);
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
         }
     }
 }
 
 static void
-clamp_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-               int64_t rows, const void *ctx)
+clamp_loop_i64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_rows_i64(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_i64_no_max_no_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_i64(const yt__block_strip *s, const void *ctx)
+clamp_blocks_i64_no_max_no_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_i64, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_i64_no_max_no_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-               int64_t rows, const void *ctx)
+clamp_rows_i64_max_no_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t max = (int64_t)scalars[1].i;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t *out = (int64_t *)(data[0] + r * row_strides[0]);
+        const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int64_t self = self_p[i];
+                const int64_t out_value = yt__pw_minimum_i64(self, max);
+                out[i] = (int64_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
+            const int64_t out_value = yt__pw_minimum_i64(self, max);
+            *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_i64_max_no_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_rows_i64_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_i64_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_i64_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_i64_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const int64_t min = (int64_t)scalars[0].i;
+    const int64_t max = (int64_t)scalars[1].i;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t *out = (int64_t *)(data[0] + r * row_strides[0]);
+        const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int64_t self = self_p[i];
+                const int64_t out_value = yt__pw_minimum_i64(yt__pw_maximum_i64(self, min), max);
+                out[i] = (int64_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
+            const int64_t out_value = yt__pw_minimum_i64(yt__pw_maximum_i64(self, min), max);
+            *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_i64_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    clamp_rows_i64_max_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_i64_max_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_i64_max_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_f16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
-    const bool min_given = scalars[0].given;
-    const float max = (float)scalars[1].f;
-    const bool max_given = scalars[1].given;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -2999,10 +3357,7 @@ clamp_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_maximum_f(self, min);
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -3010,37 +3365,115 @@ clamp_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value =
-                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                          : yt__pw_maximum_f(self, min);
+            const float out_value = yt__pw_maximum_f(self, min);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
 }
 
 static void
-clamp_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-               int64_t rows, const void *ctx)
+clamp_loop_f16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_rows_f16(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_f16_no_max_no_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_f16(const yt__block_strip *s, const void *ctx)
+clamp_blocks_f16_no_max_no_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_f16, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_f16_no_max_no_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+clamp_rows_f16_max_no_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[1].f;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = yt__pw_minimum_f(self, max);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_f16_max_no_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_rows_f16_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_f16_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_f16_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_f16_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
-    const bool min_given = scalars[0].given;
     const float max = (float)scalars[1].f;
-    const bool max_given = scalars[1].given;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_f16_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    clamp_rows_f16_max_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_f16_max_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_f16_max_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_bf16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -3048,10 +3481,7 @@ clamp_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_maximum_f(self, min);
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -3059,37 +3489,115 @@ clamp_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *r
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value =
-                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                          : yt__pw_maximum_f(self, min);
+            const float out_value = yt__pw_maximum_f(self, min);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
 }
 
 static void
-clamp_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+clamp_loop_bf16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_rows_bf16(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_bf16_no_max_no_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_bf16(const yt__block_strip *s, const void *ctx)
+clamp_blocks_bf16_no_max_no_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_bf16, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_bf16_no_max_no_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-               int64_t rows, const void *ctx)
+clamp_rows_bf16_max_no_min(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[1].f;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = yt__pw_minimum_f(self, max);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_bf16_max_no_min(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_rows_bf16_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_bf16_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_bf16_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_bf16_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
-    const bool min_given = scalars[0].given;
     const float max = (float)scalars[1].f;
-    const bool max_given = scalars[1].given;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+clamp_loop_bf16_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    clamp_rows_bf16_max_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_bf16_max_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 2, esize, clamp_rows_bf16_max_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_f32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
     for (int64_t r = 0; r < rows; r++) {
         float *out = (float *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
@@ -3097,47 +3605,120 @@ clamp_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_maximum_f(self, min);
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
-            const float out_value =
-                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                          : yt__pw_maximum_f(self, min);
+            const float out_value = yt__pw_maximum_f(self, min);
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
 
 static void
-clamp_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-               int64_t rows, const void *ctx)
+clamp_loop_f32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_rows_f32(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_f32_no_max_no_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_f32(const yt__block_strip *s, const void *ctx)
+clamp_blocks_f32_no_max_no_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(float), sizeof(float)};
-    yt__run_blocks(s, 2, esize, clamp_rows_f32, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_f32_no_max_no_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-               int64_t rows, const void *ctx)
+clamp_rows_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[1].f;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *self_p = (const float *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self = *(const float *)((const char *)self_p + i * strides[1]);
+            const float out_value = yt__pw_minimum_f(self, max);
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_loop_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_rows_f32_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_f32_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, clamp_rows_f32_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_f32_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const float max = (float)scalars[1].f;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *self_p = (const float *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self = *(const float *)((const char *)self_p + i * strides[1]);
+            const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_loop_f32_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    clamp_rows_f32_max_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_f32_max_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 2, esize, clamp_rows_f32_max_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_f64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
-    const bool min_given = scalars[0].given;
-    const double max = (double)scalars[1].f;
-    const bool max_given = scalars[1].given;
     for (int64_t r = 0; r < rows; r++) {
         double *out = (double *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
@@ -3145,36 +3726,112 @@ clamp_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *ro
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
-                const double out_value =
-                    max_given
-                        ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
-                        : yt__pw_maximum_d(self, min);
+                const double out_value = yt__pw_maximum_d(self, min);
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
-            const double out_value =
-                max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
-                          : yt__pw_maximum_d(self, min);
+            const double out_value = yt__pw_maximum_d(self, min);
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
 
 static void
-clamp_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-               int64_t rows, const void *ctx)
+clamp_loop_f64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_rows_f64(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_f64_no_max_no_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_f64(const yt__block_strip *s, const void *ctx)
+clamp_blocks_f64_no_max_no_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(double), sizeof(double)};
-    yt__run_blocks(s, 2, esize, clamp_rows_f64, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_f64_no_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double max = (double)scalars[1].f;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *self_p = (const double *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double out_value = yt__pw_minimum_d(self, max);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double self = *(const double *)((const char *)self_p + i * strides[1]);
+            const double out_value = yt__pw_minimum_d(self, max);
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_loop_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_rows_f64_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_f64_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, clamp_rows_f64_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_rows_f64_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    const double max = (double)scalars[1].f;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *self_p = (const double *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double self = *(const double *)((const char *)self_p + i * strides[1]);
+            const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_loop_f64_max_min(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    clamp_rows_f64_max_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_blocks_f64_max_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[2] = {sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 2, esize, clamp_rows_f64_max_min, ctx);
 }
 
 yt_status
@@ -3193,23 +3850,104 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, clamp_loop_u8, clamp_blocks_u8, scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 1, inputs, clamp_loop_u8_no_max_no_min,
+                                 clamp_blocks_u8_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_u8_max_no_min,
+                                 clamp_blocks_u8_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_u8_max_min, clamp_blocks_u8_max_min,
+                                 scalars);
+        break;
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, clamp_loop_i8, clamp_blocks_i8, scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 1, inputs, clamp_loop_i8_no_max_no_min,
+                                 clamp_blocks_i8_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_i8_max_no_min,
+                                 clamp_blocks_i8_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_i8_max_min, clamp_blocks_i8_max_min,
+                                 scalars);
+        break;
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, clamp_loop_i16, clamp_blocks_i16, scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 1, inputs, clamp_loop_i16_no_max_no_min,
+                                 clamp_blocks_i16_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_i16_max_no_min,
+                                 clamp_blocks_i16_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_i16_max_min,
+                                 clamp_blocks_i16_max_min, scalars);
+        break;
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, clamp_loop_i32, clamp_blocks_i32, scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 1, inputs, clamp_loop_i32_no_max_no_min,
+                                 clamp_blocks_i32_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_i32_max_no_min,
+                                 clamp_blocks_i32_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_i32_max_min,
+                                 clamp_blocks_i32_max_min, scalars);
+        break;
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, clamp_loop_i64, clamp_blocks_i64, scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 1, inputs, clamp_loop_i64_no_max_no_min,
+                                 clamp_blocks_i64_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_i64_max_no_min,
+                                 clamp_blocks_i64_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_i64_max_min,
+                                 clamp_blocks_i64_max_min, scalars);
+        break;
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, clamp_loop_f16, clamp_blocks_f16, scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 1, inputs, clamp_loop_f16_no_max_no_min,
+                                 clamp_blocks_f16_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_f16_max_no_min,
+                                 clamp_blocks_f16_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_f16_max_min,
+                                 clamp_blocks_f16_max_min, scalars);
+        break;
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, clamp_loop_bf16, clamp_blocks_bf16, scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 1, inputs, clamp_loop_bf16_no_max_no_min,
+                                 clamp_blocks_bf16_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_bf16_max_no_min,
+                                 clamp_blocks_bf16_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_bf16_max_min,
+                                 clamp_blocks_bf16_max_min, scalars);
+        break;
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, clamp_loop_f32, clamp_blocks_f32, scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 1, inputs, clamp_loop_f32_no_max_no_min,
+                                 clamp_blocks_f32_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_f32_max_no_min,
+                                 clamp_blocks_f32_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_f32_max_min,
+                                 clamp_blocks_f32_max_min, scalars);
+        break;
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, clamp_loop_f64, clamp_blocks_f64, scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 1, inputs, clamp_loop_f64_no_max_no_min,
+                                 clamp_blocks_f64_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_f64_max_no_min,
+                                 clamp_blocks_f64_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 1, inputs, clamp_loop_f64_max_min,
+                                 clamp_blocks_f64_max_min, scalars);
+        break;
     default:
         break;
     }
@@ -3220,12 +3958,164 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
 /* ---- clamp: minimum(maximum(self, min) if min is not None else self, max) if max is not None else maximum(self, min)   (ops.yaml:336) */
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+clamp_tensor_rows_u8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
-    const bool max_given = scalars[1].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *min_p = (const uint8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t) && strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t min = min_p[i];
+                const int32_t out_value = yt__pw_maximum_i32(self, min);
+                out[i] = (uint8_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
+            strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[0];
+                const int32_t min = min_p[i];
+                const int32_t out_value = yt__pw_maximum_i32(self, min);
+                out[i] = (uint8_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t min = min_p[0];
+                const int32_t out_value = yt__pw_maximum_i32(self, min);
+                out[i] = (uint8_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t min = min_p[i];
+                const int32_t out_value = yt__pw_maximum_i32(self, min);
+                out[i] = (uint8_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
+            const int32_t min = *(const uint8_t *)((const char *)min_p + i * strides[2]);
+            const int32_t out_value = yt__pw_maximum_i32(self, min);
+            *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_u8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_u8_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_u8_no_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t),
+                                     sizeof(uint8_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_u8_no_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_u8_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
+        const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
+        const uint8_t *max_p = (const uint8_t *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t) && strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t max = max_p[i];
+                const int32_t out_value = yt__pw_minimum_i32(self, max);
+                out[i] = (uint8_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint8_t) && strides[1] == 0 && strides[2] == sizeof(uint8_t) &&
+            strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[0];
+                const int32_t max = max_p[i];
+                const int32_t out_value = yt__pw_minimum_i32(self, max);
+                out[i] = (uint8_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t max = max_p[i];
+                const int32_t out_value = yt__pw_minimum_i32(self, max);
+                out[i] = (uint8_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint8_t) && strides[1] == sizeof(uint8_t) &&
+            strides[2] == sizeof(uint8_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t max = max_p[0];
+                const int32_t out_value = yt__pw_minimum_i32(self, max);
+                out[i] = (uint8_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
+            const int32_t max = *(const uint8_t *)((const char *)max_p + i * strides[3]);
+            const int32_t out_value = yt__pw_minimum_i32(self, max);
+            *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_u8_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_u8_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_u8_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t),
+                                     sizeof(uint8_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_u8_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_u8_max_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint8_t *self_p = (const uint8_t *)(data[1] + r * row_strides[1]);
@@ -3238,10 +4128,7 @@ clamp_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64
                 const int32_t self = self_p[i];
                 const int32_t min = min_p[i];
                 const int32_t max = max_p[i];
-                const int32_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                        : yt__pw_maximum_i32(self, min);
+                const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -3253,10 +4140,7 @@ clamp_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64
                 const int32_t self = self_p[0];
                 const int32_t min = min_p[i];
                 const int32_t max = max_p[i];
-                const int32_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                        : yt__pw_maximum_i32(self, min);
+                const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -3268,10 +4152,7 @@ clamp_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64
                 const int32_t self = self_p[i];
                 const int32_t min = min_p[0];
                 const int32_t max = max_p[i];
-                const int32_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                        : yt__pw_maximum_i32(self, min);
+                const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -3283,10 +4164,7 @@ clamp_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64
                 const int32_t self = self_p[i];
                 const int32_t min = min_p[i];
                 const int32_t max = max_p[0];
-                const int32_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                        : yt__pw_maximum_i32(self, min);
+                const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
                 out[i] = (uint8_t)(out_value);
             }
             continue;
@@ -3295,37 +4173,186 @@ clamp_tensor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64
             const int32_t self = *(const uint8_t *)((const char *)self_p + i * strides[1]);
             const int32_t min = *(const uint8_t *)((const char *)min_p + i * strides[2]);
             const int32_t max = *(const uint8_t *)((const char *)max_p + i * strides[3]);
-            const int32_t out_value =
-                max_given
-                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                    : yt__pw_maximum_i32(self, min);
+            const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
             *(uint8_t *)((char *)out + i * strides[0]) = (uint8_t)(out_value);
         }
     }
 }
 
 static void
-clamp_tensor_loop_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+clamp_tensor_loop_u8_max_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_u8(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_u8_max_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_u8(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_u8_max_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t),
                                      sizeof(uint8_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_u8, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_u8_max_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+clamp_tensor_rows_i8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
-    const bool max_given = scalars[1].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        int8_t *out = (int8_t *)(data[0] + r * row_strides[0]);
+        const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
+        const int8_t *min_p = (const int8_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+            strides[2] == sizeof(int8_t) && strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int8_t self = self_p[i];
+                const int8_t min = min_p[i];
+                const int8_t out_value = yt__pw_maximum_i8(self, min);
+                out[i] = (int8_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t) &&
+            strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int8_t self = self_p[0];
+                const int8_t min = min_p[i];
+                const int8_t out_value = yt__pw_maximum_i8(self, min);
+                out[i] = (int8_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0 &&
+            strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int8_t self = self_p[i];
+                const int8_t min = min_p[0];
+                const int8_t out_value = yt__pw_maximum_i8(self, min);
+                out[i] = (int8_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+            strides[2] == sizeof(int8_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int8_t self = self_p[i];
+                const int8_t min = min_p[i];
+                const int8_t out_value = yt__pw_maximum_i8(self, min);
+                out[i] = (int8_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
+            const int8_t min = *(const int8_t *)((const char *)min_p + i * strides[2]);
+            const int8_t out_value = yt__pw_maximum_i8(self, min);
+            *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_i8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_i8_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_i8_no_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t),
+                                     sizeof(int8_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i8_no_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_i8_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        int8_t *out = (int8_t *)(data[0] + r * row_strides[0]);
+        const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
+        const int8_t *max_p = (const int8_t *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+            strides[2] == sizeof(int8_t) && strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int8_t self = self_p[i];
+                const int8_t max = max_p[i];
+                const int8_t out_value = yt__pw_minimum_i8(self, max);
+                out[i] = (int8_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int8_t) && strides[1] == 0 && strides[2] == sizeof(int8_t) &&
+            strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int8_t self = self_p[0];
+                const int8_t max = max_p[i];
+                const int8_t out_value = yt__pw_minimum_i8(self, max);
+                out[i] = (int8_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) && strides[2] == 0 &&
+            strides[3] == sizeof(int8_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int8_t self = self_p[i];
+                const int8_t max = max_p[i];
+                const int8_t out_value = yt__pw_minimum_i8(self, max);
+                out[i] = (int8_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int8_t) && strides[1] == sizeof(int8_t) &&
+            strides[2] == sizeof(int8_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int8_t self = self_p[i];
+                const int8_t max = max_p[0];
+                const int8_t out_value = yt__pw_minimum_i8(self, max);
+                out[i] = (int8_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
+            const int8_t max = *(const int8_t *)((const char *)max_p + i * strides[3]);
+            const int8_t out_value = yt__pw_minimum_i8(self, max);
+            *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_i8_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_i8_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_i8_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t),
+                                     sizeof(int8_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i8_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_i8_max_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         int8_t *out = (int8_t *)(data[0] + r * row_strides[0]);
         const int8_t *self_p = (const int8_t *)(data[1] + r * row_strides[1]);
@@ -3338,10 +4365,7 @@ clamp_tensor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64
                 const int8_t self = self_p[i];
                 const int8_t min = min_p[i];
                 const int8_t max = max_p[i];
-                const int8_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
-                        : yt__pw_maximum_i8(self, min);
+                const int8_t out_value = yt__pw_minimum_i8(yt__pw_maximum_i8(self, min), max);
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -3353,10 +4377,7 @@ clamp_tensor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64
                 const int8_t self = self_p[0];
                 const int8_t min = min_p[i];
                 const int8_t max = max_p[i];
-                const int8_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
-                        : yt__pw_maximum_i8(self, min);
+                const int8_t out_value = yt__pw_minimum_i8(yt__pw_maximum_i8(self, min), max);
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -3368,10 +4389,7 @@ clamp_tensor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64
                 const int8_t self = self_p[i];
                 const int8_t min = min_p[0];
                 const int8_t max = max_p[i];
-                const int8_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
-                        : yt__pw_maximum_i8(self, min);
+                const int8_t out_value = yt__pw_minimum_i8(yt__pw_maximum_i8(self, min), max);
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -3383,10 +4401,7 @@ clamp_tensor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64
                 const int8_t self = self_p[i];
                 const int8_t min = min_p[i];
                 const int8_t max = max_p[0];
-                const int8_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
-                        : yt__pw_maximum_i8(self, min);
+                const int8_t out_value = yt__pw_minimum_i8(yt__pw_maximum_i8(self, min), max);
                 out[i] = (int8_t)(out_value);
             }
             continue;
@@ -3395,36 +4410,186 @@ clamp_tensor_rows_i8(char **data, const int64_t *strides, int64_t n, const int64
             const int8_t self = *(const int8_t *)((const char *)self_p + i * strides[1]);
             const int8_t min = *(const int8_t *)((const char *)min_p + i * strides[2]);
             const int8_t max = *(const int8_t *)((const char *)max_p + i * strides[3]);
-            const int8_t out_value =
-                max_given ? yt__pw_minimum_i8(min_given ? yt__pw_maximum_i8(self, min) : self, max)
-                          : yt__pw_maximum_i8(self, min);
+            const int8_t out_value = yt__pw_minimum_i8(yt__pw_maximum_i8(self, min), max);
             *(int8_t *)((char *)out + i * strides[0]) = (int8_t)(out_value);
         }
     }
 }
 
 static void
-clamp_tensor_loop_i8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+clamp_tensor_loop_i8_max_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_i8(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_i8_max_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_i8(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_i8_max_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t),
                                      sizeof(int8_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i8, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i8_max_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+clamp_tensor_rows_i16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
-    const bool max_given = scalars[1].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        int16_t *out = (int16_t *)(data[0] + r * row_strides[0]);
+        const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
+        const int16_t *min_p = (const int16_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+            strides[2] == sizeof(int16_t) && strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int16_t self = self_p[i];
+                const int16_t min = min_p[i];
+                const int16_t out_value = yt__pw_maximum_i16(self, min);
+                out[i] = (int16_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t) &&
+            strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int16_t self = self_p[0];
+                const int16_t min = min_p[i];
+                const int16_t out_value = yt__pw_maximum_i16(self, min);
+                out[i] = (int16_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int16_t self = self_p[i];
+                const int16_t min = min_p[0];
+                const int16_t out_value = yt__pw_maximum_i16(self, min);
+                out[i] = (int16_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+            strides[2] == sizeof(int16_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int16_t self = self_p[i];
+                const int16_t min = min_p[i];
+                const int16_t out_value = yt__pw_maximum_i16(self, min);
+                out[i] = (int16_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
+            const int16_t min = *(const int16_t *)((const char *)min_p + i * strides[2]);
+            const int16_t out_value = yt__pw_maximum_i16(self, min);
+            *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_i16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_i16_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_i16_no_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t),
+                                     sizeof(int16_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i16_no_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_i16_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        int16_t *out = (int16_t *)(data[0] + r * row_strides[0]);
+        const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
+        const int16_t *max_p = (const int16_t *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+            strides[2] == sizeof(int16_t) && strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int16_t self = self_p[i];
+                const int16_t max = max_p[i];
+                const int16_t out_value = yt__pw_minimum_i16(self, max);
+                out[i] = (int16_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int16_t) && strides[1] == 0 && strides[2] == sizeof(int16_t) &&
+            strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int16_t self = self_p[0];
+                const int16_t max = max_p[i];
+                const int16_t out_value = yt__pw_minimum_i16(self, max);
+                out[i] = (int16_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(int16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int16_t self = self_p[i];
+                const int16_t max = max_p[i];
+                const int16_t out_value = yt__pw_minimum_i16(self, max);
+                out[i] = (int16_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int16_t) && strides[1] == sizeof(int16_t) &&
+            strides[2] == sizeof(int16_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int16_t self = self_p[i];
+                const int16_t max = max_p[0];
+                const int16_t out_value = yt__pw_minimum_i16(self, max);
+                out[i] = (int16_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
+            const int16_t max = *(const int16_t *)((const char *)max_p + i * strides[3]);
+            const int16_t out_value = yt__pw_minimum_i16(self, max);
+            *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_i16_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_i16_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_i16_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t),
+                                     sizeof(int16_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i16_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_i16_max_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         int16_t *out = (int16_t *)(data[0] + r * row_strides[0]);
         const int16_t *self_p = (const int16_t *)(data[1] + r * row_strides[1]);
@@ -3437,10 +4602,7 @@ clamp_tensor_rows_i16(char **data, const int64_t *strides, int64_t n, const int6
                 const int16_t self = self_p[i];
                 const int16_t min = min_p[i];
                 const int16_t max = max_p[i];
-                const int16_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
-                        : yt__pw_maximum_i16(self, min);
+                const int16_t out_value = yt__pw_minimum_i16(yt__pw_maximum_i16(self, min), max);
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -3452,10 +4614,7 @@ clamp_tensor_rows_i16(char **data, const int64_t *strides, int64_t n, const int6
                 const int16_t self = self_p[0];
                 const int16_t min = min_p[i];
                 const int16_t max = max_p[i];
-                const int16_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
-                        : yt__pw_maximum_i16(self, min);
+                const int16_t out_value = yt__pw_minimum_i16(yt__pw_maximum_i16(self, min), max);
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -3467,10 +4626,7 @@ clamp_tensor_rows_i16(char **data, const int64_t *strides, int64_t n, const int6
                 const int16_t self = self_p[i];
                 const int16_t min = min_p[0];
                 const int16_t max = max_p[i];
-                const int16_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
-                        : yt__pw_maximum_i16(self, min);
+                const int16_t out_value = yt__pw_minimum_i16(yt__pw_maximum_i16(self, min), max);
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -3482,10 +4638,7 @@ clamp_tensor_rows_i16(char **data, const int64_t *strides, int64_t n, const int6
                 const int16_t self = self_p[i];
                 const int16_t min = min_p[i];
                 const int16_t max = max_p[0];
-                const int16_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
-                        : yt__pw_maximum_i16(self, min);
+                const int16_t out_value = yt__pw_minimum_i16(yt__pw_maximum_i16(self, min), max);
                 out[i] = (int16_t)(out_value);
             }
             continue;
@@ -3494,37 +4647,186 @@ clamp_tensor_rows_i16(char **data, const int64_t *strides, int64_t n, const int6
             const int16_t self = *(const int16_t *)((const char *)self_p + i * strides[1]);
             const int16_t min = *(const int16_t *)((const char *)min_p + i * strides[2]);
             const int16_t max = *(const int16_t *)((const char *)max_p + i * strides[3]);
-            const int16_t out_value =
-                max_given
-                    ? yt__pw_minimum_i16(min_given ? yt__pw_maximum_i16(self, min) : self, max)
-                    : yt__pw_maximum_i16(self, min);
+            const int16_t out_value = yt__pw_minimum_i16(yt__pw_maximum_i16(self, min), max);
             *(int16_t *)((char *)out + i * strides[0]) = (int16_t)(out_value);
         }
     }
 }
 
 static void
-clamp_tensor_loop_i16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+clamp_tensor_loop_i16_max_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_i16(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_i16_max_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_i16(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_i16_max_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t),
                                      sizeof(int16_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i16, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i16_max_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+clamp_tensor_rows_i32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
-    const bool max_given = scalars[1].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        int32_t *out = (int32_t *)(data[0] + r * row_strides[0]);
+        const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
+        const int32_t *min_p = (const int32_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+            strides[2] == sizeof(int32_t) && strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t min = min_p[i];
+                const int32_t out_value = yt__pw_maximum_i32(self, min);
+                out[i] = (int32_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t) &&
+            strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[0];
+                const int32_t min = min_p[i];
+                const int32_t out_value = yt__pw_maximum_i32(self, min);
+                out[i] = (int32_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0 &&
+            strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t min = min_p[0];
+                const int32_t out_value = yt__pw_maximum_i32(self, min);
+                out[i] = (int32_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+            strides[2] == sizeof(int32_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t min = min_p[i];
+                const int32_t out_value = yt__pw_maximum_i32(self, min);
+                out[i] = (int32_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
+            const int32_t min = *(const int32_t *)((const char *)min_p + i * strides[2]);
+            const int32_t out_value = yt__pw_maximum_i32(self, min);
+            *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_i32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_i32_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_i32_no_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t),
+                                     sizeof(int32_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i32_no_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_i32_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        int32_t *out = (int32_t *)(data[0] + r * row_strides[0]);
+        const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
+        const int32_t *max_p = (const int32_t *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+            strides[2] == sizeof(int32_t) && strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t max = max_p[i];
+                const int32_t out_value = yt__pw_minimum_i32(self, max);
+                out[i] = (int32_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int32_t) && strides[1] == 0 && strides[2] == sizeof(int32_t) &&
+            strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[0];
+                const int32_t max = max_p[i];
+                const int32_t out_value = yt__pw_minimum_i32(self, max);
+                out[i] = (int32_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) && strides[2] == 0 &&
+            strides[3] == sizeof(int32_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t max = max_p[i];
+                const int32_t out_value = yt__pw_minimum_i32(self, max);
+                out[i] = (int32_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int32_t) && strides[1] == sizeof(int32_t) &&
+            strides[2] == sizeof(int32_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int32_t self = self_p[i];
+                const int32_t max = max_p[0];
+                const int32_t out_value = yt__pw_minimum_i32(self, max);
+                out[i] = (int32_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
+            const int32_t max = *(const int32_t *)((const char *)max_p + i * strides[3]);
+            const int32_t out_value = yt__pw_minimum_i32(self, max);
+            *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_i32_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_i32_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_i32_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t),
+                                     sizeof(int32_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i32_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_i32_max_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         int32_t *out = (int32_t *)(data[0] + r * row_strides[0]);
         const int32_t *self_p = (const int32_t *)(data[1] + r * row_strides[1]);
@@ -3537,10 +4839,7 @@ clamp_tensor_rows_i32(char **data, const int64_t *strides, int64_t n, const int6
                 const int32_t self = self_p[i];
                 const int32_t min = min_p[i];
                 const int32_t max = max_p[i];
-                const int32_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                        : yt__pw_maximum_i32(self, min);
+                const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -3552,10 +4851,7 @@ clamp_tensor_rows_i32(char **data, const int64_t *strides, int64_t n, const int6
                 const int32_t self = self_p[0];
                 const int32_t min = min_p[i];
                 const int32_t max = max_p[i];
-                const int32_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                        : yt__pw_maximum_i32(self, min);
+                const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -3567,10 +4863,7 @@ clamp_tensor_rows_i32(char **data, const int64_t *strides, int64_t n, const int6
                 const int32_t self = self_p[i];
                 const int32_t min = min_p[0];
                 const int32_t max = max_p[i];
-                const int32_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                        : yt__pw_maximum_i32(self, min);
+                const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -3582,10 +4875,7 @@ clamp_tensor_rows_i32(char **data, const int64_t *strides, int64_t n, const int6
                 const int32_t self = self_p[i];
                 const int32_t min = min_p[i];
                 const int32_t max = max_p[0];
-                const int32_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                        : yt__pw_maximum_i32(self, min);
+                const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
                 out[i] = (int32_t)(out_value);
             }
             continue;
@@ -3594,37 +4884,186 @@ clamp_tensor_rows_i32(char **data, const int64_t *strides, int64_t n, const int6
             const int32_t self = *(const int32_t *)((const char *)self_p + i * strides[1]);
             const int32_t min = *(const int32_t *)((const char *)min_p + i * strides[2]);
             const int32_t max = *(const int32_t *)((const char *)max_p + i * strides[3]);
-            const int32_t out_value =
-                max_given
-                    ? yt__pw_minimum_i32(min_given ? yt__pw_maximum_i32(self, min) : self, max)
-                    : yt__pw_maximum_i32(self, min);
+            const int32_t out_value = yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max);
             *(int32_t *)((char *)out + i * strides[0]) = (int32_t)(out_value);
         }
     }
 }
 
 static void
-clamp_tensor_loop_i32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+clamp_tensor_loop_i32_max_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_i32(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_i32_max_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_i32(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_i32_max_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t),
                                      sizeof(int32_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i32, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i32_max_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+clamp_tensor_rows_i64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
-    const bool max_given = scalars[1].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t *out = (int64_t *)(data[0] + r * row_strides[0]);
+        const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
+        const int64_t *min_p = (const int64_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+            strides[2] == sizeof(int64_t) && strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int64_t self = self_p[i];
+                const int64_t min = min_p[i];
+                const int64_t out_value = yt__pw_maximum_i64(self, min);
+                out[i] = (int64_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t) &&
+            strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int64_t self = self_p[0];
+                const int64_t min = min_p[i];
+                const int64_t out_value = yt__pw_maximum_i64(self, min);
+                out[i] = (int64_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0 &&
+            strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int64_t self = self_p[i];
+                const int64_t min = min_p[0];
+                const int64_t out_value = yt__pw_maximum_i64(self, min);
+                out[i] = (int64_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+            strides[2] == sizeof(int64_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int64_t self = self_p[i];
+                const int64_t min = min_p[i];
+                const int64_t out_value = yt__pw_maximum_i64(self, min);
+                out[i] = (int64_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
+            const int64_t min = *(const int64_t *)((const char *)min_p + i * strides[2]);
+            const int64_t out_value = yt__pw_maximum_i64(self, min);
+            *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_i64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_i64_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_i64_no_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t),
+                                     sizeof(int64_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i64_no_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_i64_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t *out = (int64_t *)(data[0] + r * row_strides[0]);
+        const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
+        const int64_t *max_p = (const int64_t *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+            strides[2] == sizeof(int64_t) && strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int64_t self = self_p[i];
+                const int64_t max = max_p[i];
+                const int64_t out_value = yt__pw_minimum_i64(self, max);
+                out[i] = (int64_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int64_t) && strides[1] == 0 && strides[2] == sizeof(int64_t) &&
+            strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int64_t self = self_p[0];
+                const int64_t max = max_p[i];
+                const int64_t out_value = yt__pw_minimum_i64(self, max);
+                out[i] = (int64_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) && strides[2] == 0 &&
+            strides[3] == sizeof(int64_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int64_t self = self_p[i];
+                const int64_t max = max_p[i];
+                const int64_t out_value = yt__pw_minimum_i64(self, max);
+                out[i] = (int64_t)(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(int64_t) && strides[1] == sizeof(int64_t) &&
+            strides[2] == sizeof(int64_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const int64_t self = self_p[i];
+                const int64_t max = max_p[0];
+                const int64_t out_value = yt__pw_minimum_i64(self, max);
+                out[i] = (int64_t)(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
+            const int64_t max = *(const int64_t *)((const char *)max_p + i * strides[3]);
+            const int64_t out_value = yt__pw_minimum_i64(self, max);
+            *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_i64_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_i64_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_i64_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t),
+                                     sizeof(int64_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i64_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_i64_max_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         int64_t *out = (int64_t *)(data[0] + r * row_strides[0]);
         const int64_t *self_p = (const int64_t *)(data[1] + r * row_strides[1]);
@@ -3637,10 +5076,7 @@ clamp_tensor_rows_i64(char **data, const int64_t *strides, int64_t n, const int6
                 const int64_t self = self_p[i];
                 const int64_t min = min_p[i];
                 const int64_t max = max_p[i];
-                const int64_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
-                        : yt__pw_maximum_i64(self, min);
+                const int64_t out_value = yt__pw_minimum_i64(yt__pw_maximum_i64(self, min), max);
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -3652,10 +5088,7 @@ clamp_tensor_rows_i64(char **data, const int64_t *strides, int64_t n, const int6
                 const int64_t self = self_p[0];
                 const int64_t min = min_p[i];
                 const int64_t max = max_p[i];
-                const int64_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
-                        : yt__pw_maximum_i64(self, min);
+                const int64_t out_value = yt__pw_minimum_i64(yt__pw_maximum_i64(self, min), max);
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -3667,10 +5100,7 @@ clamp_tensor_rows_i64(char **data, const int64_t *strides, int64_t n, const int6
                 const int64_t self = self_p[i];
                 const int64_t min = min_p[0];
                 const int64_t max = max_p[i];
-                const int64_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
-                        : yt__pw_maximum_i64(self, min);
+                const int64_t out_value = yt__pw_minimum_i64(yt__pw_maximum_i64(self, min), max);
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -3682,10 +5112,7 @@ clamp_tensor_rows_i64(char **data, const int64_t *strides, int64_t n, const int6
                 const int64_t self = self_p[i];
                 const int64_t min = min_p[i];
                 const int64_t max = max_p[0];
-                const int64_t out_value =
-                    max_given
-                        ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
-                        : yt__pw_maximum_i64(self, min);
+                const int64_t out_value = yt__pw_minimum_i64(yt__pw_maximum_i64(self, min), max);
                 out[i] = (int64_t)(out_value);
             }
             continue;
@@ -3694,37 +5121,190 @@ clamp_tensor_rows_i64(char **data, const int64_t *strides, int64_t n, const int6
             const int64_t self = *(const int64_t *)((const char *)self_p + i * strides[1]);
             const int64_t min = *(const int64_t *)((const char *)min_p + i * strides[2]);
             const int64_t max = *(const int64_t *)((const char *)max_p + i * strides[3]);
-            const int64_t out_value =
-                max_given
-                    ? yt__pw_minimum_i64(min_given ? yt__pw_maximum_i64(self, min) : self, max)
-                    : yt__pw_maximum_i64(self, min);
+            const int64_t out_value = yt__pw_minimum_i64(yt__pw_maximum_i64(self, min), max);
             *(int64_t *)((char *)out + i * strides[0]) = (int64_t)(out_value);
         }
     }
 }
 
 static void
-clamp_tensor_loop_i64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+clamp_tensor_loop_i64_max_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_i64(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_i64_max_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_i64(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_i64_max_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t),
                                      sizeof(int64_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i64, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i64_max_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+clamp_tensor_rows_f16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
-    const bool max_given = scalars[1].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *min_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float min = yt__f16_to_f32(min_p[i]);
+                const float out_value = yt__pw_maximum_f(self, min);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[0]);
+                const float min = yt__f16_to_f32(min_p[i]);
+                const float out_value = yt__pw_maximum_f(self, min);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float min = yt__f16_to_f32(min_p[0]);
+                const float out_value = yt__pw_maximum_f(self, min);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float min = yt__f16_to_f32(min_p[i]);
+                const float out_value = yt__pw_maximum_f(self, min);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float min =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)min_p + i * strides[2]));
+            const float out_value = yt__pw_maximum_f(self, min);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_f16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_f16_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_f16_no_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f16_no_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_f16_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *max_p = (const uint16_t *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float max = yt__f16_to_f32(max_p[i]);
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[0]);
+                const float max = yt__f16_to_f32(max_p[i]);
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float max = yt__f16_to_f32(max_p[i]);
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float max = yt__f16_to_f32(max_p[0]);
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float max =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[3]));
+            const float out_value = yt__pw_minimum_f(self, max);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_f16_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_f16_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_f16_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f16_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_f16_max_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -3737,10 +5317,7 @@ clamp_tensor_rows_f16(char **data, const int64_t *strides, int64_t n, const int6
                 const float self = yt__f16_to_f32(self_p[i]);
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[i]);
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -3752,10 +5329,7 @@ clamp_tensor_rows_f16(char **data, const int64_t *strides, int64_t n, const int6
                 const float self = yt__f16_to_f32(self_p[0]);
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[i]);
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -3767,10 +5341,7 @@ clamp_tensor_rows_f16(char **data, const int64_t *strides, int64_t n, const int6
                 const float self = yt__f16_to_f32(self_p[i]);
                 const float min = yt__f16_to_f32(min_p[0]);
                 const float max = yt__f16_to_f32(max_p[i]);
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -3782,10 +5353,7 @@ clamp_tensor_rows_f16(char **data, const int64_t *strides, int64_t n, const int6
                 const float self = yt__f16_to_f32(self_p[i]);
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[0]);
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -3797,36 +5365,190 @@ clamp_tensor_rows_f16(char **data, const int64_t *strides, int64_t n, const int6
                 yt__f16_to_f32(*(const uint16_t *)((const char *)min_p + i * strides[2]));
             const float max =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[3]));
-            const float out_value =
-                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                          : yt__pw_maximum_f(self, min);
+            const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
 }
 
 static void
-clamp_tensor_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+clamp_tensor_loop_f16_max_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_f16(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_f16_max_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_f16(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_f16_max_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
                                      sizeof(uint16_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f16, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f16_max_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+clamp_tensor_rows_bf16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                     const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
-    const bool max_given = scalars[1].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *min_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float min = yt__bf16_to_f32(min_p[i]);
+                const float out_value = yt__pw_maximum_f(self, min);
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[0]);
+                const float min = yt__bf16_to_f32(min_p[i]);
+                const float out_value = yt__pw_maximum_f(self, min);
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float min = yt__bf16_to_f32(min_p[0]);
+                const float out_value = yt__pw_maximum_f(self, min);
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float min = yt__bf16_to_f32(min_p[i]);
+                const float out_value = yt__pw_maximum_f(self, min);
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float min =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)min_p + i * strides[2]));
+            const float out_value = yt__pw_maximum_f(self, min);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_bf16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_bf16_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_bf16_no_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_bf16_no_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_bf16_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *max_p = (const uint16_t *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float max = yt__bf16_to_f32(max_p[i]);
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[0]);
+                const float max = yt__bf16_to_f32(max_p[i]);
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float max = yt__bf16_to_f32(max_p[i]);
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float max = yt__bf16_to_f32(max_p[0]);
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
+            const float max =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[3]));
+            const float out_value = yt__pw_minimum_f(self, max);
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_bf16_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_bf16_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_bf16_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_bf16_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_bf16_max_min(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -3839,10 +5561,7 @@ clamp_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int
                 const float self = yt__bf16_to_f32(self_p[i]);
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[i]);
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -3854,10 +5573,7 @@ clamp_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int
                 const float self = yt__bf16_to_f32(self_p[0]);
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[i]);
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -3869,10 +5585,7 @@ clamp_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int
                 const float self = yt__bf16_to_f32(self_p[i]);
                 const float min = yt__bf16_to_f32(min_p[0]);
                 const float max = yt__bf16_to_f32(max_p[i]);
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -3884,10 +5597,7 @@ clamp_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int
                 const float self = yt__bf16_to_f32(self_p[i]);
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[0]);
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -3899,36 +5609,184 @@ clamp_tensor_rows_bf16(char **data, const int64_t *strides, int64_t n, const int
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)min_p + i * strides[2]));
             const float max =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[3]));
-            const float out_value =
-                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                          : yt__pw_maximum_f(self, min);
+            const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
 }
 
 static void
-clamp_tensor_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+clamp_tensor_loop_bf16_max_min(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_bf16(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_bf16_max_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_bf16(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_bf16_max_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
                                      sizeof(uint16_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_bf16, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_bf16_max_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+clamp_tensor_rows_f32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
-    const bool max_given = scalars[1].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *self_p = (const float *)(data[1] + r * row_strides[1]);
+        const float *min_p = (const float *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float min = min_p[i];
+                const float out_value = yt__pw_maximum_f(self, min);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+            strides[3] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[0];
+                const float min = min_p[i];
+                const float out_value = yt__pw_maximum_f(self, min);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+            strides[3] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float min = min_p[0];
+                const float out_value = yt__pw_maximum_f(self, min);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float min = min_p[i];
+                const float out_value = yt__pw_maximum_f(self, min);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self = *(const float *)((const char *)self_p + i * strides[1]);
+            const float min = *(const float *)((const char *)min_p + i * strides[2]);
+            const float out_value = yt__pw_maximum_f(self, min);
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_f32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_f32_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_f32_no_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32_no_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *self_p = (const float *)(data[1] + r * row_strides[1]);
+        const float *max_p = (const float *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float max = max_p[i];
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+            strides[3] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[0];
+                const float max = max_p[i];
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+            strides[3] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float max = max_p[i];
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float self = self_p[i];
+                const float max = max_p[0];
+                const float out_value = yt__pw_minimum_f(self, max);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float self = *(const float *)((const char *)self_p + i * strides[1]);
+            const float max = *(const float *)((const char *)max_p + i * strides[3]);
+            const float out_value = yt__pw_minimum_f(self, max);
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_f32_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_f32_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_f32_max_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         float *out = (float *)(data[0] + r * row_strides[0]);
         const float *self_p = (const float *)(data[1] + r * row_strides[1]);
@@ -3941,10 +5799,7 @@ clamp_tensor_rows_f32(char **data, const int64_t *strides, int64_t n, const int6
                 const float self = self_p[i];
                 const float min = min_p[i];
                 const float max = max_p[i];
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
                 out[i] = out_value;
             }
             continue;
@@ -3956,10 +5811,7 @@ clamp_tensor_rows_f32(char **data, const int64_t *strides, int64_t n, const int6
                 const float self = self_p[0];
                 const float min = min_p[i];
                 const float max = max_p[i];
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
                 out[i] = out_value;
             }
             continue;
@@ -3971,10 +5823,7 @@ clamp_tensor_rows_f32(char **data, const int64_t *strides, int64_t n, const int6
                 const float self = self_p[i];
                 const float min = min_p[0];
                 const float max = max_p[i];
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
                 out[i] = out_value;
             }
             continue;
@@ -3986,10 +5835,7 @@ clamp_tensor_rows_f32(char **data, const int64_t *strides, int64_t n, const int6
                 const float self = self_p[i];
                 const float min = min_p[i];
                 const float max = max_p[0];
-                const float out_value =
-                    max_given
-                        ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                        : yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
                 out[i] = out_value;
             }
             continue;
@@ -3998,35 +5844,185 @@ clamp_tensor_rows_f32(char **data, const int64_t *strides, int64_t n, const int6
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
             const float min = *(const float *)((const char *)min_p + i * strides[2]);
             const float max = *(const float *)((const char *)max_p + i * strides[3]);
-            const float out_value =
-                max_given ? yt__pw_minimum_f(min_given ? yt__pw_maximum_f(self, min) : self, max)
-                          : yt__pw_maximum_f(self, min);
+            const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
 
 static void
-clamp_tensor_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+clamp_tensor_loop_f32_max_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_f32(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_f32_max_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_f32_max_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32_max_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+clamp_tensor_rows_f64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
-    const bool max_given = scalars[1].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *self_p = (const double *)(data[1] + r * row_strides[1]);
+        const double *min_p = (const double *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double min = min_p[i];
+                const double out_value = yt__pw_maximum_d(self, min);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+            strides[3] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[0];
+                const double min = min_p[i];
+                const double out_value = yt__pw_maximum_d(self, min);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+            strides[3] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double min = min_p[0];
+                const double out_value = yt__pw_maximum_d(self, min);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double min = min_p[i];
+                const double out_value = yt__pw_maximum_d(self, min);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double self = *(const double *)((const char *)self_p + i * strides[1]);
+            const double min = *(const double *)((const char *)min_p + i * strides[2]);
+            const double out_value = yt__pw_maximum_d(self, min);
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_f64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_f64_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_f64_no_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f64_no_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *self_p = (const double *)(data[1] + r * row_strides[1]);
+        const double *max_p = (const double *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double max = max_p[i];
+                const double out_value = yt__pw_minimum_d(self, max);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+            strides[3] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[0];
+                const double max = max_p[i];
+                const double out_value = yt__pw_minimum_d(self, max);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+            strides[3] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double max = max_p[i];
+                const double out_value = yt__pw_minimum_d(self, max);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double self = self_p[i];
+                const double max = max_p[0];
+                const double out_value = yt__pw_minimum_d(self, max);
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double self = *(const double *)((const char *)self_p + i * strides[1]);
+            const double max = *(const double *)((const char *)max_p + i * strides[3]);
+            const double out_value = yt__pw_minimum_d(self, max);
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_loop_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_rows_f64_max_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_blocks_f64_max_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[4] = {sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f64_max_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_rows_f64_max_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         double *out = (double *)(data[0] + r * row_strides[0]);
         const double *self_p = (const double *)(data[1] + r * row_strides[1]);
@@ -4039,10 +6035,7 @@ clamp_tensor_rows_f64(char **data, const int64_t *strides, int64_t n, const int6
                 const double self = self_p[i];
                 const double min = min_p[i];
                 const double max = max_p[i];
-                const double out_value =
-                    max_given
-                        ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
-                        : yt__pw_maximum_d(self, min);
+                const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
                 out[i] = out_value;
             }
             continue;
@@ -4054,10 +6047,7 @@ clamp_tensor_rows_f64(char **data, const int64_t *strides, int64_t n, const int6
                 const double self = self_p[0];
                 const double min = min_p[i];
                 const double max = max_p[i];
-                const double out_value =
-                    max_given
-                        ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
-                        : yt__pw_maximum_d(self, min);
+                const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
                 out[i] = out_value;
             }
             continue;
@@ -4069,10 +6059,7 @@ clamp_tensor_rows_f64(char **data, const int64_t *strides, int64_t n, const int6
                 const double self = self_p[i];
                 const double min = min_p[0];
                 const double max = max_p[i];
-                const double out_value =
-                    max_given
-                        ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
-                        : yt__pw_maximum_d(self, min);
+                const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
                 out[i] = out_value;
             }
             continue;
@@ -4084,10 +6071,7 @@ clamp_tensor_rows_f64(char **data, const int64_t *strides, int64_t n, const int6
                 const double self = self_p[i];
                 const double min = min_p[i];
                 const double max = max_p[0];
-                const double out_value =
-                    max_given
-                        ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
-                        : yt__pw_maximum_d(self, min);
+                const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
                 out[i] = out_value;
             }
             continue;
@@ -4096,27 +6080,25 @@ clamp_tensor_rows_f64(char **data, const int64_t *strides, int64_t n, const int6
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
             const double min = *(const double *)((const char *)min_p + i * strides[2]);
             const double max = *(const double *)((const char *)max_p + i * strides[3]);
-            const double out_value =
-                max_given ? yt__pw_minimum_d(min_given ? yt__pw_maximum_d(self, min) : self, max)
-                          : yt__pw_maximum_d(self, min);
+            const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
 
 static void
-clamp_tensor_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+clamp_tensor_loop_f64_max_min(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_f64(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_f64_max_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_f64_max_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(double), sizeof(double), sizeof(double),
                                      sizeof(double)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f64, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f64_max_min, ctx);
 }
 
 yt_status
@@ -4129,32 +6111,104 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
     yt_tensor *const inputs[3] = {self, min != NULL ? min : self, max != NULL ? max : self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8, clamp_tensor_blocks_u8,
-                             scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8_no_max_no_min,
+                                 clamp_tensor_blocks_u8_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8_max_no_min,
+                                 clamp_tensor_blocks_u8_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8_max_min,
+                                 clamp_tensor_blocks_u8_max_min, scalars);
+        break;
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8, clamp_tensor_blocks_i8,
-                             scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8_no_max_no_min,
+                                 clamp_tensor_blocks_i8_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8_max_no_min,
+                                 clamp_tensor_blocks_i8_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8_max_min,
+                                 clamp_tensor_blocks_i8_max_min, scalars);
+        break;
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16, clamp_tensor_blocks_i16,
-                             scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16_no_max_no_min,
+                                 clamp_tensor_blocks_i16_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16_max_no_min,
+                                 clamp_tensor_blocks_i16_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16_max_min,
+                                 clamp_tensor_blocks_i16_max_min, scalars);
+        break;
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32, clamp_tensor_blocks_i32,
-                             scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32_no_max_no_min,
+                                 clamp_tensor_blocks_i32_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32_max_no_min,
+                                 clamp_tensor_blocks_i32_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32_max_min,
+                                 clamp_tensor_blocks_i32_max_min, scalars);
+        break;
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64, clamp_tensor_blocks_i64,
-                             scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64_no_max_no_min,
+                                 clamp_tensor_blocks_i64_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64_max_no_min,
+                                 clamp_tensor_blocks_i64_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64_max_min,
+                                 clamp_tensor_blocks_i64_max_min, scalars);
+        break;
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16, clamp_tensor_blocks_f16,
-                             scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16_no_max_no_min,
+                                 clamp_tensor_blocks_f16_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16_max_no_min,
+                                 clamp_tensor_blocks_f16_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16_max_min,
+                                 clamp_tensor_blocks_f16_max_min, scalars);
+        break;
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16, clamp_tensor_blocks_bf16,
-                             scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16_no_max_no_min,
+                                 clamp_tensor_blocks_bf16_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16_max_no_min,
+                                 clamp_tensor_blocks_bf16_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16_max_min,
+                                 clamp_tensor_blocks_bf16_max_min, scalars);
+        break;
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32, clamp_tensor_blocks_f32,
-                             scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_no_max_no_min,
+                                 clamp_tensor_blocks_f32_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_max_no_min,
+                                 clamp_tensor_blocks_f32_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_max_min,
+                                 clamp_tensor_blocks_f32_max_min, scalars);
+        break;
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64, clamp_tensor_blocks_f64,
-                             scalars);
+        if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_no_max_no_min,
+                                 clamp_tensor_blocks_f64_no_max_no_min, scalars);
+        if (max != NULL && min == NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_max_no_min,
+                                 clamp_tensor_blocks_f64_max_no_min, scalars);
+        if (max != NULL && min != NULL)
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_max_min,
+                                 clamp_tensor_blocks_f64_max_min, scalars);
+        break;
     default:
         break;
     }
@@ -4165,11 +6219,109 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
 /* ---- clamp_tensor_backward_min: grad_output if self < min and (max is None or min < max) else 0   (ops.yaml:381) */
 
 YT_ALWAYS_INLINE void
-clamp_tensor_backward_min_rows_f16(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_min_rows_f16_no_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool max_given = scalars[0].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        const uint16_t *min_p = (const uint16_t *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+            strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float min = yt__f16_to_f32(min_p[i]);
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float min = yt__f16_to_f32(min_p[i]);
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[0]);
+                const float min = yt__f16_to_f32(min_p[i]);
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float min = yt__f16_to_f32(min_p[0]);
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float min = yt__f16_to_f32(min_p[i]);
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float min =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)min_p + i * strides[3]));
+            const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_min_loop_f16_no_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_min_rows_f16_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_min_blocks_f16_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f16_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_min_rows_f16_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -4186,7 +6338,7 @@ clamp_tensor_backward_min_rows_f16(char **data, const int64_t *strides, int64_t 
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -4200,7 +6352,7 @@ clamp_tensor_backward_min_rows_f16(char **data, const int64_t *strides, int64_t 
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -4214,7 +6366,7 @@ clamp_tensor_backward_min_rows_f16(char **data, const int64_t *strides, int64_t 
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -4228,7 +6380,7 @@ clamp_tensor_backward_min_rows_f16(char **data, const int64_t *strides, int64_t 
                 const float min = yt__f16_to_f32(min_p[0]);
                 const float max = yt__f16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -4242,7 +6394,7 @@ clamp_tensor_backward_min_rows_f16(char **data, const int64_t *strides, int64_t 
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[0]);
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -4256,34 +6408,133 @@ clamp_tensor_backward_min_rows_f16(char **data, const int64_t *strides, int64_t 
                 yt__f16_to_f32(*(const uint16_t *)((const char *)min_p + i * strides[3]));
             const float max =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[4]));
-            const float out_value =
-                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            const float out_value = ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
 }
 
 static void
-clamp_tensor_backward_min_loop_f16(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_min_loop_f16_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_backward_min_rows_f16(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_backward_min_rows_f16_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_backward_min_blocks_f16(const yt__block_strip *s, const void *ctx)
+clamp_tensor_backward_min_blocks_f16_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
                                      sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f16, ctx);
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f16_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_backward_min_rows_bf16(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_min_rows_bf16_no_max(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool max_given = scalars[0].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        const uint16_t *min_p = (const uint16_t *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+            strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float min = yt__bf16_to_f32(min_p[i]);
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float min = yt__bf16_to_f32(min_p[i]);
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[0]);
+                const float min = yt__bf16_to_f32(min_p[i]);
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float min = yt__bf16_to_f32(min_p[0]);
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float min = yt__bf16_to_f32(min_p[i]);
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float min =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)min_p + i * strides[3]));
+            const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_min_loop_bf16_no_max(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
+{
+    clamp_tensor_backward_min_rows_bf16_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_min_blocks_bf16_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_bf16_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_min_rows_bf16_max(char **data, const int64_t *strides, int64_t n,
+                                        const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -4300,7 +6551,7 @@ clamp_tensor_backward_min_rows_bf16(char **data, const int64_t *strides, int64_t
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -4314,7 +6565,7 @@ clamp_tensor_backward_min_rows_bf16(char **data, const int64_t *strides, int64_t
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -4328,7 +6579,7 @@ clamp_tensor_backward_min_rows_bf16(char **data, const int64_t *strides, int64_t
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -4342,7 +6593,7 @@ clamp_tensor_backward_min_rows_bf16(char **data, const int64_t *strides, int64_t
                 const float min = yt__bf16_to_f32(min_p[0]);
                 const float max = yt__bf16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -4356,7 +6607,7 @@ clamp_tensor_backward_min_rows_bf16(char **data, const int64_t *strides, int64_t
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[0]);
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -4370,34 +6621,129 @@ clamp_tensor_backward_min_rows_bf16(char **data, const int64_t *strides, int64_t
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)min_p + i * strides[3]));
             const float max =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[4]));
-            const float out_value =
-                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            const float out_value = ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
 }
 
 static void
-clamp_tensor_backward_min_loop_bf16(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_min_loop_bf16_max(char **data, const int64_t *strides, int64_t n,
+                                        const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_backward_min_rows_bf16(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_backward_min_rows_bf16_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_backward_min_blocks_bf16(const yt__block_strip *s, const void *ctx)
+clamp_tensor_backward_min_blocks_bf16_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
                                      sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_bf16, ctx);
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_bf16_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_backward_min_rows_f32(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_min_rows_f32_no_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool max_given = scalars[0].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *grad_output_p = (const float *)(data[1] + r * row_strides[1]);
+        const float *self_p = (const float *)(data[2] + r * row_strides[2]);
+        const float *min_p = (const float *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == sizeof(float) &&
+            strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float min = min_p[i];
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+            strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[0];
+                const float self = self_p[i];
+                const float min = min_p[i];
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+            strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[0];
+                const float min = min_p[i];
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == 0 && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float min = min_p[0];
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == sizeof(float) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float min = min_p[i];
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                *(const float *)((const char *)grad_output_p + i * strides[1]);
+            const float self = *(const float *)((const char *)self_p + i * strides[2]);
+            const float min = *(const float *)((const char *)min_p + i * strides[3]);
+            const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_min_loop_f32_no_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_min_rows_f32_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_min_blocks_f32_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float),
+                                     sizeof(float)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f32_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_min_rows_f32_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         float *out = (float *)(data[0] + r * row_strides[0]);
         const float *grad_output_p = (const float *)(data[1] + r * row_strides[1]);
@@ -4414,7 +6760,7 @@ clamp_tensor_backward_min_rows_f32(char **data, const int64_t *strides, int64_t 
                 const float min = min_p[i];
                 const float max = max_p[i];
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -4428,7 +6774,7 @@ clamp_tensor_backward_min_rows_f32(char **data, const int64_t *strides, int64_t 
                 const float min = min_p[i];
                 const float max = max_p[i];
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -4442,7 +6788,7 @@ clamp_tensor_backward_min_rows_f32(char **data, const int64_t *strides, int64_t 
                 const float min = min_p[i];
                 const float max = max_p[i];
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -4456,7 +6802,7 @@ clamp_tensor_backward_min_rows_f32(char **data, const int64_t *strides, int64_t 
                 const float min = min_p[0];
                 const float max = max_p[i];
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -4470,7 +6816,7 @@ clamp_tensor_backward_min_rows_f32(char **data, const int64_t *strides, int64_t 
                 const float min = min_p[i];
                 const float max = max_p[0];
                 const float out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -4481,34 +6827,129 @@ clamp_tensor_backward_min_rows_f32(char **data, const int64_t *strides, int64_t 
             const float self = *(const float *)((const char *)self_p + i * strides[2]);
             const float min = *(const float *)((const char *)min_p + i * strides[3]);
             const float max = *(const float *)((const char *)max_p + i * strides[4]);
-            const float out_value =
-                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (float)0;
+            const float out_value = ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
 
 static void
-clamp_tensor_backward_min_loop_f32(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_min_loop_f32_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_backward_min_rows_f32(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_backward_min_rows_f32_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_backward_min_blocks_f32(const yt__block_strip *s, const void *ctx)
+clamp_tensor_backward_min_blocks_f32_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[5] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float),
                                      sizeof(float)};
-    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f32, ctx);
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f32_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_backward_min_rows_f64(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_min_rows_f64_no_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool max_given = scalars[0].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *grad_output_p = (const double *)(data[1] + r * row_strides[1]);
+        const double *self_p = (const double *)(data[2] + r * row_strides[2]);
+        const double *min_p = (const double *)(data[3] + r * row_strides[3]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == sizeof(double) &&
+            strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double min = min_p[i];
+                const double out_value = ((self < min) && 1) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+            strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[0];
+                const double self = self_p[i];
+                const double min = min_p[i];
+                const double out_value = ((self < min) && 1) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+            strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[0];
+                const double min = min_p[i];
+                const double out_value = ((self < min) && 1) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == 0 && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double min = min_p[0];
+                const double out_value = ((self < min) && 1) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == sizeof(double) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double min = min_p[i];
+                const double out_value = ((self < min) && 1) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output =
+                *(const double *)((const char *)grad_output_p + i * strides[1]);
+            const double self = *(const double *)((const char *)self_p + i * strides[2]);
+            const double min = *(const double *)((const char *)min_p + i * strides[3]);
+            const double out_value = ((self < min) && 1) ? grad_output : (double)0;
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_min_loop_f64_no_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_min_rows_f64_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_min_blocks_f64_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f64_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_min_rows_f64_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         double *out = (double *)(data[0] + r * row_strides[0]);
         const double *grad_output_p = (const double *)(data[1] + r * row_strides[1]);
@@ -4525,7 +6966,7 @@ clamp_tensor_backward_min_rows_f64(char **data, const int64_t *strides, int64_t 
                 const double min = min_p[i];
                 const double max = max_p[i];
                 const double out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -4539,7 +6980,7 @@ clamp_tensor_backward_min_rows_f64(char **data, const int64_t *strides, int64_t 
                 const double min = min_p[i];
                 const double max = max_p[i];
                 const double out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -4553,7 +6994,7 @@ clamp_tensor_backward_min_rows_f64(char **data, const int64_t *strides, int64_t 
                 const double min = min_p[i];
                 const double max = max_p[i];
                 const double out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -4567,7 +7008,7 @@ clamp_tensor_backward_min_rows_f64(char **data, const int64_t *strides, int64_t 
                 const double min = min_p[0];
                 const double max = max_p[i];
                 const double out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -4581,7 +7022,7 @@ clamp_tensor_backward_min_rows_f64(char **data, const int64_t *strides, int64_t 
                 const double min = min_p[i];
                 const double max = max_p[0];
                 const double out_value =
-                    ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+                    ((self < min) && (0 || (min < max))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -4592,26 +7033,25 @@ clamp_tensor_backward_min_rows_f64(char **data, const int64_t *strides, int64_t 
             const double self = *(const double *)((const char *)self_p + i * strides[2]);
             const double min = *(const double *)((const char *)min_p + i * strides[3]);
             const double max = *(const double *)((const char *)max_p + i * strides[4]);
-            const double out_value =
-                ((self < min) && ((!max_given) || (min < max))) ? grad_output : (double)0;
+            const double out_value = ((self < min) && (0 || (min < max))) ? grad_output : (double)0;
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
 
 static void
-clamp_tensor_backward_min_loop_f64(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_min_loop_f64_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_backward_min_rows_f64(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_backward_min_rows_f64_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_backward_min_blocks_f64(const yt__block_strip *s, const void *ctx)
+clamp_tensor_backward_min_blocks_f64_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
                                      sizeof(double)};
-    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f64, ctx);
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f64_max, ctx);
 }
 
 yt_status
@@ -4624,17 +7064,37 @@ yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_
     yt_tensor *const inputs[4] = {grad_output, self, min, max != NULL ? max : grad_output};
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f16,
-                             clamp_tensor_backward_min_blocks_f16, scalars);
+        if (max == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f16_no_max,
+                                 clamp_tensor_backward_min_blocks_f16_no_max, scalars);
+        if (max != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f16_max,
+                                 clamp_tensor_backward_min_blocks_f16_max, scalars);
+        break;
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_bf16,
-                             clamp_tensor_backward_min_blocks_bf16, scalars);
+        if (max == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_bf16_no_max,
+                                 clamp_tensor_backward_min_blocks_bf16_no_max, scalars);
+        if (max != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_bf16_max,
+                                 clamp_tensor_backward_min_blocks_bf16_max, scalars);
+        break;
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f32,
-                             clamp_tensor_backward_min_blocks_f32, scalars);
+        if (max == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f32_no_max,
+                                 clamp_tensor_backward_min_blocks_f32_no_max, scalars);
+        if (max != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f32_max,
+                                 clamp_tensor_backward_min_blocks_f32_max, scalars);
+        break;
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f64,
-                             clamp_tensor_backward_min_blocks_f64, scalars);
+        if (max == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f64_no_max,
+                                 clamp_tensor_backward_min_blocks_f64_no_max, scalars);
+        if (max != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f64_max,
+                                 clamp_tensor_backward_min_blocks_f64_max, scalars);
+        break;
     default:
         break;
     }

@@ -2193,14 +2193,203 @@ yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
 /* ---- clamp_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:353) */
 
 YT_ALWAYS_INLINE void
-clamp_backward_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, const void *ctx)
+clamp_backward_rows_f16_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[0];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const uint16_t grad_output =
+                *(const uint16_t *)((const char *)grad_output_p + i * strides[1]);
+            const uint16_t out_value = grad_output;
+            *(uint16_t *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_backward_loop_f16_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_f16_no_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_f16_no_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f16_no_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_backward_rows_f16_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[1].f;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[0]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+clamp_backward_loop_f16_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_f16_no_min_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_f16_no_min_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f16_no_min_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_backward_rows_f16_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
-    const bool min_given = scalars[0].given;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[0]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+clamp_backward_loop_f16_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_f16_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_f16_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f16_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_backward_rows_f16_min_max(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
     const float max = (float)scalars[1].f;
-    const bool max_given = scalars[1].given;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -2212,9 +2401,7 @@ clamp_backward_rows_f16(char **data, const int64_t *strides, int64_t n, const in
                 const float grad_output = yt__f16_to_f32(grad_output_p[i]);
                 const float self = yt__f16_to_f32(self_p[i]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -2225,9 +2412,7 @@ clamp_backward_rows_f16(char **data, const int64_t *strides, int64_t n, const in
                 const float grad_output = yt__f16_to_f32(grad_output_p[0]);
                 const float self = yt__f16_to_f32(self_p[i]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -2238,9 +2423,7 @@ clamp_backward_rows_f16(char **data, const int64_t *strides, int64_t n, const in
                 const float grad_output = yt__f16_to_f32(grad_output_p[i]);
                 const float self = yt__f16_to_f32(self_p[0]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -2251,36 +2434,224 @@ clamp_backward_rows_f16(char **data, const int64_t *strides, int64_t n, const in
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
             const float out_value =
-                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
-                                                                                     : (float)0;
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
 }
 
 static void
-clamp_backward_loop_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, const void *ctx)
+clamp_backward_loop_f16_min_max(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_backward_rows_f16(data, strides, n, row_strides, rows, ctx);
+    clamp_backward_rows_f16_min_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_backward_blocks_f16(const yt__block_strip *s, const void *ctx)
+clamp_backward_blocks_f16_min_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 3, esize, clamp_backward_rows_f16, ctx);
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f16_min_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_backward_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+clamp_backward_rows_bf16_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[0];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t grad_output = grad_output_p[i];
+                const uint16_t out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const uint16_t grad_output =
+                *(const uint16_t *)((const char *)grad_output_p + i * strides[1]);
+            const uint16_t out_value = grad_output;
+            *(uint16_t *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_backward_loop_bf16_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_bf16_no_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_bf16_no_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_bf16_no_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_backward_rows_bf16_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[1].f;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[0]);
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+clamp_backward_loop_bf16_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_bf16_no_min_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_bf16_no_min_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_bf16_no_min_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_backward_rows_bf16_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
-    const bool min_given = scalars[0].given;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[0]);
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+clamp_backward_loop_bf16_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_bf16_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_bf16_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_bf16_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_backward_rows_bf16_min_max(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
     const float max = (float)scalars[1].f;
-    const bool max_given = scalars[1].given;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -2292,9 +2663,7 @@ clamp_backward_rows_bf16(char **data, const int64_t *strides, int64_t n, const i
                 const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
                 const float self = yt__bf16_to_f32(self_p[i]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -2305,9 +2674,7 @@ clamp_backward_rows_bf16(char **data, const int64_t *strides, int64_t n, const i
                 const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
                 const float self = yt__bf16_to_f32(self_p[i]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -2318,9 +2685,7 @@ clamp_backward_rows_bf16(char **data, const int64_t *strides, int64_t n, const i
                 const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
                 const float self = yt__bf16_to_f32(self_p[0]);
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -2331,36 +2696,222 @@ clamp_backward_rows_bf16(char **data, const int64_t *strides, int64_t n, const i
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
             const float out_value =
-                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
-                                                                                     : (float)0;
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
 }
 
 static void
-clamp_backward_loop_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+clamp_backward_loop_bf16_min_max(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_backward_rows_bf16(data, strides, n, row_strides, rows, ctx);
+    clamp_backward_rows_bf16_min_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_backward_blocks_bf16(const yt__block_strip *s, const void *ctx)
+clamp_backward_blocks_bf16_min_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[3] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 3, esize, clamp_backward_rows_bf16, ctx);
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_bf16_min_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_backward_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, const void *ctx)
+clamp_backward_rows_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *grad_output_p = (const float *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[0];
+                const float out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                *(const float *)((const char *)grad_output_p + i * strides[1]);
+            const float out_value = grad_output;
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_backward_loop_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_f32_no_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_f32_no_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f32_no_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_backward_rows_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[1].f;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *grad_output_p = (const float *)(data[1] + r * row_strides[1]);
+        const float *self_p = (const float *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[0];
+                const float self = self_p[i];
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[0];
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                *(const float *)((const char *)grad_output_p + i * strides[1]);
+            const float self = *(const float *)((const char *)self_p + i * strides[2]);
+            const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_backward_loop_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_f32_no_min_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_f32_no_min_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f32_no_min_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_backward_rows_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
-    const bool min_given = scalars[0].given;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *grad_output_p = (const float *)(data[1] + r * row_strides[1]);
+        const float *self_p = (const float *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[0];
+                const float self = self_p[i];
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[0];
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                *(const float *)((const char *)grad_output_p + i * strides[1]);
+            const float self = *(const float *)((const char *)self_p + i * strides[2]);
+            const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_backward_loop_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_f32_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_f32_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f32_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_backward_rows_f32_min_max(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
     const float max = (float)scalars[1].f;
-    const bool max_given = scalars[1].given;
     for (int64_t r = 0; r < rows; r++) {
         float *out = (float *)(data[0] + r * row_strides[0]);
         const float *grad_output_p = (const float *)(data[1] + r * row_strides[1]);
@@ -2372,9 +2923,7 @@ clamp_backward_rows_f32(char **data, const int64_t *strides, int64_t n, const in
                 const float grad_output = grad_output_p[i];
                 const float self = self_p[i];
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -2385,9 +2934,7 @@ clamp_backward_rows_f32(char **data, const int64_t *strides, int64_t n, const in
                 const float grad_output = grad_output_p[0];
                 const float self = self_p[i];
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -2398,9 +2945,7 @@ clamp_backward_rows_f32(char **data, const int64_t *strides, int64_t n, const in
                 const float grad_output = grad_output_p[i];
                 const float self = self_p[0];
                 const float out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (float)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -2410,36 +2955,222 @@ clamp_backward_rows_f32(char **data, const int64_t *strides, int64_t n, const in
                 *(const float *)((const char *)grad_output_p + i * strides[1]);
             const float self = *(const float *)((const char *)self_p + i * strides[2]);
             const float out_value =
-                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
-                                                                                     : (float)0;
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
 
 static void
-clamp_backward_loop_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, const void *ctx)
+clamp_backward_loop_f32_min_max(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_backward_rows_f32(data, strides, n, row_strides, rows, ctx);
+    clamp_backward_rows_f32_min_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
+clamp_backward_blocks_f32_min_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
-    yt__run_blocks(s, 3, esize, clamp_backward_rows_f32, ctx);
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f32_min_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_backward_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, const void *ctx)
+clamp_backward_rows_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *grad_output_p = (const double *)(data[1] + r * row_strides[1]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[0];
+                const double out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double out_value = grad_output;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output =
+                *(const double *)((const char *)grad_output_p + i * strides[1]);
+            const double out_value = grad_output;
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_backward_loop_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_f64_no_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_f64_no_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f64_no_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_backward_rows_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double max = (double)scalars[1].f;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *grad_output_p = (const double *)(data[1] + r * row_strides[1]);
+        const double *self_p = (const double *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[0];
+                const double self = self_p[i];
+                const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[0];
+                const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output =
+                *(const double *)((const char *)grad_output_p + i * strides[1]);
+            const double self = *(const double *)((const char *)self_p + i * strides[2]);
+            const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_backward_loop_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_f64_no_min_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_f64_no_min_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f64_no_min_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_backward_rows_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
-    const bool min_given = scalars[0].given;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *grad_output_p = (const double *)(data[1] + r * row_strides[1]);
+        const double *self_p = (const double *)(data[2] + r * row_strides[2]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[0];
+                const double self = self_p[i];
+                const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[0];
+                const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output =
+                *(const double *)((const char *)grad_output_p + i * strides[1]);
+            const double self = *(const double *)((const char *)self_p + i * strides[2]);
+            const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_backward_loop_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_backward_rows_f64_min_no_max(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_backward_blocks_f64_min_no_max(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f64_min_no_max, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_backward_rows_f64_min_max(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
     const double max = (double)scalars[1].f;
-    const bool max_given = scalars[1].given;
     for (int64_t r = 0; r < rows; r++) {
         double *out = (double *)(data[0] + r * row_strides[0]);
         const double *grad_output_p = (const double *)(data[1] + r * row_strides[1]);
@@ -2451,9 +3182,7 @@ clamp_backward_rows_f64(char **data, const int64_t *strides, int64_t n, const in
                 const double grad_output = grad_output_p[i];
                 const double self = self_p[i];
                 const double out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (double)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -2464,9 +3193,7 @@ clamp_backward_rows_f64(char **data, const int64_t *strides, int64_t n, const in
                 const double grad_output = grad_output_p[0];
                 const double self = self_p[i];
                 const double out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (double)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -2477,9 +3204,7 @@ clamp_backward_rows_f64(char **data, const int64_t *strides, int64_t n, const in
                 const double grad_output = grad_output_p[i];
                 const double self = self_p[0];
                 const double out_value =
-                    (((!min_given) || (self >= min)) && ((!max_given) || (self <= max)))
-                        ? grad_output
-                        : (double)0;
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -2489,25 +3214,24 @@ clamp_backward_rows_f64(char **data, const int64_t *strides, int64_t n, const in
                 *(const double *)((const char *)grad_output_p + i * strides[1]);
             const double self = *(const double *)((const char *)self_p + i * strides[2]);
             const double out_value =
-                (((!min_given) || (self >= min)) && ((!max_given) || (self <= max))) ? grad_output
-                                                                                     : (double)0;
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
 
 static void
-clamp_backward_loop_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, const void *ctx)
+clamp_backward_loop_f64_min_max(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_backward_rows_f64(data, strides, n, row_strides, rows, ctx);
+    clamp_backward_rows_f64_min_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
+clamp_backward_blocks_f64_min_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
-    yt__run_blocks(s, 3, esize, clamp_backward_rows_f64, ctx);
+    yt__run_blocks(s, 3, esize, clamp_backward_rows_f64_min_max, ctx);
 }
 
 yt_status
@@ -2523,17 +3247,61 @@ yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *sel
     yt_tensor *const inputs[2] = {grad_output, self};
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16, clamp_backward_blocks_f16,
-                             scalars);
+        if (min == NULL && max == NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16_no_min_no_max,
+                                 clamp_backward_blocks_f16_no_min_no_max, scalars);
+        if (min == NULL && max != NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16_no_min_max,
+                                 clamp_backward_blocks_f16_no_min_max, scalars);
+        if (min != NULL && max == NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16_min_no_max,
+                                 clamp_backward_blocks_f16_min_no_max, scalars);
+        if (min != NULL && max != NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16_min_max,
+                                 clamp_backward_blocks_f16_min_max, scalars);
+        break;
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16,
-                             clamp_backward_blocks_bf16, scalars);
+        if (min == NULL && max == NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16_no_min_no_max,
+                                 clamp_backward_blocks_bf16_no_min_no_max, scalars);
+        if (min == NULL && max != NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16_no_min_max,
+                                 clamp_backward_blocks_bf16_no_min_max, scalars);
+        if (min != NULL && max == NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16_min_no_max,
+                                 clamp_backward_blocks_bf16_min_no_max, scalars);
+        if (min != NULL && max != NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16_min_max,
+                                 clamp_backward_blocks_bf16_min_max, scalars);
+        break;
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32, clamp_backward_blocks_f32,
-                             scalars);
+        if (min == NULL && max == NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_no_min_no_max,
+                                 clamp_backward_blocks_f32_no_min_no_max, scalars);
+        if (min == NULL && max != NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_no_min_max,
+                                 clamp_backward_blocks_f32_no_min_max, scalars);
+        if (min != NULL && max == NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_min_no_max,
+                                 clamp_backward_blocks_f32_min_no_max, scalars);
+        if (min != NULL && max != NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_min_max,
+                                 clamp_backward_blocks_f32_min_max, scalars);
+        break;
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64, clamp_backward_blocks_f64,
-                             scalars);
+        if (min == NULL && max == NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_no_min_no_max,
+                                 clamp_backward_blocks_f64_no_min_no_max, scalars);
+        if (min == NULL && max != NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_no_min_max,
+                                 clamp_backward_blocks_f64_no_min_max, scalars);
+        if (min != NULL && max == NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_min_no_max,
+                                 clamp_backward_blocks_f64_min_no_max, scalars);
+        if (min != NULL && max != NULL)
+            return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_min_max,
+                                 clamp_backward_blocks_f64_min_max, scalars);
+        break;
     default:
         break;
     }
@@ -2544,11 +3312,109 @@ yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *sel
 /* ---- clamp_tensor_backward_max: grad_output if self > max or (min is not None and max < min) else 0   (ops.yaml:394) */
 
 YT_ALWAYS_INLINE void
-clamp_tensor_backward_max_rows_f16(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_max_rows_f16_no_min(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        const uint16_t *max_p = (const uint16_t *)(data[4] + r * row_strides[4]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+            strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float max = yt__f16_to_f32(max_p[i]);
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[0]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float max = yt__f16_to_f32(max_p[i]);
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[0]);
+                const float max = yt__f16_to_f32(max_p[i]);
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float max = yt__f16_to_f32(max_p[i]);
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__f16_to_f32(grad_output_p[i]);
+                const float self = yt__f16_to_f32(self_p[i]);
+                const float max = yt__f16_to_f32(max_p[0]);
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = yt__f32_to_f16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float max =
+                yt__f16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[4]));
+            const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_max_loop_f16_no_min(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_max_rows_f16_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_max_blocks_f16_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f16_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_max_rows_f16_min(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -2565,7 +3431,7 @@ clamp_tensor_backward_max_rows_f16(char **data, const int64_t *strides, int64_t 
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -2579,7 +3445,7 @@ clamp_tensor_backward_max_rows_f16(char **data, const int64_t *strides, int64_t 
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -2593,7 +3459,7 @@ clamp_tensor_backward_max_rows_f16(char **data, const int64_t *strides, int64_t 
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -2607,7 +3473,7 @@ clamp_tensor_backward_max_rows_f16(char **data, const int64_t *strides, int64_t 
                 const float min = yt__f16_to_f32(min_p[0]);
                 const float max = yt__f16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -2621,7 +3487,7 @@ clamp_tensor_backward_max_rows_f16(char **data, const int64_t *strides, int64_t 
                 const float min = yt__f16_to_f32(min_p[i]);
                 const float max = yt__f16_to_f32(max_p[0]);
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -2635,34 +3501,133 @@ clamp_tensor_backward_max_rows_f16(char **data, const int64_t *strides, int64_t 
                 yt__f16_to_f32(*(const uint16_t *)((const char *)min_p + i * strides[3]));
             const float max =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[4]));
-            const float out_value =
-                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            const float out_value = ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
 }
 
 static void
-clamp_tensor_backward_max_loop_f16(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_max_loop_f16_min(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_backward_max_rows_f16(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_backward_max_rows_f16_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_backward_max_blocks_f16(const yt__block_strip *s, const void *ctx)
+clamp_tensor_backward_max_blocks_f16_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
                                      sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f16, ctx);
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f16_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_backward_max_rows_bf16(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_max_rows_bf16_no_min(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
+        const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
+        const uint16_t *self_p = (const uint16_t *)(data[2] + r * row_strides[2]);
+        const uint16_t *max_p = (const uint16_t *)(data[4] + r * row_strides[4]);
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) &&
+            strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float max = yt__bf16_to_f32(max_p[i]);
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == 0 && strides[2] == sizeof(uint16_t) &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[0]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float max = yt__bf16_to_f32(max_p[i]);
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) && strides[2] == 0 &&
+            strides[3] == sizeof(uint16_t) && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[0]);
+                const float max = yt__bf16_to_f32(max_p[i]);
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == 0 && strides[4] == sizeof(uint16_t)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float max = yt__bf16_to_f32(max_p[i]);
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(uint16_t) && strides[1] == sizeof(uint16_t) &&
+            strides[2] == sizeof(uint16_t) && strides[3] == sizeof(uint16_t) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = yt__bf16_to_f32(grad_output_p[i]);
+                const float self = yt__bf16_to_f32(self_p[i]);
+                const float max = yt__bf16_to_f32(max_p[0]);
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = yt__f32_to_bf16(out_value);
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)grad_output_p + i * strides[1]));
+            const float self =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[2]));
+            const float max =
+                yt__bf16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[4]));
+            const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+            *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_max_loop_bf16_no_min(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
+{
+    clamp_tensor_backward_max_rows_bf16_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_max_blocks_bf16_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
+                                     sizeof(uint16_t), sizeof(uint16_t)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_bf16_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_max_rows_bf16_min(char **data, const int64_t *strides, int64_t n,
+                                        const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *grad_output_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -2679,7 +3644,7 @@ clamp_tensor_backward_max_rows_bf16(char **data, const int64_t *strides, int64_t
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -2693,7 +3658,7 @@ clamp_tensor_backward_max_rows_bf16(char **data, const int64_t *strides, int64_t
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -2707,7 +3672,7 @@ clamp_tensor_backward_max_rows_bf16(char **data, const int64_t *strides, int64_t
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -2721,7 +3686,7 @@ clamp_tensor_backward_max_rows_bf16(char **data, const int64_t *strides, int64_t
                 const float min = yt__bf16_to_f32(min_p[0]);
                 const float max = yt__bf16_to_f32(max_p[i]);
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -2735,7 +3700,7 @@ clamp_tensor_backward_max_rows_bf16(char **data, const int64_t *strides, int64_t
                 const float min = yt__bf16_to_f32(min_p[i]);
                 const float max = yt__bf16_to_f32(max_p[0]);
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -2749,34 +3714,129 @@ clamp_tensor_backward_max_rows_bf16(char **data, const int64_t *strides, int64_t
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)min_p + i * strides[3]));
             const float max =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)max_p + i * strides[4]));
-            const float out_value =
-                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            const float out_value = ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
 }
 
 static void
-clamp_tensor_backward_max_loop_bf16(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_max_loop_bf16_min(char **data, const int64_t *strides, int64_t n,
+                                        const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_backward_max_rows_bf16(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_backward_max_rows_bf16_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_backward_max_blocks_bf16(const yt__block_strip *s, const void *ctx)
+clamp_tensor_backward_max_blocks_bf16_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[5] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
                                      sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_bf16, ctx);
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_bf16_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_backward_max_rows_f32(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_max_rows_f32_no_min(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        float *out = (float *)(data[0] + r * row_strides[0]);
+        const float *grad_output_p = (const float *)(data[1] + r * row_strides[1]);
+        const float *self_p = (const float *)(data[2] + r * row_strides[2]);
+        const float *max_p = (const float *)(data[4] + r * row_strides[4]);
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == sizeof(float) &&
+            strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float max = max_p[i];
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == 0 && strides[2] == sizeof(float) &&
+            strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[0];
+                const float self = self_p[i];
+                const float max = max_p[i];
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) && strides[2] == 0 &&
+            strides[3] == sizeof(float) && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[0];
+                const float max = max_p[i];
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == 0 && strides[4] == sizeof(float)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float max = max_p[i];
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(float) && strides[1] == sizeof(float) &&
+            strides[2] == sizeof(float) && strides[3] == sizeof(float) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const float grad_output = grad_output_p[i];
+                const float self = self_p[i];
+                const float max = max_p[0];
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const float grad_output =
+                *(const float *)((const char *)grad_output_p + i * strides[1]);
+            const float self = *(const float *)((const char *)self_p + i * strides[2]);
+            const float max = *(const float *)((const char *)max_p + i * strides[4]);
+            const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+            *(float *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_max_loop_f32_no_min(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_max_rows_f32_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_max_blocks_f32_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float),
+                                     sizeof(float)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f32_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_max_rows_f32_min(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         float *out = (float *)(data[0] + r * row_strides[0]);
         const float *grad_output_p = (const float *)(data[1] + r * row_strides[1]);
@@ -2793,7 +3853,7 @@ clamp_tensor_backward_max_rows_f32(char **data, const int64_t *strides, int64_t 
                 const float min = min_p[i];
                 const float max = max_p[i];
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -2807,7 +3867,7 @@ clamp_tensor_backward_max_rows_f32(char **data, const int64_t *strides, int64_t 
                 const float min = min_p[i];
                 const float max = max_p[i];
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -2821,7 +3881,7 @@ clamp_tensor_backward_max_rows_f32(char **data, const int64_t *strides, int64_t 
                 const float min = min_p[i];
                 const float max = max_p[i];
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -2835,7 +3895,7 @@ clamp_tensor_backward_max_rows_f32(char **data, const int64_t *strides, int64_t 
                 const float min = min_p[0];
                 const float max = max_p[i];
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -2849,7 +3909,7 @@ clamp_tensor_backward_max_rows_f32(char **data, const int64_t *strides, int64_t 
                 const float min = min_p[i];
                 const float max = max_p[0];
                 const float out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
                 out[i] = out_value;
             }
             continue;
@@ -2860,34 +3920,129 @@ clamp_tensor_backward_max_rows_f32(char **data, const int64_t *strides, int64_t 
             const float self = *(const float *)((const char *)self_p + i * strides[2]);
             const float min = *(const float *)((const char *)min_p + i * strides[3]);
             const float max = *(const float *)((const char *)max_p + i * strides[4]);
-            const float out_value =
-                ((self > max) || (min_given && (max < min))) ? grad_output : (float)0;
+            const float out_value = ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
 
 static void
-clamp_tensor_backward_max_loop_f32(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_max_loop_f32_min(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_backward_max_rows_f32(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_backward_max_rows_f32_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_backward_max_blocks_f32(const yt__block_strip *s, const void *ctx)
+clamp_tensor_backward_max_blocks_f32_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[5] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float),
                                      sizeof(float)};
-    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f32, ctx);
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f32_min, ctx);
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_backward_max_rows_f64(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_max_rows_f64_no_min(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const bool min_given = scalars[0].given;
+    (void)ctx;
+    for (int64_t r = 0; r < rows; r++) {
+        double *out = (double *)(data[0] + r * row_strides[0]);
+        const double *grad_output_p = (const double *)(data[1] + r * row_strides[1]);
+        const double *self_p = (const double *)(data[2] + r * row_strides[2]);
+        const double *max_p = (const double *)(data[4] + r * row_strides[4]);
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == sizeof(double) &&
+            strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double max = max_p[i];
+                const double out_value = ((self > max) || 0) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == 0 && strides[2] == sizeof(double) &&
+            strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[0];
+                const double self = self_p[i];
+                const double max = max_p[i];
+                const double out_value = ((self > max) || 0) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) && strides[2] == 0 &&
+            strides[3] == sizeof(double) && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[0];
+                const double max = max_p[i];
+                const double out_value = ((self > max) || 0) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == 0 && strides[4] == sizeof(double)) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double max = max_p[i];
+                const double out_value = ((self > max) || 0) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        if (strides[0] == sizeof(double) && strides[1] == sizeof(double) &&
+            strides[2] == sizeof(double) && strides[3] == sizeof(double) && strides[4] == 0) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) {
+                const double grad_output = grad_output_p[i];
+                const double self = self_p[i];
+                const double max = max_p[0];
+                const double out_value = ((self > max) || 0) ? grad_output : (double)0;
+                out[i] = out_value;
+            }
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const double grad_output =
+                *(const double *)((const char *)grad_output_p + i * strides[1]);
+            const double self = *(const double *)((const char *)self_p + i * strides[2]);
+            const double max = *(const double *)((const char *)max_p + i * strides[4]);
+            const double out_value = ((self > max) || 0) ? grad_output : (double)0;
+            *(double *)((char *)out + i * strides[0]) = out_value;
+        }
+    }
+}
+
+static void
+clamp_tensor_backward_max_loop_f64_no_min(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    clamp_tensor_backward_max_rows_f64_no_min(data, strides, n, row_strides, rows, ctx);
+}
+
+static void
+clamp_tensor_backward_max_blocks_f64_no_min(const yt__block_strip *s, const void *ctx)
+{
+    static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
+                                     sizeof(double)};
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f64_no_min, ctx);
+}
+
+YT_ALWAYS_INLINE void
+clamp_tensor_backward_max_rows_f64_min(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
         double *out = (double *)(data[0] + r * row_strides[0]);
         const double *grad_output_p = (const double *)(data[1] + r * row_strides[1]);
@@ -2904,7 +4059,7 @@ clamp_tensor_backward_max_rows_f64(char **data, const int64_t *strides, int64_t 
                 const double min = min_p[i];
                 const double max = max_p[i];
                 const double out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -2918,7 +4073,7 @@ clamp_tensor_backward_max_rows_f64(char **data, const int64_t *strides, int64_t 
                 const double min = min_p[i];
                 const double max = max_p[i];
                 const double out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -2932,7 +4087,7 @@ clamp_tensor_backward_max_rows_f64(char **data, const int64_t *strides, int64_t 
                 const double min = min_p[i];
                 const double max = max_p[i];
                 const double out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -2946,7 +4101,7 @@ clamp_tensor_backward_max_rows_f64(char **data, const int64_t *strides, int64_t 
                 const double min = min_p[0];
                 const double max = max_p[i];
                 const double out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -2960,7 +4115,7 @@ clamp_tensor_backward_max_rows_f64(char **data, const int64_t *strides, int64_t 
                 const double min = min_p[i];
                 const double max = max_p[0];
                 const double out_value =
-                    ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+                    ((self > max) || (1 && (max < min))) ? grad_output : (double)0;
                 out[i] = out_value;
             }
             continue;
@@ -2971,26 +4126,25 @@ clamp_tensor_backward_max_rows_f64(char **data, const int64_t *strides, int64_t 
             const double self = *(const double *)((const char *)self_p + i * strides[2]);
             const double min = *(const double *)((const char *)min_p + i * strides[3]);
             const double max = *(const double *)((const char *)max_p + i * strides[4]);
-            const double out_value =
-                ((self > max) || (min_given && (max < min))) ? grad_output : (double)0;
+            const double out_value = ((self > max) || (1 && (max < min))) ? grad_output : (double)0;
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }
 }
 
 static void
-clamp_tensor_backward_max_loop_f64(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_backward_max_loop_f64_min(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_backward_max_rows_f64(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_backward_max_rows_f64_min(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_backward_max_blocks_f64(const yt__block_strip *s, const void *ctx)
+clamp_tensor_backward_max_blocks_f64_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
                                      sizeof(double)};
-    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f64, ctx);
+    yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f64_min, ctx);
 }
 
 yt_status
@@ -3003,17 +4157,37 @@ yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_
     yt_tensor *const inputs[4] = {grad_output, self, min != NULL ? min : grad_output, max};
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f16,
-                             clamp_tensor_backward_max_blocks_f16, scalars);
+        if (min == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f16_no_min,
+                                 clamp_tensor_backward_max_blocks_f16_no_min, scalars);
+        if (min != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f16_min,
+                                 clamp_tensor_backward_max_blocks_f16_min, scalars);
+        break;
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_bf16,
-                             clamp_tensor_backward_max_blocks_bf16, scalars);
+        if (min == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_bf16_no_min,
+                                 clamp_tensor_backward_max_blocks_bf16_no_min, scalars);
+        if (min != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_bf16_min,
+                                 clamp_tensor_backward_max_blocks_bf16_min, scalars);
+        break;
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f32,
-                             clamp_tensor_backward_max_blocks_f32, scalars);
+        if (min == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f32_no_min,
+                                 clamp_tensor_backward_max_blocks_f32_no_min, scalars);
+        if (min != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f32_min,
+                                 clamp_tensor_backward_max_blocks_f32_min, scalars);
+        break;
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f64,
-                             clamp_tensor_backward_max_blocks_f64, scalars);
+        if (min == NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f64_no_min,
+                                 clamp_tensor_backward_max_blocks_f64_no_min, scalars);
+        if (min != NULL)
+            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f64_min,
+                                 clamp_tensor_backward_max_blocks_f64_min, scalars);
+        break;
     default:
         break;
     }

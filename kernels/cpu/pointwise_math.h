@@ -49,46 +49,48 @@ double pow(double, double) YT_PW_SIMD;
 #define YT_PW_CLONES
 #endif
 
-#define YT_PW_FLOAT(T, S, FMOD, FLOOR, FABS, COPYSIGN, TRUNC)                                      \
-    static inline T yt__pw_abs_##S(T a)                                                            \
-    {                                                                                              \
-        return FABS(a);                                                                            \
-    }                                                                                              \
-    static inline T yt__pw_sign_##S(T a)                                                           \
-    {                                                                                              \
-        return (T)((a > 0) - (a < 0));                                                             \
-    }                                                                                              \
-    static inline T yt__pw_maximum_##S(T a, T b)                                                   \
-    {                                                                                              \
-        return a != a ? a : (b != b ? b : (a < b ? b : a));                                        \
-    }                                                                                              \
-    static inline T yt__pw_minimum_##S(T a, T b)                                                   \
-    {                                                                                              \
-        return a != a ? a : (b != b ? b : (b < a ? b : a));                                        \
-    }                                                                                              \
-    static inline T yt__pw_remainder_##S(T a, T b)                                                 \
-    {                                                                                              \
-        T r = FMOD(a, b);                                                                          \
-        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;                                       \
-    }                                                                                              \
-    /* Python's a // b on floats: exact for representable quotients, no double rounding. */        \
-    static inline T yt__pw_floor_divide_##S(T a, T b)                                              \
-    {                                                                                              \
-        if (b == 0)                                                                                \
-            return a / b;                                                                          \
-        T mod = FMOD(a, b);                                                                        \
-        T div = (a - mod) / b;                                                                     \
-        if (mod != 0 && ((b < 0) != (mod < 0)))                                                    \
-            div -= 1;                                                                              \
-        if (div == 0)                                                                              \
-            return COPYSIGN((T)0, a / b);                                                          \
-        T fl = FLOOR(div);                                                                         \
-        return div - fl > (T)0.5 ? fl + 1 : fl;                                                    \
-    }                                                                                              \
-    /* div(rounding_mode="trunc") on floats: the quotient rounded toward zero. */                  \
-    static inline T yt__pw_trunc_divide_##S(T a, T b)                                              \
-    {                                                                                              \
-        return TRUNC(a / b);                                                                       \
+#define YT_PW_FLOAT(T, S, FMOD, FLOOR, FABS, COPYSIGN, TRUNC)                                       \
+    static inline T yt__pw_abs_##S(T a)                                                             \
+    {                                                                                               \
+        return FABS(a);                                                                             \
+    }                                                                                               \
+    static inline T yt__pw_sign_##S(T a)                                                            \
+    {                                                                                               \
+        return (T)((a > 0) - (a < 0));                                                              \
+    }                                                                                               \
+    /* NaN wins; `b > a ? b : a` is exactly vmaxps(b, a), which returns a when a is NaN, so one   \
+     * test of b is all that is left (clamp of [1000, 1000] f32, one thread: 149 -> 80 us). */ \
+    static inline T yt__pw_maximum_##S(T a, T b)                                                    \
+    {                                                                                               \
+        return b != b ? b : (b > a ? b : a);                                                        \
+    }                                                                                               \
+    static inline T yt__pw_minimum_##S(T a, T b)                                                    \
+    {                                                                                               \
+        return b != b ? b : (b < a ? b : a);                                                        \
+    }                                                                                               \
+    static inline T yt__pw_remainder_##S(T a, T b)                                                  \
+    {                                                                                               \
+        T r = FMOD(a, b);                                                                           \
+        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;                                        \
+    }                                                                                               \
+    /* Python's a // b on floats: exact for representable quotients, no double rounding. */         \
+    static inline T yt__pw_floor_divide_##S(T a, T b)                                               \
+    {                                                                                               \
+        if (b == 0)                                                                                 \
+            return a / b;                                                                           \
+        T mod = FMOD(a, b);                                                                         \
+        T div = (a - mod) / b;                                                                      \
+        if (mod != 0 && ((b < 0) != (mod < 0)))                                                     \
+            div -= 1;                                                                               \
+        if (div == 0)                                                                               \
+            return COPYSIGN((T)0, a / b);                                                           \
+        T fl = FLOOR(div);                                                                          \
+        return div - fl > (T)0.5 ? fl + 1 : fl;                                                     \
+    }                                                                                               \
+    /* div(rounding_mode="trunc") on floats: the quotient rounded toward zero. */                   \
+    static inline T yt__pw_trunc_divide_##S(T a, T b)                                               \
+    {                                                                                               \
+        return TRUNC(a / b);                                                                        \
     }
 
 YT_PW_FLOAT(float, f, fmodf, floorf, fabsf, copysignf, truncf)

@@ -296,3 +296,21 @@ def test_an_operand_alone_moves_its_bits():
     assert (f16["compute"], f16["store"], f16["operands"][0]["load"]) == ("uint16_t", "out_value", "{}")
     # anything else computes as before
     assert kernel("-self")["loops"][-4]["compute"] == "float"
+
+
+def test_the_presence_of_up_to_two_optional_arguments_gets_loops_of_its_own():
+    schema = "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"
+    k = kernel("minimum(maximum(self, min) if min is not None else self, max) if max is not None "
+               "else maximum(self, min)", "  promote: [self, min, max]\n", schema)
+    f32 = {v["cond"]: v["value"] for c in k["cases"] if c["enum"] == "YT_DTYPE_F32" for v in c["variants"]}
+    # no loop tests min_given / max_given per element
+    # (the two variants without max are one loop)
+    assert f32 == {"(max == NULL && min == NULL) || (max == NULL && min != NULL)": "yt__pw_maximum_f(self, min)",
+                   "max != NULL && min == NULL": "yt__pw_minimum_f(self, max)",
+                   "max != NULL && min != NULL": "yt__pw_minimum_f(yt__pw_maximum_f(self, min), max)"}
+    assert "clamp_rows_f32_max_min" in [loop["rows"] for loop in k["loops"]]
+    # three optional arguments stay loop flags
+    schema3 = "f(Tensor self, float? a=None, float? b=None, float? c=None) -> Tensor"
+    k3 = kernel("(0 if a is None else a) + (0 if b is None else b) + (0 if c is None else c) + self",
+                "", schema3)
+    assert [len(c["variants"]) for c in k3["cases"]] == [1] * len(k3["cases"])
