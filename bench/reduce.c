@@ -137,6 +137,36 @@ cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static yt_tensor *
+argmax_last(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    return yt_argmax_ex(x, 1, false);
+}
+
+static yt_tensor *
+prod_last(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    return yt_prod_dim_int(x, 1);
+}
+
+static yt_tensor *
+log_softmax_bwd(yt_tensor *x, yt_tensor *y)
+{
+    return yt_log_softmax_backward_data(x, y, 1);
+}
+
+/* class targets for cross_entropy_16384x16: 16384 of them in [0, 16), made in main */
+static yt_tensor *targets;
+
+static yt_tensor *
+cross_entropy(yt_tensor *x, yt_tensor *y)
+{
+    (void)y;
+    return yt_cross_entropy_index(x, targets);
+}
+
 static const char *only; /* run only the cases whose name contains this (argv[1]) */
 
 static void
@@ -195,6 +225,14 @@ main(int argc, char **argv)
     bench("log_softmax_16384x16", log_softmax_last, 16384, 16);
     bench("logsumexp_65536x4_dim1", logsumexp_last, 65536, 4);
     bench("norm2_16384x16_dim1", norm2_last, 16384, 16);
+    bench("argmax_16384x16_dim1", argmax_last, 16384, 16);
+    bench("prod_16384x16_dim1", prod_last, 16384, 16);
+    bench("softmax_bwd_16384x16", softmax_bwd, 16384, 16);
+    bench("log_softmax_bwd_16384x16", log_softmax_bwd, 16384, 16);
+    const int64_t n_targets = 16384;
+    targets = yt_randint(16, &n_targets, 1);
+    bench("cross_entropy_16384x16", cross_entropy, 16384, 16);
+    yt_release(targets);
     if (yt_live_tensors() != 0)
         fprintf(stderr, "reduce bench: %lld tensors leaked\n", (long long)yt_live_tensors());
     return 0;

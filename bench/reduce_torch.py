@@ -34,7 +34,15 @@ CASES = [
     ("log_softmax_16384x16", lambda x, y: torch.log_softmax(x, 1), 16384, 16),
     ("logsumexp_65536x4_dim1", lambda x, y: torch.logsumexp(x, 1), 65536, 4),
     ("norm2_16384x16_dim1", lambda x, y: torch.linalg.vector_norm(x, 2, 1), 16384, 16),
+    ("argmax_16384x16_dim1", lambda x, y: torch.argmax(x, 1), 16384, 16),
+    ("prod_16384x16_dim1", lambda x, y: torch.prod(x, 1), 16384, 16),
+    ("softmax_bwd_16384x16",
+     lambda x, y: torch.ops.aten._softmax_backward_data(x, y, 1, torch.float32), 16384, 16),
+    ("log_softmax_bwd_16384x16",
+     lambda x, y: torch.ops.aten._log_softmax_backward_data(x, y, 1, torch.float32), 16384, 16),
+    ("cross_entropy_16384x16", lambda x, y: torch.nn.functional.cross_entropy(x, TARGETS), 16384, 16),
 ]
+TARGETS = torch.randint(16, (16384,))  # class targets of cross_entropy_16384x16
 
 with torch.no_grad():
     for name, fn, rows, cols in CASES:
