@@ -32,6 +32,18 @@ typedef struct ce_job {
     double g0, wsum;
 } ce_job;
 
+/* Runs fn over j's rows, cut into chunks between threads when there is enough work: about 2 ns
+ * per logit on the vector paths (more on the others, which are rarer). */
+static void
+ce_run(ce_job *j, yt__chunk_fn fn)
+{
+    int64_t work = j->rows * j->lay->c;
+    int threads =
+        work >= YT_PARALLEL_GRAIN ? yt__parallel_threads(2.0 * (double)work, yt__max_threads()) : 1;
+    j->chunks = threads > 1 && j->rows > 1 ? (j->rows < 4 * threads ? j->rows : 4 * threads) : 1;
+    yt__parallel_run(j->chunks, threads, fn, j);
+}
+
 /* The per-row losses of one chunk. */
 static void
 ce_rows(void *arg, int64_t chunk)
@@ -121,25 +133,16 @@ yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *targe
     double ls = label_smoothing, total_weight = 0.0;
     int64_t rows = lay.n * lay.inner;
 
-    {
-        /* about 2 ns per logit on the vector path (more on the others, which are rarer) */
-        int64_t work = rows * lay.c;
-        int threads = work >= YT_PARALLEL_GRAIN
-                          ? yt__parallel_threads(2.0 * (double)work, yt__max_threads())
-                          : 1;
-        ce_job j = {.lay = &lay,
-                    .tg = tg,
-                    .w = w,
-                    .xd = xd,
-                    .x_dtype = dt,
-                    .ls = ls,
-                    .loss = loss,
-                    .ignore_index = ignore_index,
-                    .rows = rows,
-                    .chunks =
-                        threads > 1 && rows > 1 ? (rows < 4 * threads ? rows : 4 * threads) : 1};
-        yt__parallel_run(j.chunks, threads, ce_rows, &j);
-    }
+    ce_job j = {.lay = &lay,
+                .tg = tg,
+                .w = w,
+                .xd = xd,
+                .x_dtype = dt,
+                .ls = ls,
+                .loss = loss,
+                .ignore_index = ignore_index,
+                .rows = rows};
+    ce_run(&j, ce_rows);
     for (int64_t r = 0; r < rows; r++)
         total_weight += tg[r] == ignore_index ? 0.0 : w[tg[r]];
 
@@ -286,9 +289,6 @@ yt__cross_entropy_index_grad(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
     double g0 = per_row ? 0.0 : yt__load_double(gd, g->dtype, 0);
     if (reduction == YT__REDUCTION_MEAN)
         g0 /= total; /* 0 / 0 = NaN when no row counts, as the forward */
-    int64_t work = rows * lay.c;
-    int threads =
-        work >= YT_PARALLEL_GRAIN ? yt__parallel_threads(2.0 * (double)work, yt__max_threads()) : 1;
     ce_job j = {.lay = &lay,
                 .tg = tg,
                 .w = w,
@@ -303,9 +303,8 @@ yt__cross_entropy_index_grad(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
                 .ls = ls,
                 .wsum = wsum,
                 .ignore_index = ignore_index,
-                .rows = rows,
-                .chunks = threads > 1 && rows > 1 ? (rows < 4 * threads ? rows : 4 * threads) : 1};
-    yt__parallel_run(j.chunks, threads, ce_grad_rows, &j);
+                .rows = rows};
+    ce_run(&j, ce_grad_rows);
     free(tg);
     free(w);
     yt__release_cast(x, self);
