@@ -352,8 +352,8 @@ bwd_row_f32(float *out, const float *g, const float *y, int64_t n, kind k, bool 
  * call and a horizontal sum. A row's result depends on that row alone. out may be g or y. Over
  * dim 1 of [16384, 16], one thread, row by row -> 8 at a time (huge pages for both, see
  * runtime/allocator.c): softmax 132 -> 67 us, log_softmax 216 -> 176 us (torch 60 and 218). */
-static void
-bwd_rows8_f32(float *out, const float *g, const float *y, int64_t rows, int64_t n, kind k)
+YT_ALWAYS_INLINE void
+bwd_rows8_f32_k(float *out, const float *g, const float *y, int64_t rows, int64_t n, kind k)
 {
     /* each row's whole vectors, then its tail; missing rows stay 0. Rows of up to 32 go side by
      * side (8 independent chains, 8 lines of each input in flight: [16384, 16] 79 -> 67 us),
@@ -388,11 +388,22 @@ bwd_rows8_f32(float *out, const float *g, const float *y, int64_t rows, int64_t 
         }
     float sums[8];
     _mm256_storeu_ps(sums, yt__hsum8x8(v));
+    if (n <= 32 && rows == 8) { /* whole vectors of the 8 rows side by side, as the sums */
+        for (int r = 0; r < 8; r++)
+            v[r] = _mm256_set1_ps(sums[r]);
+        for (int64_t i = 0; i < whole; i += 8)
+            for (int r = 0; r < 8; r++) {
+                __m256 gv = _mm256_loadu_ps(g + r * n + i), yv = _mm256_loadu_ps(y + r * n + i);
+                _mm256_storeu_ps(out + r * n + i, k == SOFTMAX
+                                                      ? _mm256_mul_ps(yv, _mm256_sub_ps(gv, v[r]))
+                                                      : _mm256_fnmadd_ps(yt__exp8(yv), v[r], gv));
+            }
+    }
     for (int r = 0; r < rows; r++) {
         const float *gr = g + r * n, *yr = y + r * n;
         float *o = out + r * n;
         __m256 vs = _mm256_set1_ps(sums[r]);
-        int64_t i = 0;
+        int64_t i = n <= 32 && rows == 8 ? whole : 0;
         for (; i + 8 <= n; i += 8) {
             __m256 gv = _mm256_loadu_ps(gr + i), yv = _mm256_loadu_ps(yr + i);
             _mm256_storeu_ps(o + i, k == SOFTMAX ? _mm256_mul_ps(yv, _mm256_sub_ps(gv, vs))
@@ -406,6 +417,16 @@ bwd_rows8_f32(float *out, const float *g, const float *y, int64_t rows, int64_t 
                                              : _mm256_fnmadd_ps(yt__exp8(yv), vs, gv));
         }
     }
+}
+
+/* bwd_rows8_f32_k with k a constant in each branch, so that its loops carry no test of it. */
+static void
+bwd_rows8_f32(float *out, const float *g, const float *y, int64_t rows, int64_t n, kind k)
+{
+    if (k == SOFTMAX)
+        bwd_rows8_f32_k(out, g, y, rows, n, SOFTMAX);
+    else
+        bwd_rows8_f32_k(out, g, y, rows, n, LOG_SOFTMAX);
 }
 
 static void
