@@ -1179,7 +1179,7 @@ class OpLowering:
         else:
             compute_set = list(dset)
         loops, cases = [], []
-        presence = {k for v in expr.variants() for k, x in v.items() if x is True}  # given/absent arguments
+        presence = expr.presence_args()
         for d in compute_set:
             variants = []
             # specialised Scalar values (floating loops only) first, the general loop last
@@ -1189,10 +1189,10 @@ class OpLowering:
                     value = expr.render(d, variant, consts)
                 except NoForm:
                     continue
-                cond = _variant_cond(variant, consts)
+                parts = _variant_cond_parts(variant, consts)
                 same = next((v for v in variants if v["value"] == value), None)
-                if same is not None:  # the same loop serves both values
-                    same["cond"] = f"{_paren(same['cond'])} || {_paren(cond)}" if same["cond"] and cond else None
+                if same is not None:  # the same loop serves both: either condition selects it
+                    same["alternatives"].append(parts)
                     continue
                 suffix = "".join(f"_{k}" if v is True else f"_no_{k}" if k in presence else f"_{v or 'none'}"
                                  for k, v in variant.items())
@@ -1200,7 +1200,9 @@ class OpLowering:
                 loops.append(self._pointwise_loop(d, f"{d}{suffix}", value, expr.used, promoted, ctx_args))
                 loops[-1]["clones"] = expr.heavy
                 variants.append({"fn": loops[-1]["fn"], "blocks": loops[-1]["blocks"],
-                                 "cond": cond, "value": value})
+                                 "alternatives": [parts], "value": value})
+            for v in variants:
+                v["cond"] = _any_of(v.pop("alternatives"))
             if variants:
                 cases.append({"enum": C_DTYPE[d], "variants": variants})
         if not loops:
@@ -1262,33 +1264,27 @@ class OpLowering:
         }
 
 
-def _variant_cond(variant: dict, consts: dict = None) -> str:
-    """C condition selecting a loop variant by its str arguments' values and its specialised
-    Scalar values (None: always)."""
+def _variant_cond_parts(variant: dict, consts: dict) -> list:
+    """The C conditions that together select a loop variant: its str arguments' values, the
+    presence of its optional arguments, and its specialised Scalar values (none: always)."""
     parts = []
     for name, value in variant.items():
         if value is None or value is True:  # absent, or given (an optional value argument)
             parts.append(f"{name} {'==' if value is None else '!='} NULL")
         else:
             parts.append(f'({name} != NULL && strcmp({name}, "{value}") == 0)')
-    for name, value in (consts or {}).items():
+    for name, value in consts.items():
         parts.append(f"yt__scalar_to_double({name}) == {value!r}")
-    return " && ".join(parts) or None
+    return parts
 
 
-def _paren(cond: str) -> str:
-    """`cond` ready to be one side of ||: parenthesised when it is a conjunction."""
-    return f"({cond})" if " && " in cond and not (cond.startswith("(") and _closes_at_end(cond)) else cond
-
-
-def _closes_at_end(cond: str) -> bool:
-    depth = 0
-    for i, ch in enumerate(cond):
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth == 0 and i < len(cond) - 1:
-            return False
-    return True
+def _any_of(alternatives: list) -> str:
+    """C condition that holds when all parts of one of `alternatives` do (None: always)."""
+    if any(not parts for parts in alternatives):
+        return None
+    if len(alternatives) == 1:
+        return " && ".join(alternatives[0])
+    return " || ".join(f"({' && '.join(p)})" if len(p) > 1 else p[0] for p in alternatives)
 
 
 def _number_word(v: float) -> str:

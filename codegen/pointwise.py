@@ -182,12 +182,15 @@ class PointwiseExpr:
             a = self.op.schema.arg(name)
             names.append(name)
             values.append(([None] if a.optional else []) + list(self.op.choices[name]))
-        flags = self.given_flags()
-        if len(flags) <= PRESENCE_VARIANTS:
-            for name in flags:
-                names.append(name)
-                values.append([None, True])
+        for name in self.presence_args():
+            names.append(name)
+            values.append([None, True])
         return [dict(zip(names, combo)) for combo in itertools.product(*values)]
+
+    def presence_args(self) -> list:
+        """The optional arguments whose presence varies the loop (see variants())."""
+        flags = self.given_flags()
+        return flags if len(flags) <= PRESENCE_VARIANTS else []
 
     def constant_cases(self) -> list[dict]:
         """One {Scalar argument: value} per specialised floating loop (ops.yaml `specialize:`), and

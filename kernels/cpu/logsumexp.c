@@ -97,40 +97,24 @@ row_f32(acc *a, const char *x, int64_t n, int64_t stride)
  * log and a logaddexp. Over dim 1 of [65536, n] f32, one thread, row by row -> 8 at a time (torch):
  * n = 4: 1763 -> 418 us (1004); n = 16: 1801 -> 1002 (2302); n = 32: 2340 -> 1741 (2214).
  * A row's result depends on that row alone, not on where a thread's rows start. */
-/* The logsumexps of the 8 rows whose n <= cap columns are c[0..n) (cap a constant bound, so that
- * with cap 8 the loops unroll and c stays in registers). */
-YT_ALWAYS_INLINE __m256
-lse_of_columns(const __m256 *c, int64_t n, int cap)
+static void
+rows8_f32(acc *accs, const char *x, int64_t row_stride, int64_t rows, int64_t n)
 {
+    __m256 xt[ROWS8_MAX]; /* xt[j]: column j, loaded once for both passes */
+    for (int64_t j0 = 0; j0 < n; j0 += 8)
+        yt__load_columns8(xt + j0, x, row_stride, rows, j0, n);
     __m256 m = _mm256_set1_ps(-INFINITY);
-    for (int j = 0; j < cap && j < n; j++)
-        m = _mm256_max_ps(m, c[j]);
+    for (int64_t j = 0; j < n; j++)
+        m = _mm256_max_ps(m, xt[j]);
     /* shift_of, per lane: an infinite maximum shifts by 0 */
     __m256 infinite = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), m),
                                     _mm256_set1_ps(INFINITY), _CMP_EQ_OQ);
     __m256 shift = _mm256_andnot_ps(infinite, m);
     __m256 s = _mm256_setzero_ps();
-    for (int j = 0; j < cap && j < n; j++)
-        s = _mm256_add_ps(s, yt__exp8(_mm256_sub_ps(c[j], shift)));
-    return _mm256_add_ps(shift, yt__log8(s));
-}
-
-static void
-rows8_f32(acc *accs, const char *x, int64_t row_stride, int64_t rows, int64_t n)
-{
-    __m256 lse;
-    if (n <= 8) {
-        __m256 c[8];
-        yt__load_columns8(c, x, row_stride, rows, 0, n);
-        lse = lse_of_columns(c, n, 8);
-    } else {
-        __m256 xt[ROWS8_MAX]; /* xt[j]: column j, loaded once for both passes */
-        for (int64_t j0 = 0; j0 < n; j0 += 8)
-            yt__load_columns8(xt + j0, x, row_stride, rows, j0, n);
-        lse = lse_of_columns(xt, n, ROWS8_MAX);
-    }
+    for (int64_t j = 0; j < n; j++)
+        s = _mm256_add_ps(s, yt__exp8(_mm256_sub_ps(xt[j], shift)));
     float out[8];
-    _mm256_storeu_ps(out, lse);
+    _mm256_storeu_ps(out, _mm256_add_ps(shift, yt__log8(s)));
     for (int r = 0; r < rows; r++)
         accs[r].f = out[r];
 }
