@@ -50,6 +50,7 @@ static const bench_case CASES[] = {
     {"pow2", 1},
     {"clamp", 1},
     {"remainder", 2},
+    {"floor_divide", 2},
     {"logical_not", 1},
     {"where", 3},
     {"to_f16", 1},
@@ -121,6 +122,8 @@ run(const char *c, const operands *o)
     }
     if (!strcmp(c, "remainder"))
         return yt_remainder_out(o->out, o->a, o->b);
+    if (!strcmp(c, "floor_divide"))
+        return yt_floor_divide_out(o->out, o->a, o->b);
     if (!strcmp(c, "logical_not"))
         return yt_logical_not_out(o->out_bool, o->mask);
     if (!strcmp(c, "where"))

@@ -33,6 +33,7 @@ CASES = {  # name: (operands read, fn(v)), v holding the operands made below
     "pow2": (1, lambda v: torch.pow(v.a, 2.0, out=v.out)),
     "clamp": (1, lambda v: torch.clamp(v.a, -0.25, 0.25, out=v.out)),
     "remainder": (2, lambda v: torch.remainder(v.a, v.b, out=v.out)),
+    "floor_divide": (2, lambda v: torch.floor_divide(v.a, v.b, out=v.out)),
     "logical_not": (1, lambda v: torch.logical_not(v.mask, out=v.out_bool)),
     "where": (3, lambda v: torch.where(v.mask, v.a, v.b, out=v.out)),
     "to_f16": (1, lambda v: v.a.to(torch.float16)),

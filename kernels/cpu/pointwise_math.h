@@ -46,8 +46,14 @@ double pow(double, double) YT_PW_SIMD;
  * where the CPU has it, doubles their vector width (and calls libmvec's 16-lane versions). */
 #define YT_PW_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
 #else
+#define YT_PW_SIMD
 #define YT_PW_CLONES
 #endif
+
+/* fmod.c: exact, with vector variants of its own (libmvec has no fmod); `const` (no memory, no
+ * errno) is what lets the vectoriser call them */
+float yt__fmod_f32(float, float) __attribute__((const)) YT_PW_SIMD;
+double yt__fmod_f64(double, double) __attribute__((const)) YT_PW_SIMD;
 
 #define YT_PW_FLOAT(T, S, FMOD, FLOOR, FABS, COPYSIGN, TRUNC)                                       \
     static inline T yt__pw_abs_##S(T a)                                                             \
@@ -73,19 +79,17 @@ double pow(double, double) YT_PW_SIMD;
         T r = FMOD(a, b);                                                                           \
         return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;                                        \
     }                                                                                               \
-    /* Python's a // b on floats: exact for representable quotients, no double rounding. */         \
+    /* Python's a // b on floats: exact for representable quotients, no double rounding. Written  \
+     * as selects so that loops of it vectorise (yt__fmod_f32 / _f64 have vector variants). */ \
     static inline T yt__pw_floor_divide_##S(T a, T b)                                               \
     {                                                                                               \
-        if (b == 0)                                                                                 \
-            return a / b;                                                                           \
         T mod = FMOD(a, b);                                                                         \
         T div = (a - mod) / b;                                                                      \
-        if (mod != 0 && ((b < 0) != (mod < 0)))                                                     \
-            div -= 1;                                                                               \
-        if (div == 0)                                                                               \
-            return COPYSIGN((T)0, a / b);                                                           \
+        div = mod != 0 && ((b < 0) != (mod < 0)) ? div - 1 : div;                                   \
         T fl = FLOOR(div);                                                                          \
-        return div - fl > (T)0.5 ? fl + 1 : fl;                                                     \
+        T rounded = div - fl > (T)0.5 ? fl + 1 : fl;                                                \
+        T quotient = a / b;                                                                         \
+        return b == 0 ? quotient : div == 0 ? COPYSIGN((T)0, quotient) : rounded;                   \
     }                                                                                               \
     /* div(rounding_mode="trunc") on floats: the quotient rounded toward zero. */                   \
     static inline T yt__pw_trunc_divide_##S(T a, T b)                                               \
@@ -93,8 +97,8 @@ double pow(double, double) YT_PW_SIMD;
         return TRUNC(a / b);                                                                        \
     }
 
-YT_PW_FLOAT(float, f, fmodf, floorf, fabsf, copysignf, truncf)
-YT_PW_FLOAT(double, d, fmod, floor, fabs, copysign, trunc)
+YT_PW_FLOAT(float, f, yt__fmod_f32, floorf, fabsf, copysignf, truncf)
+YT_PW_FLOAT(double, d, yt__fmod_f64, floor, fabs, copysign, trunc)
 
 /* Phi(x), the standard normal CDF, for gelu: 1 - erfc(u) / 2 for x >= 0 and erfc(u) / 2 below,
  * with u = |x| / sqrt(2). Computing the tail directly keeps it accurate to a few ulp relative:

@@ -123,6 +123,178 @@ Test(pointwise, remainder_and_floor_divide_follow_python)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* Python's modulus and floor division through libm's fmod, as yaten computed them before fmod.c:
+ * the references for the vector fmod. */
+#define DEFINE_PYTHON_DIVISION(T, S, FMOD, FLOOR)                                                  \
+    static T python_remainder_##S(T a, T b)                                                        \
+    {                                                                                              \
+        T r = FMOD(a, b);                                                                          \
+        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;                                       \
+    }                                                                                              \
+    static T python_floor_divide_##S(T a, T b)                                                     \
+    {                                                                                              \
+        if (b == 0)                                                                                \
+            return a / b;                                                                          \
+        T mod = FMOD(a, b), div = (a - mod) / b;                                                   \
+        if (mod != 0 && ((b < 0) != (mod < 0)))                                                    \
+            div -= 1;                                                                              \
+        if (div == 0)                                                                              \
+            return (T)copysign(0, a / b);                                                          \
+        T fl = FLOOR(div);                                                                         \
+        return div - fl > (T)0.5 ? fl + 1 : fl;                                                    \
+    }
+DEFINE_PYTHON_DIVISION(float, f, fmodf, floorf)
+DEFINE_PYTHON_DIVISION(double, d, fmod, floor)
+
+static uint64_t
+splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* Operand pairs for the fmod tests: every pair of edge values (zeros, subnormals, the limits,
+ * infinities, NaN, small integers), then, alternately, near multiples of b and random bit
+ * patterns, whose exponents are spread uniformly, so most of those need several reduction steps. */
+typedef struct division_case {
+    int64_t n;
+    double *a, *b, *want_remainder, *want_floor_divide; /* n each */
+    void *a_pairs, *b_pairs; /* [n, 2] of the dtype, the operands in column 0 */
+} division_case;
+
+static division_case
+division_case_new(yt_dtype dtype, int64_t n_random)
+{
+    const bool f32 = dtype == YT_DTYPE_F32;
+    const double edges[] = {0.0,
+                            -0.0,
+                            1.0,
+                            -1.0,
+                            3.0,
+                            -3.0,
+                            0.1,
+                            -7.5,
+                            INFINITY,
+                            -INFINITY,
+                            NAN,
+                            -NAN,
+                            f32 ? 0x1p-149 : 0x1p-1074,
+                            f32 ? -0x1p-126 : -0x1p-1022,
+                            f32 ? 0x1.fffffcp-127 : 0x1.ffffffffffffep-1023,
+                            f32 ? 3.4028234663852886e38 : 1.7976931348623157e308,
+                            f32 ? -0x1.fffffep126 : -0x1.fffffffffffffp1022,
+                            f32 ? 0x1p-100 : 0x1p-950,
+                            16777217.0,
+                            0x1.8p60};
+    const int64_t n_edges = sizeof edges / sizeof edges[0];
+    division_case c = {.n = n_edges * n_edges + n_random};
+    const size_t esize = f32 ? sizeof(float) : sizeof(double);
+    c.a = malloc(sizeof(double) * (size_t)c.n * 4);
+    c.b = c.a + c.n;
+    c.want_remainder = c.b + c.n;
+    c.want_floor_divide = c.want_remainder + c.n;
+    c.a_pairs = calloc((size_t)c.n * 2, esize);
+    c.b_pairs = calloc((size_t)c.n * 2, esize);
+    uint64_t state = 3;
+    for (int64_t i = 0; i < c.n; i++) {
+        double a, b;
+        if (i < n_edges * n_edges) {
+            a = edges[i / n_edges];
+            b = edges[i % n_edges];
+        } else if (i % 2 == 0) {
+            /* near a multiple: a = k * b rounded, or one ulp either side (quotients at the edge of
+             * an integer, where an estimated quotient can be one off) */
+            uint64_t bits = splitmix64(&state);
+            b = ldexp(1.0 + (double)(bits & 0xffff) / 65536.0, (int)((bits >> 16) & 31) - 16);
+            a = (double)((bits >> 21) & 0xffffff) * ((bits >> 45) & 1 ? -b : b);
+            a = f32 ? (double)(float)a : a;
+            int step = (int)((bits >> 46) % 3) - 1;
+            if (step != 0)
+                a = f32 ? (double)nextafterf((float)a, step * INFINITY)
+                        : nextafter(a, step * INFINITY);
+        } else if (f32) {
+            uint64_t bits = splitmix64(&state);
+            float fa, fb;
+            uint32_t lo = (uint32_t)bits, hi = (uint32_t)(bits >> 32);
+            memcpy(&fa, &lo, sizeof fa);
+            memcpy(&fb, &hi, sizeof fb);
+            a = fa;
+            b = fb;
+        } else {
+            uint64_t ba = splitmix64(&state), bb = splitmix64(&state);
+            memcpy(&a, &ba, sizeof a);
+            memcpy(&b, &bb, sizeof b);
+        }
+        c.a[i] = a;
+        c.b[i] = b;
+        if (f32) {
+            ((float *)c.a_pairs)[2 * i] = (float)a;
+            ((float *)c.b_pairs)[2 * i] = (float)b;
+            c.want_remainder[i] = python_remainder_f((float)a, (float)b);
+            c.want_floor_divide[i] = python_floor_divide_f((float)a, (float)b);
+        } else {
+            ((double *)c.a_pairs)[2 * i] = a;
+            ((double *)c.b_pairs)[2 * i] = b;
+            c.want_remainder[i] = python_remainder_d(a, b);
+            c.want_floor_divide[i] = python_floor_divide_d(a, b);
+        }
+    }
+    return c;
+}
+
+/* remainder and floor_divide through the contiguous loop (the vector fmod) on dense operands and
+ * through the strided loop on column 0 of the [n, 2] pairs. */
+static void
+expect_python_division(const division_case *c, yt_dtype dtype)
+{
+    const int64_t sizes[2] = {c->n, 2};
+    yt_tensor *a2 = yt_tensor_from_data(c->a_pairs, sizes, 2, dtype);
+    yt_tensor *b2 = yt_tensor_from_data(c->b_pairs, sizes, 2, dtype);
+    yt_tensor *a_strided = yt_select(a2, 1, 0), *b_strided = yt_select(b2, 1, 0);
+    yt_tensor *a = yt_contiguous(a_strided), *b = yt_contiguous(b_strided);
+    cr_assert_not_null(a, "%s", yt_errmsg());
+    cr_assert_not_null(b, "%s", yt_errmsg());
+    const double *want[2] = {c->want_remainder, c->want_floor_divide};
+    for (int path = 0; path < 2; path++) {
+        for (int op = 0; op < 2; op++) {
+            yt_tensor *x = path ? a_strided : a, *y = path ? b_strided : b;
+            yt_tensor *r = op ? yt_floor_divide(x, y) : yt_remainder(x, y);
+            yt_tensor *got = yt_to(r, YT_DTYPE_F64);
+            yt_release(r);
+            cr_assert_not_null(got, "%s", yt_errmsg());
+            const double *v = yt_tensor_data(got);
+            for (int64_t i = 0; i < c->n; i++) {
+                bool same = (isnan(v[i]) && isnan(want[op][i])) ||
+                            (v[i] == want[op][i] && signbit(v[i]) == signbit(want[op][i]));
+                cr_assert(same, "%s %s, %s loop: (%a, %a) gave %a, want %a",
+                          op ? "floor_divide" : "remainder", yt_dtype_name(dtype),
+                          path ? "strided" : "contiguous", c->a[i], c->b[i], v[i], want[op][i]);
+            }
+            yt_release(got);
+        }
+    }
+    yt_tensor *all[] = {a2, b2, a_strided, b_strided, a, b};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        yt_release(all[i]);
+}
+
+/* fmod.c's vector fmod is exact: remainder and floor_divide agree with libm's fmod through the old
+ * formulas, bit for bit (NaN as NaN), on both loop paths. */
+Test(pointwise, remainder_and_floor_divide_match_libm_fmod)
+{
+    const yt_dtype dtypes[2] = {YT_DTYPE_F32, YT_DTYPE_F64};
+    for (int k = 0; k < 2; k++) {
+        division_case c = division_case_new(dtypes[k], 100003);
+        expect_python_division(&c, dtypes[k]);
+        free(c.a);
+        free(c.a_pairs);
+        free(c.b_pairs);
+    }
+    YT_ASSERT_NO_LEAKS();
+}
+
 Test(pointwise, half_types_round_to_nearest_even_and_keep_nan_inf)
 {
     /* f16: 1 + 2^-11 is a tie between 1 and 1 + 2^-10 (even: 1); 1 + 3 * 2^-11 rounds up to
