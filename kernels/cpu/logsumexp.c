@@ -13,6 +13,7 @@
 
 #include "logsumexp_rows.h"
 #include "reduce_plan.h"
+#include "reduce_rows8.h"
 #include "vec_math.h"
 
 typedef yt__reduce_acc acc;
@@ -113,10 +114,7 @@ rows8_f32(acc *accs, const char *x, int64_t row_stride, int64_t rows, int64_t n)
     __m256 s = _mm256_setzero_ps();
     for (int64_t j = 0; j < n; j++)
         s = _mm256_add_ps(s, yt__exp8(_mm256_sub_ps(xt[j], shift)));
-    float out[8];
-    _mm256_storeu_ps(out, _mm256_add_ps(shift, yt__log8(s)));
-    for (int r = 0; r < rows; r++)
-        accs[r].f = out[r];
+    yt__store_rows8_f32(accs, _mm256_add_ps(shift, yt__log8(s)), rows);
 }
 
 static bool

@@ -361,17 +361,18 @@ Test(softmax, backward_streamed_matches_cached)
 }
 
 /* Reductions over the last dim of many rows, against double references, at 1 and 2 threads, which
- * must give the same bits. Rows of 5 are reduced across the rows, as an outer reduction; of 13 and
- * 40, 8 rows at a time in sum, norm and logsumexp (row_batch; 5003 rows end mid-group) and row by
- * row in amax and var; of 150, row by row in all (5003 rows end mid-batch of 4096). Some rows have
+ * must give the same bits. Rows of 2 are reduced across the rows, as an outer reduction (and so are
+ * rows of 5 in amax and var); of 5, 13 and 40, 8 rows at a time in sum, norm and logsumexp
+ * (row_batch; 5003 rows end mid-group) and row by row in amax and var; of 150, row by row in all
+ * (5003 rows end mid-batch of 4096). Some rows have
  * a NaN. sum, amax, var, logsumexp and norm cover the kinds of loops the driver calls (row / rows,
  * with and without the output's index, row_batch). */
 Test(reduce, many_short_rows)
 {
-    const int64_t lengths[] = {5, 13, 40, 150}, rows = 5003;
+    const int64_t lengths[] = {2, 5, 13, 40, 150}, rows = 5003;
     int saved = yt_get_num_threads();
     yt__parallel_set_always(true);
-    for (int li = 0; li < 4; li++) {
+    for (int li = 0; li < 5; li++) {
         const int64_t n = lengths[li], numel = rows * n, sizes[] = {rows, n}, last = 1;
         double *x = malloc(sizeof(double) * (size_t)numel);
         double *want = malloc(sizeof(double) * (size_t)rows * 5);
@@ -688,7 +689,7 @@ Test(reduce, argmax_keepdim_and_dims)
 /* ---------------------------------------------------------------- prod, cumsum, all/any */
 
 /* prod over the last dim of f32 rows of 1 to 40 and of 100 (4 rows at a time up to 128; across
- * the rows under 8), 4001 rows (a last, partial group), against double, at 1 and 2 threads,
+ * the rows under 3), 4001 rows (a last, partial group), against double, at 1 and 2 threads,
  * which give the same bits: factors near 1, and rows with a 0, a NaN, an inf, and 0 * inf. */
 Test(prod, short_rows_match_double)
 {
