@@ -202,17 +202,35 @@ yt__logsumexp_rows_f32(double *lse, const float *x, int64_t rows, int64_t n)
 
 /* ---------------------------------------------------------------- f64 */
 
+/* Contiguous rows take their maximum and exps 4 lanes at a time (yt__exp4d, where libm's exp per
+ * element made f64 logsumexp 2-3x slower than torch's); every exp goes through its polynomial. */
 static void
 row_f64(acc *a, const char *x, int64_t n, int64_t stride)
 {
+    const bool contiguous = stride == sizeof(double);
+    const double *p = (const double *)x;
     double m = -INFINITY;
-    for (int64_t i = 0; i < n; i++) {
+    int64_t i = 0;
+    if (contiguous) {
+        __m256d m4 = _mm256_set1_pd(-INFINITY);
+        for (; i + 4 <= n; i += 4)
+            m4 = _mm256_max_pd(m4, _mm256_loadu_pd(p + i));
+        m = yt__hmax4d(m4);
+    }
+    for (; i < n; i++) {
         double v = *(const double *)(x + i * stride);
         m = v > m ? v : m;
     }
     double s = shift_of(m), sum = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        sum += exp(*(const double *)(x + i * stride) - s);
+    i = 0;
+    if (contiguous) {
+        __m256d sum4 = _mm256_setzero_pd(), sv = _mm256_set1_pd(s);
+        for (; i + 4 <= n; i += 4)
+            sum4 = _mm256_add_pd(sum4, yt__exp4d(_mm256_sub_pd(_mm256_loadu_pd(p + i), sv)));
+        sum = yt__hsum4d(sum4);
+    }
+    for (; i < n; i++)
+        sum += yt__exp1d(*(const double *)(x + i * stride) - s);
     a->f = logaddexp(a->f, s + log(sum));
 }
 

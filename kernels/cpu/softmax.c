@@ -250,8 +250,51 @@ cols_f32(float *out, const float *x, int64_t n, int64_t inner, int64_t w, kind k
     }
 }
 
-/* ---------------------------------------------------------------- f64 (any inner) */
+/* ---------------------------------------------------------------- f64 */
 
+/* The exps go 4 lanes at a time through yt__exp4d (libm's exp per element made f64 softmax 3-4x
+ * slower than torch's), the tails through the same polynomial. */
+
+/* Softmax of one contiguous f64 row. A NaN anywhere makes the sum NaN, whatever the maximum. */
+static void
+row_f64(double *out, const double *x, int64_t n, kind k)
+{
+    int64_t i = 0;
+    __m256d m4 = _mm256_set1_pd(-INFINITY);
+    for (; i + 4 <= n; i += 4)
+        m4 = _mm256_max_pd(m4, _mm256_loadu_pd(x + i));
+    double m = yt__hmax4d(m4);
+    for (; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    const __m256d mv = _mm256_set1_pd(m);
+    __m256d s4 = _mm256_setzero_pd();
+    for (i = 0; i + 4 <= n; i += 4) {
+        __m256d e = yt__exp4d(_mm256_sub_pd(_mm256_loadu_pd(x + i), mv));
+        if (k == SOFTMAX)
+            _mm256_storeu_pd(out + i, e);
+        s4 = _mm256_add_pd(s4, e);
+    }
+    double s = yt__hsum4d(s4);
+    for (; i < n; i++) {
+        double e = yt__exp1d(x[i] - m);
+        if (k == SOFTMAX)
+            out[i] = e;
+        s += e;
+    }
+    if (k == SOFTMAX) {
+        const double inv = 1.0 / s;
+#pragma omp simd
+        for (i = 0; i < n; i++)
+            out[i] *= inv;
+    } else {
+        const double ls = log(s);
+#pragma omp simd
+        for (i = 0; i < n; i++)
+            out[i] = (x[i] - m) - ls;
+    }
+}
+
+/* Softmax down the n rows of columns [0, w) of a [n, inner] slab (row stride `inner`). */
 static void
 cols_f64(double *out, const double *x, int64_t n, int64_t inner, int64_t w, kind k)
 {
@@ -260,22 +303,44 @@ cols_f64(double *out, const double *x, int64_t n, int64_t inner, int64_t w, kind
         mx[j] = -INFINITY;
         sm[j] = 0.0;
     }
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; i < n; i++) {
+        const double *r = x + i * inner;
+#pragma omp simd
         for (int64_t j = 0; j < w; j++)
-            mx[j] = x[i * inner + j] > mx[j] ? x[i * inner + j] : mx[j];
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < w; j++) {
-            double e = exp(x[i * inner + j] - mx[j]);
+            mx[j] = r[j] > mx[j] ? r[j] : mx[j];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double *r = x + i * inner;
+        double *o = out + i * inner;
+        int64_t j = 0;
+        for (; j + 4 <= w; j += 4) {
+            __m256d e = yt__exp4d(_mm256_sub_pd(_mm256_loadu_pd(r + j), _mm256_loadu_pd(mx + j)));
             if (k == SOFTMAX)
-                out[i * inner + j] = e;
+                _mm256_storeu_pd(o + j, e);
+            _mm256_storeu_pd(sm + j, _mm256_add_pd(_mm256_loadu_pd(sm + j), e));
+        }
+        for (; j < w; j++) {
+            double e = yt__exp1d(r[j] - mx[j]);
+            if (k == SOFTMAX)
+                o[j] = e;
             sm[j] += e;
         }
+    }
     for (int64_t j = 0; j < w; j++)
         sm[j] = k == SOFTMAX ? 1.0 / sm[j] : log(sm[j]);
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < w; j++)
-            out[i * inner + j] =
-                k == SOFTMAX ? out[i * inner + j] * sm[j] : (x[i * inner + j] - mx[j]) - sm[j];
+    for (int64_t i = 0; i < n; i++) {
+        const double *r = x + i * inner;
+        double *o = out + i * inner;
+        if (k == SOFTMAX) {
+#pragma omp simd
+            for (int64_t j = 0; j < w; j++)
+                o[j] *= sm[j];
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < w; j++)
+                o[j] = (r[j] - mx[j]) - sm[j];
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- backward rows and blocks */
@@ -466,6 +531,29 @@ bwd_cols_f32(float *out, const float *g, const float *y, int64_t n, int64_t inne
     }
 }
 
+/* The backward of one contiguous f64 row, as bwd_row_f32 (not streamed). */
+static void
+bwd_row_f64(double *out, const double *g, const double *y, int64_t n, kind k)
+{
+    __m256d s4 = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256d gv = _mm256_loadu_pd(g + i);
+        s4 = k == SOFTMAX ? _mm256_fmadd_pd(gv, _mm256_loadu_pd(y + i), s4) : _mm256_add_pd(s4, gv);
+    }
+    double s = yt__hsum4d(s4);
+    for (; i < n; i++)
+        s += k == SOFTMAX ? g[i] * y[i] : g[i];
+    const __m256d sv = _mm256_set1_pd(s);
+    for (i = 0; i + 4 <= n; i += 4) {
+        __m256d gv = _mm256_loadu_pd(g + i), yv = _mm256_loadu_pd(y + i);
+        _mm256_storeu_pd(out + i, k == SOFTMAX ? _mm256_mul_pd(yv, _mm256_sub_pd(gv, sv))
+                                               : _mm256_fnmadd_pd(yt__exp4d(yv), sv, gv));
+    }
+    for (; i < n; i++)
+        out[i] = k == SOFTMAX ? y[i] * (g[i] - s) : fma(-yt__exp1d(y[i]), s, g[i]);
+}
+
 static void
 bwd_cols_f64(double *out, const double *g, const double *y, int64_t n, int64_t inner, int64_t w,
              kind k)
@@ -473,20 +561,41 @@ bwd_cols_f64(double *out, const double *g, const double *y, int64_t n, int64_t i
     double sm[COLS];
     for (int64_t j = 0; j < w; j++)
         sm[j] = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < w; j++)
-            sm[j] += k == SOFTMAX ? g[i * inner + j] * y[i * inner + j] : g[i * inner + j];
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < w; j++) {
-            int64_t at = i * inner + j;
-            out[at] = k == SOFTMAX ? y[at] * (g[at] - sm[j]) : g[at] - exp(y[at]) * sm[j];
+    for (int64_t i = 0; i < n; i++) {
+        const double *gr = g + i * inner, *yr = y + i * inner;
+        if (k == SOFTMAX) {
+#pragma omp simd
+            for (int64_t j = 0; j < w; j++)
+                sm[j] += gr[j] * yr[j];
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < w; j++)
+                sm[j] += gr[j];
         }
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double *gr = g + i * inner, *yr = y + i * inner;
+        double *o = out + i * inner;
+        if (k == SOFTMAX) {
+#pragma omp simd
+            for (int64_t j = 0; j < w; j++)
+                o[j] = yr[j] * (gr[j] - sm[j]);
+        } else {
+            int64_t j = 0;
+            for (; j + 4 <= w; j += 4)
+                _mm256_storeu_pd(o + j, _mm256_fnmadd_pd(yt__exp4d(_mm256_loadu_pd(yr + j)),
+                                                         _mm256_loadu_pd(sm + j),
+                                                         _mm256_loadu_pd(gr + j)));
+            for (; j < w; j++)
+                o[j] = fma(-yt__exp1d(yr[j]), sm[j], gr[j]);
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- drivers */
 
 /* Work unit u: slab u / blocks, columns [(u % blocks) * COLS, ...) of it; one unit per row when
- * inner == 1. f64 rows use the column code with a width of 1. */
+ * inner == 1. */
 typedef struct job {
     geom g;
     kind k;
@@ -508,10 +617,15 @@ run_unit(const job *jb, int64_t u)
     if (jb->f64) {
         double *out = (double *)jb->out + at;
         const double *a = (const double *)jb->a + at;
-        if (jb->b == NULL)
+        const double *b = jb->b == NULL ? NULL : (const double *)jb->b + at;
+        if (g->inner == 1 && b == NULL)
+            row_f64(out, a, g->n, jb->k);
+        else if (g->inner == 1)
+            bwd_row_f64(out, a, b, g->n, jb->k);
+        else if (b == NULL)
             cols_f64(out, a, g->n, g->inner, w, jb->k);
         else
-            bwd_cols_f64(out, a, (const double *)jb->b + at, g->n, g->inner, w, jb->k);
+            bwd_cols_f64(out, a, b, g->n, g->inner, w, jb->k);
         return;
     }
     float *out = (float *)jb->out + at;
@@ -742,7 +856,7 @@ void
 yt__softmax_rows_f64(double *out, const double *x, int64_t rows, int64_t n)
 {
     for (int64_t r = 0; r < rows; r++)
-        cols_f64(out + r * n, x + r * n, n, 1, 1, SOFTMAX);
+        row_f64(out + r * n, x + r * n, n, SOFTMAX);
 }
 
 void
@@ -763,5 +877,5 @@ yt__softmax_backward_rows_f64(double *out, const double *g, const double *y, int
                               int64_t n)
 {
     for (int64_t r = 0; r < rows; r++)
-        bwd_cols_f64(out + r * n, g + r * n, y + r * n, n, 1, 1, SOFTMAX);
+        bwd_row_f64(out + r * n, g + r * n, y + r * n, n, SOFTMAX);
 }

@@ -230,4 +230,64 @@ yt__exp1(float x)
     return _mm256_cvtss_f32(yt__exp8(_mm256_set1_ps(x)));
 }
 
+/* e^x, 4 f64 lanes, in the way of yt__exp8: n = round(x / ln 2), r = x - n ln 2 with ln 2 in two
+ * parts (fdlibm's: n * ln2_hi is exact for |n| < 2^11), e^r from its Taylor series to degree 13 on
+ * |r| <= ln(2)/2 (truncation below 5e-18 relative), 2^n as two normal factors. Overflow gives
+ * +inf, -inf and underflow 0, NaN stays NaN. Within one ulp of expl (0.97 over the normal range,
+ * tests/unit/test_vec_math.c). */
+static inline __m256d
+yt__exp4d(__m256d x)
+{
+    const __m256d hi = _mm256_set1_pd(709.782712893383973096); /* largest x with a finite e^x */
+    const __m256d lo = _mm256_set1_pd(-746.0);                 /* e^x rounds to 0 below this */
+    __m256d xc = _mm256_min_pd(_mm256_max_pd(x, lo), hi);
+    __m256d n = _mm256_round_pd(_mm256_mul_pd(xc, _mm256_set1_pd(1.44269504088896338700)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256d r = _mm256_fnmadd_pd(n, _mm256_set1_pd(6.93147180369123816490e-01), xc);
+    r = _mm256_fnmadd_pd(n, _mm256_set1_pd(1.90821492927058770002e-10), r);
+    static const double inverse_factorials[] = {
+        1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+        1.0 / 362880.0,     1.0 / 40320.0,     1.0 / 5040.0,     1.0 / 720.0,
+        1.0 / 120.0,        1.0 / 24.0,        1.0 / 6.0,        1.0 / 2.0};
+    __m256d p = _mm256_set1_pd(inverse_factorials[0]);
+    for (int k = 1; k < 12; k++)
+        p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(inverse_factorials[k]));
+    /* 1 + (r + r^2 p): the small terms summed first, one rounding at 1 */
+    p = _mm256_add_pd(_mm256_set1_pd(1.0), _mm256_fmadd_pd(p, _mm256_mul_pd(r, r), r));
+    /* 2^n with n in [-1077, 1024] as 2^n1 * 2^n2, each a normal double */
+    __m128i ni = _mm256_cvtpd_epi32(n);
+    __m128i n1 = _mm_srai_epi32(ni, 1), n2 = _mm_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi64x(1023);
+    __m256d s1 = _mm256_castsi256_pd(
+        _mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepi32_epi64(n1), bias), 52));
+    __m256d s2 = _mm256_castsi256_pd(
+        _mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepi32_epi64(n2), bias), 52));
+    __m256d y = _mm256_mul_pd(_mm256_mul_pd(p, s1), s2);
+    y = _mm256_blendv_pd(y, _mm256_set1_pd(__builtin_inf()), _mm256_cmp_pd(x, hi, _CMP_GT_OQ));
+    return _mm256_blendv_pd(y, x, _mm256_cmp_pd(x, x, _CMP_UNORD_Q)); /* NaN in, NaN out */
+}
+
+static inline double
+yt__hsum4d(__m256d v)
+{
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+/* The largest of v's lanes; a NaN lane may or may not win (vmaxpd), so callers that care about
+ * NaN see it elsewhere (softmax and logsumexp: in the sum of exps). */
+static inline double
+yt__hmax4d(__m256d v)
+{
+    __m128d m = _mm_max_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_max_sd(m, _mm_unpackhi_pd(m, m)));
+}
+
+/* Scalar e^x through yt__exp4d, for loop tails. */
+static inline double
+yt__exp1d(double x)
+{
+    return _mm256_cvtsd_f64(yt__exp4d(_mm256_set1_pd(x)));
+}
+
 #endif

@@ -119,3 +119,47 @@ Test(vec_math, tail_loads_read_k_lanes_and_fill_the_rest)
         }
     }
 }
+
+/* yt__exp4d against expl (long double) over every 2^-7 step of [-745, 710), plus random points:
+ * within one ulp. */
+Test(vec_math, exp4d_within_one_ulp)
+{
+    double worst = 0, at = 0;
+    uint64_t state = 5;
+    for (int64_t i = 0; i < 2 * 1455 * 128; i++) {
+        double x;
+        if (i % 2 == 0) {
+            x = -745.0 + (double)(i / 2) / 128.0;
+        } else {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            x = -700.0 + 1400.0 * (double)(state >> 11) / 9007199254740992.0;
+        }
+        long double want = expl((long double)x);
+        double w = (double)want;
+        if (w == 0 || isinf(w) || w < 0x1p-1022)
+            continue; /* subnormal results: checked below */
+        double ulp = nextafter(w, INFINITY) - w;
+        double e = (double)fabsl((long double)yt__exp1d(x) - want) / ulp;
+        if (e > worst) {
+            worst = e;
+            at = x;
+        }
+    }
+    cr_assert(worst <= 1.0, "yt__exp4d: %.3f ulp at %.17g", worst, at);
+}
+
+Test(vec_math, exp4d_special_values)
+{
+    cr_assert_eq(yt__exp1d(0.0), 1.0);
+    cr_assert_eq(yt__exp1d(-INFINITY), 0.0);
+    cr_assert_eq(yt__exp1d(-746.0), 0.0);
+    cr_assert(isinf(yt__exp1d(INFINITY)) && yt__exp1d(INFINITY) > 0);
+    cr_assert(isinf(yt__exp1d(709.79)));
+    cr_assert(isfinite(yt__exp1d(709.78)));
+    cr_assert(isnan(yt__exp1d(NAN)));
+    /* subnormal results, to within one subnormal step */
+    for (double x = -744.0; x < -708.5; x += 0.37) {
+        double want = exp(x);
+        cr_assert(fabs(yt__exp1d(x) - want) <= fmax(0x1p-1074, 2e-16 * want), "exp(%.17g)", x);
+    }
+}
