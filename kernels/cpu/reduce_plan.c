@@ -170,6 +170,20 @@ yt__reduce_store(yt_tensor *out, int64_t first, int64_t stride, const yt__reduce
         }
         return;
     }
+    if (out->dtype == YT_DTYPE_F64 && stride == 1) { /* likewise (prod over dim 1 of [16384, 16]
+                                                      * f64, one thread: 44 -> 24 us) */
+        double *y = (double *)base + first;
+        if (divisor == 1.0) {
+#pragma omp simd
+            for (int64_t j = 0; j < n; j++)
+                y[j] = v[j].f;
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < n; j++)
+                y[j] = v[j].f / divisor;
+        }
+        return;
+    }
     switch (out->dtype) {
     case YT_DTYPE_F64:
         for (int64_t j = 0; j < n; j++)

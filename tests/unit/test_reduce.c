@@ -360,11 +360,12 @@ Test(softmax, backward_streamed_matches_cached)
     YT_ASSERT_NO_LEAKS();
 }
 
-/* Reductions over the last dim of many rows, against double references, at 1 and 2 threads, which
- * must give the same bits. Rows of 2 are reduced across the rows, as an outer reduction (and so are
+/* Reductions over the last dim of many f32 and f64 rows, against double references, at 1 and 2
+ * threads, which must give the same bits. Rows of 2 are reduced across the rows, as an outer reduction (and so are
  * rows of 5 in amax and var); of 5, 13 and 40, 8 rows at a time in sum, norm and logsumexp
  * (row_batch; 5003 rows end mid-group) and row by row in amax and var; of 150, row by row in all
- * (5003 rows end mid-batch of 4096). Some rows have
+ * (5003 rows end mid-batch of 4096). f64 rows up to 128 go 4 at a time in sum (and logsumexp's
+ * take their exps 4 at a time). Some rows have
  * a NaN. sum, amax, var, logsumexp and norm cover the kinds of loops the driver calls (row / rows,
  * with and without the output's index, row_batch). */
 Test(reduce, many_short_rows)
@@ -372,8 +373,9 @@ Test(reduce, many_short_rows)
     const int64_t lengths[] = {2, 5, 13, 40, 150}, rows = 5003;
     int saved = yt_get_num_threads();
     yt__parallel_set_always(true);
-    for (int li = 0; li < 5; li++) {
-        const int64_t n = lengths[li], numel = rows * n, sizes[] = {rows, n}, last = 1;
+    for (int li = 0; li < 10; li++) {
+        const yt_dtype dtype = li < 5 ? YT_DTYPE_F32 : YT_DTYPE_F64;
+        const int64_t n = lengths[li % 5], numel = rows * n, sizes[] = {rows, n}, last = 1;
         double *x = malloc(sizeof(double) * (size_t)numel);
         double *want = malloc(sizeof(double) * (size_t)rows * 5);
         double *got = malloc(sizeof(double) * (size_t)rows * 2);
@@ -384,7 +386,7 @@ Test(reduce, many_short_rows)
         }
         for (int64_t r = 3; r < rows; r += 97)
             x[r * n + r % n] = NAN; /* NaN wins in every op, wherever it is in its row */
-        yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
+        yt_tensor *t = make(x, sizes, 2, dtype);
         /* the references read the f32 values the kernels see */
         cr_assert_eq(yt_tensor_copy_to(t, x, sizeof(double) * (size_t)numel, YT_DTYPE_F64), YT_OK);
         for (int64_t r = 0; r < rows; r++) {
@@ -419,8 +421,9 @@ Test(reduce, many_short_rows)
             expect_near(got, want + op * rows, rows, 1e-5);
             for (int64_t r = 0; r < rows; r++)
                 cr_assert(memcmp(&got[rows + r], &got[r], sizeof(double)) == 0,
-                          "n=%lld op %d row %lld: %.9g at 2 threads, %.9g at 1", (long long)n, op,
-                          (long long)r, got[rows + r], got[r]);
+                          "%s n=%lld op %d row %lld: %.9g at 2 threads, %.9g at 1",
+                          yt_dtype_name(dtype), (long long)n, op, (long long)r, got[rows + r],
+                          got[r]);
         }
         yt_release(t);
         free(x);
@@ -688,8 +691,8 @@ Test(reduce, argmax_keepdim_and_dims)
 
 /* ---------------------------------------------------------------- prod, cumsum, all/any */
 
-/* prod over the last dim of f32 rows of 1 to 40 and of 100 (4 rows at a time up to 128; across
- * the rows under 3), 4001 rows (a last, partial group), against double, at 1 and 2 threads,
+/* prod over the last dim of f32 and f64 rows of 1 to 40 and of 100 (4 rows at a time up to 128;
+ * across the rows under 3), 4001 rows (a last, partial group), against double, at 1 and 2 threads,
  * which give the same bits: factors near 1, and rows with a 0, a NaN, an inf, and 0 * inf. */
 Test(prod, short_rows_match_double)
 {
@@ -697,7 +700,9 @@ Test(prod, short_rows_match_double)
     static double x[ROWS * MAXN], want[ROWS], got[2][ROWS];
     int saved = yt_get_num_threads();
     yt__parallel_set_always(true);
-    for (int64_t n = 1; n <= MAXN; n = n == 40 ? 100 : n + 1) {
+    for (int64_t case_ = 0; case_ < 2 * 41; case_++) {
+        const bool f64 = case_ >= 41;
+        const int64_t n = case_ % 41 == 40 ? 100 : case_ % 41 + 1; /* 1 to 40, then 100 */
         const int64_t sizes[] = {ROWS, n}, numel = ROWS * n, last = 1;
         for (int64_t i = 0; i < numel; i++)
             x[i] = 1 + 0.3 * sin(0.7 * (double)i + (double)n);
@@ -707,7 +712,7 @@ Test(prod, short_rows_match_double)
         x[12 * n] = INFINITY;
         x[12 * n + n - 1] = 0; /* 0 * inf (inf alone when n == 1) */
         x[(ROWS - 1) * n] = -2;
-        yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
+        yt_tensor *t = make(x, sizes, 2, f64 ? YT_DTYPE_F64 : YT_DTYPE_F32);
         cr_assert_eq(yt_tensor_copy_to(t, x, sizeof(double) * (size_t)numel, YT_DTYPE_F64), YT_OK);
         for (int64_t r = 0; r < ROWS; r++) {
             want[r] = 1;
@@ -719,8 +724,8 @@ Test(prod, short_rows_match_double)
             take(yt_prod_dim_int(t, last), got[threads - 1], ROWS);
             expect_near(got[threads - 1], want, ROWS, 1e-6);
         }
-        cr_assert(memcmp(got[0], got[1], sizeof got[0]) == 0, "n=%lld: 1 and 2 threads differ",
-                  (long long)n);
+        cr_assert(memcmp(got[0], got[1], sizeof got[0]) == 0, "n=%lld%s: 1 and 2 threads differ",
+                  (long long)n, f64 ? " f64" : "");
         yt_release(t);
     }
     yt__parallel_set_always(false);

@@ -1,0 +1,100 @@
+/* Sums and products of short contiguous f64 rows, 4 rows at a time (sum.c, prod.c): the rows
+ * advance side by side, each folding into two 4-lane vectors, and one 4 x 4 step finishes the 4
+ * rows together, where a row alone paid a scalar loop (rows under 32 elements) or a horizontal
+ * fold. A short last group repeats its first row, and a row's result depends on that row alone,
+ * so results do not depend on where a thread's rows start. Needs #pragma GCC target("avx2,fma")
+ * before the includes. */
+#ifndef YT_KERNELS_CPU_REDUCE_ROWS4D_H
+#define YT_KERNELS_CPU_REDUCE_ROWS4D_H
+
+#include <immintrin.h>
+
+#include "reduce_plan.h"
+
+/* Rows up to this long go 4 at a time. */
+#define YT_ROWS4D_MAX 128
+
+typedef enum yt__rows4d_op { YT_ROWS4D_SUM, YT_ROWS4D_PROD } yt__rows4d_op;
+
+YT_ALWAYS_INLINE __m256d
+yt__rows4d_fold(__m256d a, __m256d v, yt__rows4d_op op)
+{
+    return op == YT_ROWS4D_SUM ? _mm256_add_pd(a, v) : _mm256_mul_pd(a, v);
+}
+
+/* Lane r of the result is the fold of v[r]'s 4 lanes. */
+YT_ALWAYS_INLINE __m256d
+yt__rows4d_finish(const __m256d *v, yt__rows4d_op op)
+{
+    __m256d m01 =
+        yt__rows4d_fold(_mm256_unpacklo_pd(v[0], v[1]), _mm256_unpackhi_pd(v[0], v[1]), op);
+    __m256d m23 =
+        yt__rows4d_fold(_mm256_unpacklo_pd(v[2], v[3]), _mm256_unpackhi_pd(v[2], v[3]), op);
+    return yt__rows4d_fold(_mm256_permute2f128_pd(m01, m23, 0x20),
+                           _mm256_permute2f128_pd(m01, m23, 0x31), op);
+}
+
+/* A yt__reduce_row_batch_fn for f64 sums (op SUM) and products (PROD): sets accs[k].f, k < count,
+ * to the fold of row k, row k at x + k * row_stride, and returns true; false, writing nothing,
+ * unless the rows are contiguous doubles of n <= YT_ROWS4D_MAX. */
+YT_ALWAYS_INLINE bool
+yt__fold_rows4_f64(yt__reduce_acc *accs, const char *x, int64_t count, int64_t row_stride,
+                   int64_t n, int64_t stride, yt__rows4d_op op)
+{
+    if (stride != sizeof(double) || n > YT_ROWS4D_MAX)
+        return false;
+    const __m256d identity = _mm256_set1_pd(op == YT_ROWS4D_SUM ? 0.0 : 1.0);
+    /* the tail's lanes: the last 4 of a row (overlapping lanes already folded take the
+     * identity), or, for rows under 4, a masked load */
+    const int64_t rest = n % 4;
+    const __m256i lane = _mm256_setr_epi64x(0, 1, 2, 3);
+    const __m256i tail = n >= 4 ? _mm256_cmpgt_epi64(lane, _mm256_set1_epi64x(3 - rest))
+                                : _mm256_cmpgt_epi64(_mm256_set1_epi64x(rest), lane);
+    for (int64_t k = 0; k < count; k += 4) {
+        const int64_t rows = count - k < 4 ? count - k : 4;
+        const double *p[4];
+        __m256d v[4], w[4];
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            p[r] = (const double *)(x + (k + (r < rows ? r : 0)) * row_stride);
+            v[r] = w[r] = identity;
+        }
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+                v[r] = yt__rows4d_fold(v[r], _mm256_loadu_pd(p[r] + i), op);
+                w[r] = yt__rows4d_fold(w[r], _mm256_loadu_pd(p[r] + i + 4), op);
+            }
+        }
+        if (i + 4 <= n) {
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++)
+                v[r] = yt__rows4d_fold(v[r], _mm256_loadu_pd(p[r] + i), op);
+            i += 4;
+        }
+        if (i < n) {
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+                __m256d t = n >= 4 ? _mm256_loadu_pd(p[r] + n - 4) : _mm256_maskload_pd(p[r], tail);
+                w[r] = yt__rows4d_fold(
+                    w[r], _mm256_blendv_pd(identity, t, _mm256_castsi256_pd(tail)), op);
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++)
+            v[r] = yt__rows4d_fold(v[r], w[r], op);
+        const __m256d result = yt__rows4d_finish(v, op);
+        if (rows == 4) { /* straight in: see yt__store_rows8_f32 */
+            _mm256_storeu_pd(&accs[k].f, result);
+            continue;
+        }
+        double last[4];
+        _mm256_storeu_pd(last, result);
+        for (int64_t r = 0; r < rows; r++)
+            accs[k + r].f = last[r];
+    }
+    return true;
+}
+
+#endif
