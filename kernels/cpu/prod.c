@@ -13,8 +13,6 @@
 
 typedef yt__reduce_acc acc;
 
-#define PARTIALS 8
-
 /* ---------------------------------------------------------------- loads */
 
 YT_ALWAYS_INLINE double
@@ -51,22 +49,40 @@ load_u(const char *x, yt_dtype d)
 
 /* ---------------------------------------------------------------- typed loops */
 
+/* Contiguous f32 and f64 rows: 8 chains of 4 double lanes, where the latency of a multiply would
+ * otherwise bound the loop (over dim 1 of [1024, 1000] f32, one thread: 188 -> 55 us; torch 55). */
+YT_ALWAYS_INLINE double
+row_vector_f(const char *x, int64_t n, yt_dtype d, int64_t *done)
+{
+    __m256d a[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        a[k] = _mm256_set1_pd(1.0);
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            __m256d v = d == YT_DTYPE_F32
+                            ? _mm256_cvtps_pd(_mm_loadu_ps((const float *)x + i + 4 * k))
+                            : _mm256_loadu_pd((const double *)x + i + 4 * k);
+            a[k] = _mm256_mul_pd(a[k], v);
+        }
+    }
+    *done = i;
+    __m256d m = _mm256_mul_pd(_mm256_mul_pd(_mm256_mul_pd(a[0], a[1]), _mm256_mul_pd(a[2], a[3])),
+                              _mm256_mul_pd(_mm256_mul_pd(a[4], a[5]), _mm256_mul_pd(a[6], a[7])));
+    __m128d h = _mm_mul_pd(_mm256_castpd256_pd128(m), _mm256_extractf128_pd(m, 1));
+    return _mm_cvtsd_f64(_mm_mul_sd(h, _mm_unpackhi_pd(h, h)));
+}
+
 YT_ALWAYS_INLINE void
 row_f(acc *p, const char *x, int64_t n, int64_t stride, yt_dtype d)
 {
     double s = 1.0;
     int64_t i = 0;
     int64_t elem = (int64_t)yt_dtype_size(d);
-    if (stride == elem && n >= 4 * PARTIALS && (d == YT_DTYPE_F32 || d == YT_DTYPE_F64)) {
-        double part[PARTIALS];
-        for (int k = 0; k < PARTIALS; k++)
-            part[k] = 1.0;
-        for (; i + PARTIALS <= n; i += PARTIALS)
-            for (int k = 0; k < PARTIALS; k++)
-                part[k] *= load_f(x + (i + k) * elem, d);
-        for (int k = 0; k < PARTIALS; k++)
-            s *= part[k];
-    }
+    if (stride == elem && n >= 32 && (d == YT_DTYPE_F32 || d == YT_DTYPE_F64))
+        s = row_vector_f(x, n, d, &i);
     for (; i < n; i++)
         s *= load_f(x + i * stride, d);
     p->f *= s;

@@ -733,6 +733,38 @@ Test(prod, short_rows_match_double)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* prod over long f32 and f64 rows (8 chains of 4 double lanes, then the tail one by one; rows
+ * of 5000 also pass a driver chunk), against double: factors near 1, and rows with a 0 and a
+ * NaN at the end, where the vector part has already run. */
+Test(prod, long_rows_match_double)
+{
+    const int64_t lengths[] = {129, 1000, 5000};
+    for (int f64 = 0; f64 < 2; f64++)
+        for (int li = 0; li < 3; li++) {
+            const int64_t n = lengths[li], sizes[] = {3, n};
+            double *x = malloc(sizeof(double) * 3 * (size_t)n), want[3], got[3];
+            for (int64_t i = 0; i < 3 * n; i++)
+                x[i] = 1 + 0.01 * sin(0.37 * (double)i);
+            x[2 * n - 1] = 0;
+            x[3 * n - 1] = NAN;
+            yt_tensor *t = make(x, sizes, 2, f64 ? YT_DTYPE_F64 : YT_DTYPE_F32);
+            cr_assert_eq(yt_tensor_copy_to(t, x, sizeof(double) * 3 * (size_t)n, YT_DTYPE_F64),
+                         YT_OK);
+            for (int r = 0; r < 3; r++) {
+                want[r] = 1;
+                for (int64_t i = 0; i < n; i++)
+                    want[r] *= x[r * n + i];
+            }
+            take(yt_prod_dim_int(t, 1), got, 3);
+            cr_assert(fabs(got[0] - want[0]) <= 1e-6 * fabs(want[0]), "n=%lld%s: %.9g, want %.9g",
+                      (long long)n, f64 ? " f64" : "", got[0], want[0]);
+            cr_assert(got[1] == 0 && isnan(got[2]), "n=%lld: %g %g", (long long)n, got[1], got[2]);
+            yt_release(t);
+            free(x);
+        }
+    YT_ASSERT_NO_LEAKS();
+}
+
 Test(prod, gradient_with_zeros)
 {
     double x[] = {2, 0, 3};
