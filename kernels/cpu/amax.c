@@ -16,6 +16,7 @@
 #include <math.h>
 
 #include "reduce_plan.h"
+#include "reduce_rows4d.h"
 #include "vec_math.h"
 
 /* Running extremum: .f for floating inputs, .i for integral and bool ones. */
@@ -62,25 +63,37 @@ pick_i(int64_t best, int64_t v, bool min)
 
 /* ---------------------------------------------------------------- typed loops */
 
+/* f64 rows as f32 ones (row_f32): vector max/min, which drop NaN, plus a mask of the NaNs seen
+ * (over dim 1 of [4096, 64], one thread: 93 -> 33 us; torch 37). */
 YT_ALWAYS_INLINE void
 row_f64(acc *best, const char *x, int64_t n, int64_t stride, bool min)
 {
     double b = best->f;
     int64_t i = 0;
-    if (stride == sizeof(double) && n >= BLOCK) {
+    if (stride == sizeof(double) && n >= 4) {
         const double *p = (const double *)x;
-        double part[PARTIALS];
-        for (int k = 0; k < PARTIALS; k++)
-            part[k] = b;
-        for (; i + BLOCK <= n; i += BLOCK)
-            for (int k = 0; k < PARTIALS; k++)
-                part[k] =
-                    pick(part[k],
-                         pick(pick(p[i + k], p[i + PARTIALS + k], min),
-                              pick(p[i + 2 * PARTIALS + k], p[i + 3 * PARTIALS + k], min), min),
-                         min);
-        for (int k = 0; k < PARTIALS; k++)
-            b = pick_scalar(b, part[k], min);
+        __m256d a[4], nan = _mm256_setzero_pd();
+        for (int k = 0; k < 4; k++)
+            a[k] = _mm256_set1_pd(min ? INFINITY : -INFINITY);
+        for (; i + 16 <= n; i += 16) {
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+            {
+                __m256d v = _mm256_loadu_pd(p + i + 4 * k);
+                a[k] = min ? _mm256_min_pd(a[k], v) : _mm256_max_pd(a[k], v);
+                nan = _mm256_or_pd(nan, _mm256_cmp_pd(v, v, _CMP_UNORD_Q));
+            }
+        }
+        for (; i + 4 <= n; i += 4) {
+            __m256d v = _mm256_loadu_pd(p + i);
+            a[0] = min ? _mm256_min_pd(a[0], v) : _mm256_max_pd(a[0], v);
+            nan = _mm256_or_pd(nan, _mm256_cmp_pd(v, v, _CMP_UNORD_Q));
+        }
+        __m256d m = min ? _mm256_min_pd(_mm256_min_pd(a[0], a[1]), _mm256_min_pd(a[2], a[3]))
+                        : _mm256_max_pd(_mm256_max_pd(a[0], a[1]), _mm256_max_pd(a[2], a[3]));
+        __m128d h = min ? _mm_min_pd(_mm256_castpd256_pd128(m), _mm256_extractf128_pd(m, 1))
+                        : _mm_max_pd(_mm256_castpd256_pd128(m), _mm256_extractf128_pd(m, 1));
+        h = min ? _mm_min_sd(h, _mm_unpackhi_pd(h, h)) : _mm_max_sd(h, _mm_unpackhi_pd(h, h));
+        b = pick_scalar(b, _mm256_movemask_pd(nan) ? NAN : _mm_cvtsd_f64(h), min);
     }
     for (; i < n; i++)
         b = pick_scalar(b, *(const double *)(x + i * stride), min);
@@ -261,6 +274,22 @@ INSTANCE(rows_i16, ROWS_I16)
 INSTANCE(rows_i32, ROWS_I32)
 INSTANCE(rows_i64, ROWS_I64)
 
+/* Short f64 rows 4 at a time (reduce_rows4d.h; over dim 1 of [16384, 16], one thread: 92 -> 33 us,
+ * torch 53). */
+static bool
+row_batch_f64_max(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
+                  int64_t stride)
+{
+    return yt__fold_rows4_f64(accs, x, count, row_stride, n, stride, YT_ROWS4D_MAX);
+}
+
+static bool
+row_batch_f64_min(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
+                  int64_t stride)
+{
+    return yt__fold_rows4_f64(accs, x, count, row_stride, n, stride, YT_ROWS4D_MIN);
+}
+
 /* Starting values: below (max) or above (min) every element. */
 static void
 init_max(acc *v, int64_t n, bool floating)
@@ -318,6 +347,7 @@ loops_for(yt_dtype dtype, bool min)
     case YT_DTYPE_F64:
         l.row = min ? row_f64_min : row_f64_max;
         l.rows = min ? rows_f64_min : rows_f64_max;
+        l.row_batch = min ? row_batch_f64_min : row_batch_f64_max;
         break;
     case YT_DTYPE_F32:
         l.row = min ? row_f32_min : row_f32_max;

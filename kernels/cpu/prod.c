@@ -293,7 +293,7 @@ row_batch_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64
     return true;
 }
 
-/* f64 rows up to YT_ROWS4D_MAX, 4 at a time (over dim 1, one thread: [16384, 16] 195 -> 25 us,
+/* f64 rows up to YT_ROWS4D_LONGEST, 4 at a time (over dim 1, one thread: [16384, 16] 195 -> 25 us,
  * [4096, 64] 100 -> 26 us; torch 32 and 25). */
 static bool
 row_batch_f64(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,

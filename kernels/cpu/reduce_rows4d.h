@@ -1,4 +1,5 @@
-/* Sums and products of short contiguous f64 rows, 4 rows at a time (sum.c, prod.c): the rows
+/* Sums, products, maxima and minima of short contiguous f64 rows, 4 rows at a time (sum.c, prod.c,
+ * amax.c): the rows
  * advance side by side, each folding into two 4-lane vectors, and one 4 x 4 step finishes the 4
  * rows together, where a row alone paid a scalar loop (rows under 32 elements) or a horizontal
  * fold. A short last group repeats its first row, and a row's result depends on that row alone,
@@ -12,14 +13,39 @@
 #include "reduce_plan.h"
 
 /* Rows up to this long go 4 at a time. */
-#define YT_ROWS4D_MAX 128
+#define YT_ROWS4D_LONGEST 128
 
-typedef enum yt__rows4d_op { YT_ROWS4D_SUM, YT_ROWS4D_PROD } yt__rows4d_op;
+typedef enum yt__rows4d_op {
+    YT_ROWS4D_SUM,
+    YT_ROWS4D_PROD,
+    YT_ROWS4D_MAX, /* NaN wins */
+    YT_ROWS4D_MIN
+} yt__rows4d_op;
 
 YT_ALWAYS_INLINE __m256d
 yt__rows4d_fold(__m256d a, __m256d v, yt__rows4d_op op)
 {
-    return op == YT_ROWS4D_SUM ? _mm256_add_pd(a, v) : _mm256_mul_pd(a, v);
+    switch (op) {
+    case YT_ROWS4D_SUM:
+        return _mm256_add_pd(a, v);
+    case YT_ROWS4D_PROD:
+        return _mm256_mul_pd(a, v);
+    default: {
+        /* vmaxpd / vminpd return their second operand when either is NaN: so a NaN a stays,
+         * and a NaN v is taken by the blend */
+        __m256d m = op == YT_ROWS4D_MAX ? _mm256_max_pd(v, a) : _mm256_min_pd(v, a);
+        return _mm256_blendv_pd(m, v, _mm256_cmp_pd(v, v, _CMP_UNORD_Q));
+    }
+    }
+}
+
+YT_ALWAYS_INLINE double
+yt__rows4d_identity(yt__rows4d_op op)
+{
+    return op == YT_ROWS4D_SUM    ? 0.0
+           : op == YT_ROWS4D_PROD ? 1.0
+           : op == YT_ROWS4D_MAX  ? -__builtin_inf()
+                                  : __builtin_inf();
 }
 
 /* Lane r of the result is the fold of v[r]'s 4 lanes. */
@@ -34,16 +60,16 @@ yt__rows4d_finish(const __m256d *v, yt__rows4d_op op)
                            _mm256_permute2f128_pd(m01, m23, 0x31), op);
 }
 
-/* A yt__reduce_row_batch_fn for f64 sums (op SUM) and products (PROD): sets accs[k].f, k < count,
- * to the fold of row k, row k at x + k * row_stride, and returns true; false, writing nothing,
- * unless the rows are contiguous doubles of n <= YT_ROWS4D_MAX. */
+/* A yt__reduce_row_batch_fn for f64 sums, products, maxima and minima (op): sets accs[k].f,
+ * k < count, to the fold of row k, row k at x + k * row_stride, and returns true; false, writing nothing,
+ * unless the rows are contiguous doubles of n <= YT_ROWS4D_LONGEST. */
 YT_ALWAYS_INLINE bool
 yt__fold_rows4_f64(yt__reduce_acc *accs, const char *x, int64_t count, int64_t row_stride,
                    int64_t n, int64_t stride, yt__rows4d_op op)
 {
-    if (stride != sizeof(double) || n > YT_ROWS4D_MAX)
+    if (stride != sizeof(double) || n > YT_ROWS4D_LONGEST)
         return false;
-    const __m256d identity = _mm256_set1_pd(op == YT_ROWS4D_SUM ? 0.0 : 1.0);
+    const __m256d identity = _mm256_set1_pd(yt__rows4d_identity(op));
     /* the tail's lanes: the last 4 of a row (overlapping lanes already folded take the
      * identity), or, for rows under 4, a masked load */
     const int64_t rest = n % 4;

@@ -211,7 +211,7 @@ row_batch_f32(acc *sums, const char *x, int64_t count, int64_t row_stride, int64
     return yt__sum_rows8_f32(sums, x, count, row_stride, n, stride, YT_ROWS8_PLAIN);
 }
 
-/* f64 rows up to YT_ROWS4D_MAX, 4 at a time (over dim 1, one thread: [16384, 16] 120 -> 25 us,
+/* f64 rows up to YT_ROWS4D_LONGEST, 4 at a time (over dim 1, one thread: [16384, 16] 120 -> 25 us,
  * [4096, 64] 100 -> 26 us; torch 68 and 28). */
 static bool
 row_batch_f64(acc *sums, const char *x, int64_t count, int64_t row_stride, int64_t n,

@@ -364,7 +364,7 @@ Test(softmax, backward_streamed_matches_cached)
  * threads, which must give the same bits. Rows of 2 are reduced across the rows, as an outer reduction (and so are
  * rows of 5 in amax and var); of 5, 13 and 40, 8 rows at a time in sum, norm and logsumexp
  * (row_batch; 5003 rows end mid-group) and row by row in amax and var; of 150, row by row in all
- * (5003 rows end mid-batch of 4096). f64 rows up to 128 go 4 at a time in sum (and logsumexp's
+ * (5003 rows end mid-batch of 4096). f64 rows up to 128 go 4 at a time in sum and amax (and logsumexp's
  * take their exps 4 at a time). Some rows have
  * a NaN. sum, amax, var, logsumexp and norm cover the kinds of loops the driver calls (row / rows,
  * with and without the output's index, row_batch). */
