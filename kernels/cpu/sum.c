@@ -19,38 +19,30 @@
 /* Accumulator: .f for floating inputs, .u (wrapping) for integral and bool ones. */
 typedef yt__reduce_acc acc;
 
-/* Contiguous rows are summed a BLOCK at a time into PARTIALS independent sums: no serial
- * dependency, so the loop vectorises without reassociation (no -ffast-math), and adding four
- * elements before touching a partial halves the partials' load/store traffic. Loops of unknown
- * length carry `omp simd`: at -O2 GCC vectorises only loops whose trip count the vector width
- * divides. */
-#define PARTIALS 16
-#define BLOCK    (4 * PARTIALS)
-
 /* ---------------------------------------------------------------- typed loops */
 
-static double
-sum_partials(double *part)
-{
-    for (int width = PARTIALS / 2; width > 0; width /= 2)
-        for (int k = 0; k < width; k++)
-            part[k] += part[k + width];
-    return part[0];
-}
-
+/* Contiguous f64 rows: four 4-lane sums, then 4 elements at a time, then the last 0-3. (Blocks of
+ * 64 into 16 partials left rows' tails of up to 63 elements to a serial scalar sum: over dim 1
+ * of [1024, 1000], one thread, 114 -> 83 us; torch 89.) */
 static void
 row_f64(acc *sum, const char *x, int64_t n, int64_t stride)
 {
     double s = 0.0;
     int64_t i = 0;
-    if (stride == sizeof(double) && n >= BLOCK) {
+    if (stride == sizeof(double) && n >= 4) {
         const double *p = (const double *)x;
-        double part[PARTIALS] = {0};
-        for (; i + BLOCK <= n; i += BLOCK)
-            for (int k = 0; k < PARTIALS; k++)
-                part[k] += ((double)p[i + k] + (double)p[i + PARTIALS + k]) +
-                           ((double)p[i + 2 * PARTIALS + k] + (double)p[i + 3 * PARTIALS + k]);
-        s = sum_partials(part);
+        __m256d a[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            a[k] = _mm256_setzero_pd();
+        for (; i + 16 <= n; i += 16) {
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++)
+                a[k] = _mm256_add_pd(a[k], _mm256_loadu_pd(p + i + 4 * k));
+        }
+        for (; i + 4 <= n; i += 4)
+            a[0] = _mm256_add_pd(a[0], _mm256_loadu_pd(p + i));
+        s = yt__hsum4d(_mm256_add_pd(_mm256_add_pd(a[0], a[1]), _mm256_add_pd(a[2], a[3])));
     }
     for (; i < n; i++)
         s += *(const double *)(x + i * stride);
