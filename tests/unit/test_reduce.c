@@ -587,15 +587,18 @@ Test(reduce, empty_semantics)
 
 /* ---------------------------------------------------------------- NaN and ties */
 
-/* argmax / argmin and max.dim / min.dim over the last dim of f32 rows of 1 to 40 and 100
- * elements (8 rows at a time in lanes up to 32, one row in 8 lanes beyond), 21 rows, against a
+/* argmax / argmin and max.dim / min.dim over the last dim of f32 and f64 rows of 1 to 40 and 100
+ * elements (f32: 8 rows at a time in lanes up to 32, one row in 8 lanes beyond; f64: from 4 on,
+ * one row in 4 lanes, its last 4 elements as one vector), 21 rows, against a
  * scalar reference: small integers, so ties are everywhere (the first wins), and rows with one
  * or two NaNs (the first NaN wins), +inf or -inf. */
 Test(reduce, argmax_rows_match_scalar_reference)
 {
     enum { ROWS = 21, MAXN = 100 };
     static double x[ROWS * MAXN], got[ROWS], got_v[ROWS];
-    for (int64_t n = 1; n <= MAXN; n = n == 40 ? 100 : n + 1) {
+    for (int64_t case_ = 0; case_ < 2 * 41; case_++) {
+        const bool f64 = case_ >= 41;
+        const int64_t n = case_ % 41 == 40 ? 100 : case_ % 41 + 1; /* 1 to 40, then 100 */
         const int64_t sizes[] = {ROWS, n}, numel = ROWS * n;
         uint64_t s = 3 + (uint64_t)n;
         for (int64_t i = 0; i < numel; i++) {
@@ -608,7 +611,7 @@ Test(reduce, argmax_rows_match_scalar_reference)
         x[8 * n + n / 2] = INFINITY;
         x[11 * n + (n - 1) / 2] = -INFINITY;
         x[20 * n] = NAN; /* the last, partial group of 8 */
-        yt_tensor *t = make(x, sizes, 2, YT_DTYPE_F32);
+        yt_tensor *t = make(x, sizes, 2, f64 ? YT_DTYPE_F64 : YT_DTYPE_F32);
         for (int min = 0; min < 2; min++) {
             yt_tensor *values = NULL, *indices = NULL;
             take(min ? yt_argmin_ex(t, 1, false) : yt_argmax_ex(t, 1, false), got, ROWS);
@@ -626,8 +629,9 @@ Test(reduce, argmax_rows_match_scalar_reference)
                         (isnan(row[i]) || (min ? row[i] < row[at] : row[i] > row[at])))
                         at = i;
                 cr_assert(got[r] == (double)at && got_i[r] == (double)at,
-                          "n=%lld %s row %lld: %g and %g, expected %lld", (long long)n,
-                          min ? "min" : "max", (long long)r, got[r], got_i[r], (long long)at);
+                          "n=%lld%s %s row %lld: %g and %g, expected %lld", (long long)n,
+                          f64 ? " f64" : "", min ? "min" : "max", (long long)r, got[r], got_i[r],
+                          (long long)at);
                 cr_assert(memcmp(&got_v[r], &row[at], sizeof(double)) == 0 ||
                               (isnan(got_v[r]) && isnan(row[at])),
                           "n=%lld row %lld: value %g, expected %g", (long long)n, (long long)r,
