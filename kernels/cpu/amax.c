@@ -280,14 +280,14 @@ static bool
 row_batch_f64_max(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
                   int64_t stride)
 {
-    return yt__fold_rows4_f64(accs, x, count, row_stride, n, stride, YT_ROWS4D_MAX);
+    return yt__fold_rows4(accs, x, count, row_stride, n, stride, YT_ROWS4D_MAX, false);
 }
 
 static bool
 row_batch_f64_min(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
                   int64_t stride)
 {
-    return yt__fold_rows4_f64(accs, x, count, row_stride, n, stride, YT_ROWS4D_MIN);
+    return yt__fold_rows4(accs, x, count, row_stride, n, stride, YT_ROWS4D_MIN, false);
 }
 
 /* Starting values: below (max) or above (min) every element. */

@@ -224,73 +224,17 @@ combine(acc *total, const acc *part, int64_t n, bool floating)
     }
 }
 
-/* ---------------------------------------------------------------- f32 rows, 4 at a time */
+/* ---------------------------------------------------------------- short rows, 4 at a time */
 
-/* Rows up to this long go 4 at a time (row_batch_f32). */
-#define ROWS4_MAX 128
-
-/* Contiguous f32 rows of up to ROWS4_MAX, 4 at a time: each row's elements, widened to double,
- * multiply into two 4-lane vectors, and yt__rows4d_finish takes the 4 rows' products together, where a row alone
- * multiplied one element at a time. The 4 rows advance side by side, 8 chains of multiplies in
- * registers (row by row, each row's two chains waited on their latency: [4096, 64] took 25 us).
- * A short last group repeats its first row. A row's result depends on that row alone. Over dim 1,
- * one thread, row by row -> this (torch): [16384, 16] 206 -> 20 us (86), [4096, 64] 25 -> 15 us
- * (18), [65536, 4] (across the rows before) 110 -> 49 us (97). */
+/* Contiguous f32 rows up to YT_ROWS4D_LONGEST, 4 at a time in double lanes (reduce_rows4d.h),
+ * where a row alone multiplied one element at a time. Over dim 1, one thread, row by row -> 4 at
+ * a time (torch): [16384, 16] 206 -> 20 us (86), [4096, 64] 25 -> 15 us (18), [65536, 4] (across
+ * the rows before) 110 -> 49 us (97). */
 static bool
 row_batch_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
               int64_t stride)
 {
-    if (stride != sizeof(float) || n > ROWS4_MAX)
-        return false;
-    const __m128 one = _mm_set1_ps(1.0f);
-    const __m128i tail = _mm_cmpgt_epi32(_mm_set1_epi32((int)(n % 4)), _mm_setr_epi32(0, 1, 2, 3));
-    for (int64_t k = 0; k < count; k += 4) {
-        const int64_t rows = count - k < 4 ? count - k : 4;
-        const float *p[4];
-        __m256d v[4], w[4];
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
-            p[r] = (const float *)(x + (k + (r < rows ? r : 0)) * row_stride);
-            v[r] = w[r] = _mm256_set1_pd(1.0);
-        }
-        int64_t i = 0;
-        for (; i + 8 <= n; i += 8) {
-#pragma GCC unroll 4
-            for (int r = 0; r < 4; r++) {
-                v[r] = _mm256_mul_pd(v[r], _mm256_cvtps_pd(_mm_loadu_ps(p[r] + i)));
-                w[r] = _mm256_mul_pd(w[r], _mm256_cvtps_pd(_mm_loadu_ps(p[r] + i + 4)));
-            }
-        }
-        if (i + 4 <= n) {
-#pragma GCC unroll 4
-            for (int r = 0; r < 4; r++)
-                v[r] = _mm256_mul_pd(v[r], _mm256_cvtps_pd(_mm_loadu_ps(p[r] + i)));
-            i += 4;
-        }
-        if (i < n) { /* the tail, its missing lanes 1 */
-#pragma GCC unroll 4
-            for (int r = 0; r < 4; r++) {
-                __m128 t =
-                    _mm_blendv_ps(one, _mm_maskload_ps(p[r] + i, tail), _mm_castsi128_ps(tail));
-                w[r] = _mm256_mul_pd(w[r], _mm256_cvtps_pd(t));
-            }
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++)
-            v[r] = _mm256_mul_pd(v[r], w[r]);
-        const __m256d prods = yt__rows4d_finish(v, YT_ROWS4D_PROD);
-        if (rows == 4) { /* straight into the accumulators: a copy read back 4 bytes at a time
-                          * (GCC's) from the vector's store stalled on store forwarding */
-            _Static_assert(sizeof(acc) == sizeof(double), "acc is one double");
-            _mm256_storeu_pd(&accs[k].f, prods);
-            continue;
-        }
-        double last[4];
-        _mm256_storeu_pd(last, prods);
-        for (int r = 0; r < rows; r++)
-            accs[k + r].f = last[r];
-    }
-    return true;
+    return yt__fold_rows4(accs, x, count, row_stride, n, stride, YT_ROWS4D_PROD, true);
 }
 
 /* f64 rows up to YT_ROWS4D_LONGEST, 4 at a time (over dim 1, one thread: [16384, 16] 195 -> 25 us,
@@ -299,7 +243,7 @@ static bool
 row_batch_f64(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
               int64_t stride)
 {
-    return yt__fold_rows4_f64(accs, x, count, row_stride, n, stride, YT_ROWS4D_PROD);
+    return yt__fold_rows4(accs, x, count, row_stride, n, stride, YT_ROWS4D_PROD, false);
 }
 
 static yt__reduce_loops

@@ -1,5 +1,5 @@
-/* Sums, products, maxima and minima of short contiguous f64 rows, 4 rows at a time (sum.c, prod.c,
- * amax.c): the rows
+/* Sums, products, maxima and minima of short contiguous f64 rows (and products of f32 ones, in
+ * double), 4 rows at a time (sum.c, prod.c, amax.c): the rows
  * advance side by side, each folding into two 4-lane vectors, and one 4 x 4 step finishes the 4
  * rows together, where a row alone paid a scalar loop (rows under 32 elements) or a horizontal
  * fold. A short last group repeats its first row, and a row's result depends on that row alone,
@@ -60,14 +60,39 @@ yt__rows4d_finish(const __m256d *v, yt__rows4d_op op)
                            _mm256_permute2f128_pd(m01, m23, 0x31), op);
 }
 
-/* A yt__reduce_row_batch_fn for f64 sums, products, maxima and minima (op): sets accs[k].f,
- * k < count, to the fold of row k, row k at x + k * row_stride, and returns true; false, writing nothing,
- * unless the rows are contiguous doubles of n <= YT_ROWS4D_LONGEST. */
-YT_ALWAYS_INLINE bool
-yt__fold_rows4_f64(yt__reduce_acc *accs, const char *x, int64_t count, int64_t row_stride,
-                   int64_t n, int64_t stride, yt__rows4d_op op)
+/* Sets accs[r].f to lane r of v for r < rows (<= 4); a whole group in one store (see
+ * yt__store_rows8_f32: lanes read back from a stored array stall on store forwarding). */
+YT_ALWAYS_INLINE void
+yt__store_rows4d(yt__reduce_acc *accs, __m256d v, int64_t rows)
 {
-    if (stride != sizeof(double) || n > YT_ROWS4D_LONGEST)
+    _Static_assert(sizeof(yt__reduce_acc) == sizeof(double), "an accumulator is one double");
+    if (rows == 4) {
+        _mm256_storeu_pd(&accs[0].f, v);
+        return;
+    }
+    double lanes[4];
+    _mm256_storeu_pd(lanes, v);
+    for (int64_t r = 0; r < rows; r++)
+        accs[r].f = lanes[r];
+}
+
+/* 4 elements of a row from element i, as doubles: f64 ones, or f32 ones widened. */
+YT_ALWAYS_INLINE __m256d
+yt__rows4d_load(const char *row, int64_t i, bool f32)
+{
+    return f32 ? _mm256_cvtps_pd(_mm_loadu_ps((const float *)row + i))
+               : _mm256_loadu_pd((const double *)row + i);
+}
+
+/* A yt__reduce_row_batch_fn for sums, products, maxima and minima (op) of f64 rows, or of f32 rows
+ * in double (f32, a constant once inlined): sets accs[k].f, k < count, to the fold of row k, row
+ * k at x + k * row_stride, and returns true; false, writing nothing, unless the rows are
+ * contiguous and n <= YT_ROWS4D_LONGEST. */
+YT_ALWAYS_INLINE bool
+yt__fold_rows4(yt__reduce_acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
+               int64_t stride, yt__rows4d_op op, bool f32)
+{
+    if (stride != (f32 ? (int64_t)sizeof(float) : (int64_t)sizeof(double)) || n > YT_ROWS4D_LONGEST)
         return false;
     const __m256d identity = _mm256_set1_pd(yt__rows4d_identity(op));
     /* the tail's lanes: the last 4 of a row (overlapping lanes already folded take the
@@ -78,31 +103,40 @@ yt__fold_rows4_f64(yt__reduce_acc *accs, const char *x, int64_t count, int64_t r
                                 : _mm256_cmpgt_epi64(_mm256_set1_epi64x(rest), lane);
     for (int64_t k = 0; k < count; k += 4) {
         const int64_t rows = count - k < 4 ? count - k : 4;
-        const double *p[4];
+        const char *p[4];
         __m256d v[4], w[4];
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
-            p[r] = (const double *)(x + (k + (r < rows ? r : 0)) * row_stride);
+            p[r] = x + (k + (r < rows ? r : 0)) * row_stride;
             v[r] = w[r] = identity;
         }
         int64_t i = 0;
         for (; i + 8 <= n; i += 8) {
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++) {
-                v[r] = yt__rows4d_fold(v[r], _mm256_loadu_pd(p[r] + i), op);
-                w[r] = yt__rows4d_fold(w[r], _mm256_loadu_pd(p[r] + i + 4), op);
+                v[r] = yt__rows4d_fold(v[r], yt__rows4d_load(p[r], i, f32), op);
+                w[r] = yt__rows4d_fold(w[r], yt__rows4d_load(p[r], i + 4, f32), op);
             }
         }
         if (i + 4 <= n) {
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++)
-                v[r] = yt__rows4d_fold(v[r], _mm256_loadu_pd(p[r] + i), op);
+                v[r] = yt__rows4d_fold(v[r], yt__rows4d_load(p[r], i, f32), op);
             i += 4;
         }
         if (i < n) {
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++) {
-                __m256d t = n >= 4 ? _mm256_loadu_pd(p[r] + n - 4) : _mm256_maskload_pd(p[r], tail);
+                __m256d t;
+                if (n >= 4)
+                    t = yt__rows4d_load(p[r], n - 4, f32);
+                else if (f32) /* the 32-bit lanes of the 64-bit mask's low halves */
+                    t = _mm256_cvtps_pd(
+                        _mm_maskload_ps((const float *)p[r],
+                                        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
+                                            tail, _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)))));
+                else
+                    t = _mm256_maskload_pd((const double *)p[r], tail);
                 w[r] = yt__rows4d_fold(
                     w[r], _mm256_blendv_pd(identity, t, _mm256_castsi256_pd(tail)), op);
             }
@@ -110,15 +144,7 @@ yt__fold_rows4_f64(yt__reduce_acc *accs, const char *x, int64_t count, int64_t r
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++)
             v[r] = yt__rows4d_fold(v[r], w[r], op);
-        const __m256d result = yt__rows4d_finish(v, op);
-        if (rows == 4) { /* straight in: see yt__store_rows8_f32 */
-            _mm256_storeu_pd(&accs[k].f, result);
-            continue;
-        }
-        double last[4];
-        _mm256_storeu_pd(last, result);
-        for (int64_t r = 0; r < rows; r++)
-            accs[k + r].f = last[r];
+        yt__store_rows4d(accs + k, yt__rows4d_finish(v, op), rows);
     }
     return true;
 }

@@ -209,7 +209,7 @@ static bool
 row_batch_f64(acc *sums, const char *x, int64_t count, int64_t row_stride, int64_t n,
               int64_t stride)
 {
-    return yt__fold_rows4_f64(sums, x, count, row_stride, n, stride, YT_ROWS4D_SUM);
+    return yt__fold_rows4(sums, x, count, row_stride, n, stride, YT_ROWS4D_SUM, false);
 }
 
 static void

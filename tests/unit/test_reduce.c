@@ -437,8 +437,9 @@ Test(reduce, many_short_rows)
 
 /* ---------------------------------------------------------------- logsumexp */
 
-/* Rows of 1 to 12 elements (one or two blocks of 8 columns), f32, 21 of them (so a last group of
- * under 8), read from a [21, 12] tensor, with special rows among random ones. */
+/* Rows of 1 to 12 elements (f32: one or two blocks of 8 columns; f64: groups of 4 rows, the last 4
+ * of a row as one vector), 21 of them (so a last, partial group), read from a [21, 12] tensor,
+ * with special rows among random ones. */
 Test(logsumexp, short_rows_with_special_values)
 {
     enum { ROWS = 21, WIDTH = 12 };
@@ -460,9 +461,11 @@ Test(logsumexp, short_rows_with_special_values)
     x[20 * WIDTH + 0] = NAN; /* in the last, partial group */
     x[20 * WIDTH + 1] = INFINITY;
     const int64_t sizes[] = {ROWS, WIDTH}, last = 1;
-    yt_tensor *wide = make(x, sizes, 2, YT_DTYPE_F32);
-    cr_assert_eq(yt_tensor_copy_to(wide, x, sizeof x, YT_DTYPE_F64), YT_OK);
-    for (int64_t n = 1; n <= WIDTH; n++) {
+    for (int64_t case_ = 0; case_ < 2 * WIDTH; case_++) {
+        const bool f64 = case_ >= WIDTH;
+        const int64_t n = case_ % WIDTH + 1;
+        yt_tensor *wide = make(x, sizes, 2, f64 ? YT_DTYPE_F64 : YT_DTYPE_F32);
+        cr_assert_eq(yt_tensor_copy_to(wide, x, sizeof x, YT_DTYPE_F64), YT_OK);
         yt_tensor *t = yt_narrow(wide, 1, 0, n);
         cr_assert_not_null(t, "%s", yt_errmsg());
         double got[ROWS], want[ROWS];
@@ -484,10 +487,11 @@ Test(logsumexp, short_rows_with_special_values)
             cr_assert(isnan(want[r])   ? isnan(got[r])
                       : isinf(want[r]) ? got[r] == want[r]
                                        : fabs(got[r] - want[r]) <= 4e-7 * fabs(want[r]) + 2e-6,
-                      "n=%lld row %d: %.9g, expected %.9g", (long long)n, r, got[r], want[r]);
+                      "n=%lld%s row %d: %.9g, expected %.9g", (long long)n, f64 ? " f64" : "", r,
+                      got[r], want[r]);
         yt_release(t);
+        yt_release(wide);
     }
-    yt_release(wide);
     YT_ASSERT_NO_LEAKS();
 }
 
