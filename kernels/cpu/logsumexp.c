@@ -211,19 +211,16 @@ row_f64(acc *a, const char *x, int64_t n, int64_t stride)
     const bool contiguous = stride == sizeof(double);
     const double *p = (const double *)x;
     double m = -INFINITY;
-    int64_t i = 0;
     if (contiguous) {
-        __m256d m4 = _mm256_set1_pd(-INFINITY);
-        for (; i + 4 <= n; i += 4)
-            m4 = _mm256_max_pd(m4, _mm256_loadu_pd(p + i));
-        m = yt__hmax4d(m4);
-    }
-    for (; i < n; i++) {
-        double v = *(const double *)(x + i * stride);
-        m = v > m ? v : m;
+        m = yt__row_max4d(p, n);
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            double v = *(const double *)(x + i * stride);
+            m = v > m ? v : m;
+        }
     }
     double s = shift_of(m), sum = 0.0;
-    i = 0;
+    int64_t i = 0;
     if (contiguous) {
         __m256d sum4 = _mm256_setzero_pd(), sv = _mm256_set1_pd(s);
         for (; i + 4 <= n; i += 4)
@@ -250,12 +247,8 @@ row_batch_f64(acc *accs, const char *x, int64_t count, int64_t row_stride, int64
     if (stride != sizeof(double) || n > ROWS4_MAX)
         return false;
     yt__fold_rows4(accs, x, count, row_stride, n, stride, YT_ROWS4D_MAX, false);
-    /* the tail as in yt__fold_rows4: the last 4 of a row, lanes already summed masked off */
-    const int64_t rest = n % 4;
-    const __m256i lane = _mm256_setr_epi64x(0, 1, 2, 3);
-    const __m256d tail =
-        _mm256_castsi256_pd(n >= 4 ? _mm256_cmpgt_epi64(lane, _mm256_set1_epi64x(3 - rest))
-                                   : _mm256_cmpgt_epi64(_mm256_set1_epi64x(rest), lane));
+    /* the tail as in yt__fold_rows4; lanes outside it add 0 */
+    const __m256d tail = _mm256_castsi256_pd(yt__rows4d_tail_mask(n));
     for (int64_t k = 0; k < count; k += 4) {
         const int64_t rows = count - k < 4 ? count - k : 4;
         const double *p[4];

@@ -154,36 +154,27 @@ yt__reduce_store(yt_tensor *out, int64_t first, int64_t stride, const yt__reduce
                  double divisor)
 {
     char *base = yt__data_ptr(out);
-    if (out->dtype == YT_DTYPE_F32 && stride == 1) {
-        /* a contiguous f32 result, the common case, in loops that vectorise, and without a
-         * division per element when there is nothing to divide by (sum over dim 1 of [65536, 4],
-         * one thread: 174 -> 105 us) */
-        float *y = (float *)base + first;
-        if (divisor == 1.0) {
-#pragma omp simd
-            for (int64_t j = 0; j < n; j++)
-                y[j] = (float)v[j].f;
-        } else {
-#pragma omp simd
-            for (int64_t j = 0; j < n; j++)
-                y[j] = (float)(v[j].f / divisor);
-        }
+    /* Contiguous f32 and f64 results, the common case, in loops that vectorise, and without a
+     * division per element when there is nothing to divide by (one thread: sum over dim 1 of
+     * [65536, 4] f32 174 -> 105 us; prod over dim 1 of [16384, 16] f64 44 -> 24 us). */
+#define STORE_CONTIGUOUS(T)                                                                        \
+    do {                                                                                           \
+        T *y = (T *)base + first;                                                                  \
+        if (divisor == 1.0) {                                                                      \
+            _Pragma("omp simd") for (int64_t j = 0; j < n; j++) y[j] = (T)v[j].f;                  \
+        } else {                                                                                   \
+            _Pragma("omp simd") for (int64_t j = 0; j < n; j++) y[j] = (T)(v[j].f / divisor);      \
+        }                                                                                          \
+    } while (0)
+    if (stride == 1 && out->dtype == YT_DTYPE_F32) {
+        STORE_CONTIGUOUS(float);
         return;
     }
-    if (out->dtype == YT_DTYPE_F64 && stride == 1) { /* likewise (prod over dim 1 of [16384, 16]
-                                                      * f64, one thread: 44 -> 24 us) */
-        double *y = (double *)base + first;
-        if (divisor == 1.0) {
-#pragma omp simd
-            for (int64_t j = 0; j < n; j++)
-                y[j] = v[j].f;
-        } else {
-#pragma omp simd
-            for (int64_t j = 0; j < n; j++)
-                y[j] = v[j].f / divisor;
-        }
+    if (stride == 1 && out->dtype == YT_DTYPE_F64) {
+        STORE_CONTIGUOUS(double);
         return;
     }
+#undef STORE_CONTIGUOUS
     switch (out->dtype) {
     case YT_DTYPE_F64:
         for (int64_t j = 0; j < n; j++)

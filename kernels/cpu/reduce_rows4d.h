@@ -76,6 +76,17 @@ yt__store_rows4d(yt__reduce_acc *accs, __m256d v, int64_t rows)
         accs[r].f = lanes[r];
 }
 
+/* The lanes of a row's tail (n % 4 != 0) that are still to be folded: of its last 4 elements
+ * when n >= 4 (the lanes before are folded already), of its first n otherwise (a masked load). */
+YT_ALWAYS_INLINE __m256i
+yt__rows4d_tail_mask(int64_t n)
+{
+    const int64_t rest = n % 4;
+    const __m256i lane = _mm256_setr_epi64x(0, 1, 2, 3);
+    return n >= 4 ? _mm256_cmpgt_epi64(lane, _mm256_set1_epi64x(3 - rest))
+                  : _mm256_cmpgt_epi64(_mm256_set1_epi64x(rest), lane);
+}
+
 /* 4 elements of a row from element i, as doubles: f64 ones, or f32 ones widened. */
 YT_ALWAYS_INLINE __m256d
 yt__rows4d_load(const char *row, int64_t i, bool f32)
@@ -95,12 +106,8 @@ yt__fold_rows4(yt__reduce_acc *accs, const char *x, int64_t count, int64_t row_s
     if (stride != (f32 ? (int64_t)sizeof(float) : (int64_t)sizeof(double)) || n > YT_ROWS4D_LONGEST)
         return false;
     const __m256d identity = _mm256_set1_pd(yt__rows4d_identity(op));
-    /* the tail's lanes: the last 4 of a row (overlapping lanes already folded take the
-     * identity), or, for rows under 4, a masked load */
-    const int64_t rest = n % 4;
-    const __m256i lane = _mm256_setr_epi64x(0, 1, 2, 3);
-    const __m256i tail = n >= 4 ? _mm256_cmpgt_epi64(lane, _mm256_set1_epi64x(3 - rest))
-                                : _mm256_cmpgt_epi64(_mm256_set1_epi64x(rest), lane);
+    /* the tail's lanes: lanes outside them take the identity */
+    const __m256i tail = yt__rows4d_tail_mask(n);
     for (int64_t k = 0; k < count; k += 4) {
         const int64_t rows = count - k < 4 ? count - k : 4;
         const char *p[4];

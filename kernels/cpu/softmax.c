@@ -259,13 +259,8 @@ cols_f32(float *out, const float *x, int64_t n, int64_t inner, int64_t w, kind k
 static void
 row_f64(double *out, const double *x, int64_t n, kind k)
 {
-    int64_t i = 0;
-    __m256d m4 = _mm256_set1_pd(-INFINITY);
-    for (; i + 4 <= n; i += 4)
-        m4 = _mm256_max_pd(m4, _mm256_loadu_pd(x + i));
-    double m = yt__hmax4d(m4);
-    for (; i < n; i++)
-        m = x[i] > m ? x[i] : m;
+    int64_t i;
+    const double m = yt__row_max4d(x, n);
     const __m256d mv = _mm256_set1_pd(m);
     __m256d s4 = _mm256_setzero_pd();
     for (i = 0; i + 4 <= n; i += 4) {

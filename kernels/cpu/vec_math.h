@@ -274,13 +274,20 @@ yt__hsum4d(__m256d v)
     return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
 
-/* The largest of v's lanes; a NaN lane may or may not win (vmaxpd), so callers that care about
- * NaN see it elsewhere (softmax and logsumexp: in the sum of exps). */
+/* The largest of x[0..n), -inf for n == 0: yt__row_max8 for f64, the last 0-3 one by one. A NaN
+ * may be dropped, as there. */
 static inline double
-yt__hmax4d(__m256d v)
+yt__row_max4d(const double *x, int64_t n)
 {
-    __m128d m = _mm_max_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-    return _mm_cvtsd_f64(_mm_max_sd(m, _mm_unpackhi_pd(m, m)));
+    int64_t i = 0;
+    __m256d a = _mm256_set1_pd(-__builtin_inf());
+    for (; i + 4 <= n; i += 4)
+        a = _mm256_max_pd(a, _mm256_loadu_pd(x + i));
+    __m128d h = _mm_max_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    double m = _mm_cvtsd_f64(_mm_max_sd(h, _mm_unpackhi_pd(h, h)));
+    for (; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
 }
 
 /* Scalar e^x through yt__exp4d, for loop tails. */
