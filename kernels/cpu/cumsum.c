@@ -14,7 +14,10 @@
  * the last dim above all) run as separate runs, RUNS side by side with their sums in registers,
  * so that their dependent adds overlap instead of each waiting on the one before through memory
  * (one at a time, one thread: [1024, 1000] f32 along dim 1 3.4 ms -> 0.45 ms, torch 0.96 ms;
- * [512, 1000, 2] along dim 1 1.69 -> 0.45 ms, torch 0.96 ms). Large inputs split the units
+ * [512, 1000, 2] along dim 1 1.69 -> 0.45 ms, torch 0.96 ms). The runs are walked with a cursor,
+ * not found by a division each (a 64-bit divide per run was most of the time on short runs, one
+ * thread: [65536, 4] along dim 1 f64 131 -> 75 us, f32 125 -> 68 us, torch 92 and 145 us;
+ * [1024, 1000] f64 335 -> 174 us, f32 442 -> 245 us). Large inputs split the units
  * (column blocks or runs) over the kernel pool: each unit is a whole run, so the split never
  * changes a value. */
 #include "kernels.h"
@@ -34,11 +37,31 @@ typedef struct job {
     int64_t units, chunks;
 } job;
 
-/* First element of run q, the runs being the (outer, column) pairs. */
-static int64_t
-run_start(const job *jb, int64_t q)
+/* Walks the runs (the (outer, column) pairs) in order without a division per run. */
+typedef struct run_cursor {
+    int64_t start; /* first element of the current run */
+    int64_t column, inner, outer_step;
+} run_cursor;
+
+static run_cursor
+cursor_at(const job *jb, int64_t q)
 {
-    return q / jb->inner * jb->n * jb->inner + q % jb->inner + jb->first;
+    run_cursor c = {q / jb->inner * jb->n * jb->inner + q % jb->inner + jb->first, q % jb->inner,
+                    jb->inner, (jb->n - 1) * jb->inner};
+    return c;
+}
+
+/* First element of the current run; moves on to the next. */
+static inline int64_t
+next_run(run_cursor *c)
+{
+    const int64_t start = c->start;
+    c->start++;
+    if (++c->column == c->inner) {
+        c->column = 0;
+        c->start += c->outer_step;
+    }
+    return start;
 }
 
 /* scan_runs_SFX(jb, q0, q1): runs [q0, q1), RUNS at a time, the sums in ACC. */
@@ -48,10 +71,11 @@ run_start(const job *jb, int64_t q)
         const T *x = (const T *)jb->x;                                                             \
         T *y = (T *)jb->out;                                                                       \
         const int64_t n = jb->n, step = jb->step;                                                  \
+        run_cursor runs = cursor_at(jb, q0);                                                       \
         int64_t q = q0;                                                                            \
         for (; q + RUNS <= q1; q += RUNS) {                                                        \
-            const int64_t s0 = run_start(jb, q), s1 = run_start(jb, q + 1);                        \
-            const int64_t s2 = run_start(jb, q + 2), s3 = run_start(jb, q + 3);                    \
+            const int64_t s0 = next_run(&runs), s1 = next_run(&runs);                              \
+            const int64_t s2 = next_run(&runs), s3 = next_run(&runs);                              \
             ACC a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                                    \
             for (int64_t k = 0, i = 0; k < n; k++, i += step) {                                    \
                 a0 += (ACC)x[s0 + i];                                                              \
@@ -65,7 +89,7 @@ run_start(const job *jb, int64_t q)
             }                                                                                      \
         }                                                                                          \
         for (; q < q1; q++) {                                                                      \
-            const int64_t s0 = run_start(jb, q);                                                   \
+            const int64_t s0 = next_run(&runs);                                                    \
             ACC a = 0;                                                                             \
             for (int64_t k = 0, i = 0; k < n; k++, i += step) {                                    \
                 a += (ACC)x[s0 + i];                                                               \
