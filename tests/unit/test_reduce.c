@@ -741,14 +741,15 @@ Test(prod, short_rows_match_double)
     YT_ASSERT_NO_LEAKS();
 }
 
-/* prod over long f32 and f64 rows (8 chains of 4 double lanes, then the tail one by one; rows
- * of 5000 also pass a driver chunk), against double: factors near 1, and rows with a 0 and a
- * NaN at the end, where the vector part has already run. */
+/* prod over long f32 and f64 rows (8 chains of 4 double lanes, the last 1-31 elements 4 at a
+ * time with the last 1-3 through a masked load; rows of 5000 also pass a driver chunk), against
+ * double: factors near 1, and rows with a 0 and a NaN as the last element, in the masked load or
+ * a full one. */
 Test(prod, long_rows_match_double)
 {
-    const int64_t lengths[] = {129, 1000, 5000};
+    const int64_t lengths[] = {34, 63, 129, 1000, 5000};
     for (int f64 = 0; f64 < 2; f64++)
-        for (int li = 0; li < 3; li++) {
+        for (int li = 0; li < 5; li++) {
             const int64_t n = lengths[li], sizes[] = {3, n};
             double *x = malloc(sizeof(double) * 3 * (size_t)n), want[3], got[3];
             for (int64_t i = 0; i < 3 * n; i++)
