@@ -228,12 +228,13 @@ Test(threads, random_draws)
 }
 
 /* cumsum of 131072 elements (above the 32768 from which it splits) along each dim, in f32,
- * f64, i64 and f16 (converted through f64). */
+ * f64, i64 and f16 (converted through f64): [16, 2048, 4] takes column blocks along dim 0 and
+ * runs along dims 1 and 2, where a thread's first run may start inside a group of 4 columns. */
 static yt_tensor *
 cumsum_of(int variant)
 {
     static const yt_dtype dtypes[] = {YT_DTYPE_F32, YT_DTYPE_F64, YT_DTYPE_I64, YT_DTYPE_F16};
-    const int64_t sizes[3] = {16, 32, 256};
+    const int64_t sizes[3] = {16, 2048, 4};
     yt_tensor *f = randn_of(5, sizes, 3, YT_DTYPE_F64);
     yt_tensor *scaled = yt_mul_scalar(f, yt_float(100.0)); /* integers of a useful range */
     yt_tensor *x = yt_to(scaled, dtypes[variant / 3]);
