@@ -89,7 +89,9 @@ CASTS_FROM(f64, 8, f64)
  * (NaN payloads kept, as PyTorch keeps them); f32 -> i32 converts 8 lanes at once when all are within
  * (-2^31, 2^31) and leaves other blocks (out of range, NaN) to the element loop's saturation.
  * [1000, 1000] f32, one thread, element by element -> 8 at a time: to f16 1631 -> 69 us, to
- * bf16 1642 -> 97 us, to i32 836 -> 81 us (torch 254, 91 and 89). The other casts' contiguous
+ * bf16 1642 -> 97 us, to i32 836 -> 81 us (torch 254, 91 and 89); bf16 with one NaN test per 16
+ * lanes in place of a select per lane, both builds timed alternately in one process: 96 -> 70 us.
+ * The other casts' contiguous
  * loops carry `omp simd` (to f64: 274 -> 123 us; torch 143). */
 #if defined(__AVX2__) && defined(__F16C__)
 #include <immintrin.h>
@@ -120,23 +122,32 @@ run_f32_bf16(char *dst, const char *src, int64_t n)
 {
     const __m256i abs = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
     const __m256i round = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+    /* round to nearest even: add 0x7fff and the lowest kept bit, keep the top 16 bits */
+#define BF16_ROUNDED(x)                                                                            \
+    _mm256_srli_epi32(                                                                             \
+        _mm256_add_epi32(                                                                          \
+            x, _mm256_add_epi32(round, _mm256_and_si256(_mm256_srli_epi32(x, 16), one))),          \
+        16)
+    /* NaN lanes instead keep their top bits, quieted */
 #define BF16_OF(x)                                                                                 \
-    _mm256_blendv_epi8(                                                                            \
-        _mm256_srli_epi32(                                                                         \
-            _mm256_add_epi32(                                                                      \
-                x, _mm256_add_epi32(round, _mm256_and_si256(_mm256_srli_epi32(x, 16), one))),      \
-            16),                                                                                   \
-        _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40)),                        \
-        _mm256_cmpgt_epi32(_mm256_and_si256(x, abs), inf))
+    _mm256_blendv_epi8(BF16_ROUNDED(x),                                                            \
+                       _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40)),         \
+                       _mm256_cmpgt_epi32(_mm256_and_si256(x, abs), inf))
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m256i h0 = BF16_OF(_mm256_loadu_si256((const __m256i *)(src + 4 * i)));
-        __m256i h1 = BF16_OF(_mm256_loadu_si256((const __m256i *)(src + 4 * i + 32)));
+        const __m256 a = _mm256_loadu_ps((const float *)src + i);
+        const __m256 b = _mm256_loadu_ps((const float *)src + i + 8);
+        const __m256i x0 = _mm256_castps_si256(a), x1 = _mm256_castps_si256(b);
+        /* NaNs are rare: one test for all 16 lanes instead of a select in each */
+        const bool nan = _mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_UNORD_Q)) != 0;
+        const __m256i h0 = nan ? BF16_OF(x0) : BF16_ROUNDED(x0);
+        const __m256i h1 = nan ? BF16_OF(x1) : BF16_ROUNDED(x1);
         /* 2 x 8 x 32 -> 16 x 16: packs within 128-bit lanes, then puts the quarters in order */
         _mm256_storeu_si256((__m256i *)(dst + 2 * i),
                             _mm256_permute4x64_epi64(_mm256_packus_epi32(h0, h1), 0xd8));
     }
 #undef BF16_OF
+#undef BF16_ROUNDED
     return i;
 }
 
