@@ -90,8 +90,7 @@ CASTS_FROM(f64, 8, f64)
  * (-2^31, 2^31) and leaves other blocks (out of range, NaN) to the element loop's saturation.
  * [1000, 1000] f32, one thread, element by element -> 8 at a time: to f16 1631 -> 69 us, to
  * bf16 1642 -> 97 us, to i32 836 -> 81 us (torch 254, 91 and 89); bf16 with one NaN test per 16
- * lanes in place of a select per lane, both builds timed alternately in one process: 96 -> 70 us.
- * The other casts' contiguous
+ * lanes in place of a select per lane, bench/ab.sh: 96 -> 70 us. The other casts' contiguous
  * loops carry `omp simd` (to f64: 274 -> 123 us; torch 143). */
 #if defined(__AVX2__) && defined(__F16C__)
 #include <immintrin.h>

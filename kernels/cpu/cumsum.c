@@ -16,10 +16,9 @@
  * (one at a time, one thread: [1024, 1000] f32 along dim 1 3.4 ms -> 0.45 ms, torch 0.96 ms;
  * [512, 1000, 2] along dim 1 1.69 -> 0.45 ms, torch 0.96 ms). The runs are walked with a cursor,
  * not found by a division each (a 64-bit divide per run was most of the time on runs of a few
- * elements; [65536, 4] along dim 1, one thread, both builds timed alternately in one process: f64
- * 131 -> 74 us, f32 168 -> 128 us; torch 92 and 145 us). Large inputs split the units
- * (column blocks or runs) over the kernel pool: each unit is a whole run, so the split never
- * changes a value. */
+ * elements; [65536, 4] along dim 1, one thread, bench/ab.sh: f64 131 -> 74 us, f32 168 -> 128
+ * us; torch 92 and 145 us). Large inputs split the units (column blocks or runs) over the kernel
+ * pool: each unit is a whole run, so the split never changes a value. */
 #include "kernels.h"
 #include "parallel.h"
 

@@ -73,8 +73,8 @@ load4_f(const char *x, yt_dtype d, int64_t count)
 /* Contiguous f32 and f64 rows: 8 chains of 4 double lanes, where the latency of a multiply would
  * otherwise bound the loop (over dim 1 of [1024, 1000] f32, one thread: 188 -> 55 us; torch 55).
  * The last 31 elements or fewer go into the chains too, 4 at a time, rather than through one
- * scalar chain (8 dependent multiplies a row for 1000 elements: [1024, 1000] f32, both builds
- * timed alternately in one process, 55.5 -> 50.5 us; torch 44 us). */
+ * scalar chain (8 dependent multiplies a row for 1000 elements: [1024, 1000] f32, bench/ab.sh,
+ * 55.5 -> 50.5 us; torch 44 us). */
 YT_ALWAYS_INLINE double
 row_vector_f(const char *x, int64_t n, yt_dtype d)
 {

@@ -1,0 +1,197 @@
+/* Two builds of libyaten.so loaded side by side (dlopen, RTLD_LOCAL) and one op timed in both,
+ * call for call alternately, best of ROUNDS each. This machine's speed drifts by 20-40 % from one
+ * minute (or process) to the next, so two builds timed in separate runs can differ by more than
+ * the change being measured; alternating calls in one process puts both under the same drift.
+ * Each build gets its own operands, so the working set is twice the op's: cases meant to stay in
+ * the last-level cache should stay under a quarter of it.
+ *
+ * Usage: ab OLD_LIB NEW_LIB CASE ROWS COLS [f32|f64]   (bench/ab.sh builds OLD_LIB from a
+ * revision); CASE is one of the names in CASES below. Prints the case, both best times and
+ * new / old. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <yaten.h>
+
+enum { ROUNDS = 400 };
+
+/* The entry points the cases use, looked up in one build. */
+typedef struct build {
+    __typeof__(&yt_randn) randn;
+    __typeof__(&yt_to) to;
+    __typeof__(&yt_transpose) transpose;
+    __typeof__(&yt_release) release;
+    __typeof__(&yt_errmsg) errmsg;
+    __typeof__(&yt_sum_dim) sum_dim;
+    __typeof__(&yt_prod_dim_int) prod_dim_int;
+    __typeof__(&yt_cumsum) cumsum;
+    __typeof__(&yt_neg_out) neg_out;
+    __typeof__(&yt_add_out) add_out;
+    yt_tensor *x, *xt, *y, *out; /* x and y [ROWS, COLS], xt x's transpose, out for out= cases */
+} build;
+
+typedef const char *(*case_fn)(build *b); /* NULL, or the failing call's message */
+
+static const char *
+released(build *b, yt_tensor *t)
+{
+    if (t == NULL)
+        return b->errmsg();
+    b->release(t);
+    return NULL;
+}
+
+static const char *
+checked(build *b, yt_status st)
+{
+    return st == YT_OK ? NULL : b->errmsg();
+}
+
+static const char *
+sum_rows(build *b)
+{
+    const int64_t dim = 1;
+    return released(b, b->sum_dim(b->x, &dim, 1));
+}
+
+static const char *
+prod_rows(build *b)
+{
+    return released(b, b->prod_dim_int(b->x, 1));
+}
+
+static const char *
+cumsum_rows(build *b)
+{
+    return released(b, b->cumsum(b->x, 1));
+}
+
+static const char *
+to_bf16(build *b)
+{
+    return released(b, b->to(b->x, YT_DTYPE_BF16));
+}
+
+static const char *
+to_f16(build *b)
+{
+    return released(b, b->to(b->x, YT_DTYPE_F16));
+}
+
+static const char *
+neg_transposed(build *b)
+{
+    return checked(b, b->neg_out(b->out, b->xt));
+}
+
+static const char *
+add_transposed(build *b)
+{
+    return checked(b, b->add_out(b->out, b->xt, b->y));
+}
+
+static const struct {
+    const char *name;
+    case_fn fn;
+    bool square; /* transposed input: ROWS must equal COLS */
+} CASES[] = {
+    {"sum_dim1", sum_rows, false},
+    {"prod_dim1", prod_rows, false},
+    {"cumsum_dim1", cumsum_rows, false},
+    {"to_bf16", to_bf16, false},
+    {"to_f16", to_f16, false},
+    {"neg_transposed", neg_transposed, true},
+    {"add_transposed", add_transposed, true},
+};
+
+static double
+now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void
+fail(const char *what, const char *detail)
+{
+    fprintf(stderr, "ab: %s: %s\n", what, detail);
+    exit(1);
+}
+
+/* Looks up b's entry points in `path` and makes its operands. */
+static void
+load(build *b, const char *path, const int64_t *sizes, yt_dtype dtype)
+{
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL)
+        fail(path, dlerror());
+#define LOOK_UP(field, symbol)                                                                     \
+    do {                                                                                           \
+        *(void **)&b->field = dlsym(lib, symbol);                                                  \
+        if (b->field == NULL)                                                                      \
+            fail(path, "no " symbol);                                                              \
+    } while (0)
+    LOOK_UP(randn, "yt_randn");
+    LOOK_UP(to, "yt_to");
+    LOOK_UP(transpose, "yt_transpose");
+    LOOK_UP(release, "yt_release");
+    LOOK_UP(errmsg, "yt_errmsg");
+    LOOK_UP(sum_dim, "yt_sum_dim");
+    LOOK_UP(prod_dim_int, "yt_prod_dim_int");
+    LOOK_UP(cumsum, "yt_cumsum");
+    LOOK_UP(neg_out, "yt_neg_out");
+    LOOK_UP(add_out, "yt_add_out");
+#undef LOOK_UP
+    yt_tensor **made[] = {&b->x, &b->y, &b->out};
+    for (size_t k = 0; k < sizeof made / sizeof made[0]; k++) {
+        yt_tensor *drawn = b->randn(sizes, 2);
+        *made[k] = drawn != NULL ? b->to(drawn, dtype) : NULL;
+        if (drawn != NULL)
+            b->release(drawn);
+        if (*made[k] == NULL)
+            fail(path, b->errmsg());
+    }
+    b->xt = b->transpose(b->x, 0, 1);
+    if (b->xt == NULL)
+        fail(path, b->errmsg());
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 6 || argc > 7) {
+        fprintf(stderr, "usage: ab OLD_LIB NEW_LIB CASE ROWS COLS [f32|f64]\n");
+        return 2;
+    }
+    size_t c = 0;
+    while (c < sizeof CASES / sizeof CASES[0] && strcmp(CASES[c].name, argv[3]) != 0)
+        c++;
+    if (c == sizeof CASES / sizeof CASES[0])
+        fail("unknown case", argv[3]);
+    const int64_t sizes[2] = {atoll(argv[4]), atoll(argv[5])};
+    if (sizes[0] <= 0 || sizes[1] <= 0 || (CASES[c].square && sizes[0] != sizes[1]))
+        fail(argv[3], "needs ROWS, COLS > 0 (equal for a transposed case)");
+    const bool f64 = argc == 7 && strcmp(argv[6], "f64") == 0;
+    if (argc == 7 && !f64 && strcmp(argv[6], "f32") != 0)
+        fail("unknown dtype", argv[6]);
+    build builds[2];
+    load(&builds[0], argv[1], sizes, f64 ? YT_DTYPE_F64 : YT_DTYPE_F32);
+    load(&builds[1], argv[2], sizes, f64 ? YT_DTYPE_F64 : YT_DTYPE_F32);
+    double best[2] = {1e30, 1e30};
+    for (int round = 0; round < ROUNDS; round++)
+        for (int k = 0; k < 2; k++) {
+            double start = now_s();
+            const char *error = CASES[c].fn(&builds[k]);
+            double took = now_s() - start;
+            if (error != NULL)
+                fail(argv[k + 1], error);
+            best[k] = took < best[k] ? took : best[k];
+        }
+    printf("%s %s [%s, %s]: old %.1f us, new %.1f us, new / old %.2f\n", argv[3],
+           f64 ? "f64" : "f32", argv[4], argv[5], best[0] * 1e6, best[1] * 1e6, best[1] / best[0]);
+    return 0;
+}
