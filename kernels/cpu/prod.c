@@ -50,24 +50,16 @@ load_u(const char *x, yt_dtype d)
 /* ---------------------------------------------------------------- typed loops */
 
 /* Four elements of a contiguous f32 or f64 row in double lanes: the first `count` (1-4), the
- * others 1. A masked load, which reads nothing past the row. */
+ * others 1. */
 YT_ALWAYS_INLINE __m256d
 load4_f(const char *x, yt_dtype d, int64_t count)
 {
+    const bool f32 = d == YT_DTYPE_F32;
     if (count == 4)
-        return d == YT_DTYPE_F32 ? _mm256_cvtps_pd(_mm_loadu_ps((const float *)x))
-                                 : _mm256_loadu_pd((const double *)x);
-    const __m256i lanes = _mm256_setr_epi64x(0, 1, 2, 3);
-    const __m256i wanted = _mm256_cmpgt_epi64(_mm256_set1_epi64x(count), lanes);
-    __m256d v;
-    if (d == YT_DTYPE_F32) {
-        const __m128i wanted32 =
-            _mm_cmpgt_epi32(_mm_set1_epi32((int)count), _mm_setr_epi32(0, 1, 2, 3));
-        v = _mm256_cvtps_pd(_mm_maskload_ps((const float *)x, wanted32));
-    } else {
-        v = _mm256_maskload_pd((const double *)x, wanted);
-    }
-    return _mm256_blendv_pd(_mm256_set1_pd(1.0), v, _mm256_castsi256_pd(wanted));
+        return yt__rows4d_load(x, 0, f32);
+    const __m256i first = yt__rows4d_tail_mask(count); /* count < 4: the first count lanes */
+    return _mm256_blendv_pd(_mm256_set1_pd(1.0), yt__rows4d_masked_load(x, first, f32),
+                            _mm256_castsi256_pd(first));
 }
 
 /* Contiguous f32 and f64 rows: 8 chains of 4 double lanes, where the latency of a multiply would

@@ -95,6 +95,19 @@ yt__rows4d_load(const char *row, int64_t i, bool f32)
                : _mm256_loadu_pd((const double *)row + i);
 }
 
+/* The elements of a row in `lanes` (a mask of 64-bit lanes), as doubles, the others 0: a
+ * masked load, which reads nothing outside them. */
+YT_ALWAYS_INLINE __m256d
+yt__rows4d_masked_load(const char *row, __m256i lanes, bool f32)
+{
+    if (!f32)
+        return _mm256_maskload_pd((const double *)row, lanes);
+    /* the 32-bit lanes of the 64-bit mask's low halves */
+    const __m128i lanes32 = _mm256_castsi256_si128(
+        _mm256_permutevar8x32_epi32(lanes, _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)));
+    return _mm256_cvtps_pd(_mm_maskload_ps((const float *)row, lanes32));
+}
+
 /* A yt__reduce_row_batch_fn for sums, products, maxima and minima (op) of f64 rows, or of f32 rows
  * in double (f32, a constant once inlined): sets accs[k].f, k < count, to the fold of row k, row
  * k at x + k * row_stride, and returns true; false, writing nothing, unless the rows are
@@ -134,16 +147,8 @@ yt__fold_rows4(yt__reduce_acc *accs, const char *x, int64_t count, int64_t row_s
         if (i < n) {
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++) {
-                __m256d t;
-                if (n >= 4)
-                    t = yt__rows4d_load(p[r], n - 4, f32);
-                else if (f32) /* the 32-bit lanes of the 64-bit mask's low halves */
-                    t = _mm256_cvtps_pd(
-                        _mm_maskload_ps((const float *)p[r],
-                                        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
-                                            tail, _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)))));
-                else
-                    t = _mm256_maskload_pd((const double *)p[r], tail);
+                const __m256d t = n >= 4 ? yt__rows4d_load(p[r], n - 4, f32)
+                                         : yt__rows4d_masked_load(p[r], tail, f32);
                 w[r] = yt__rows4d_fold(
                     w[r], _mm256_blendv_pd(identity, t, _mm256_castsi256_pd(tail)), op);
             }

@@ -7,6 +7,7 @@
 #define YT_KERNELS_CPU_REDUCE_ROWS8_H
 
 #include "reduce_plan.h"
+#include "reduce_rows4d.h"
 #include "vec_math.h"
 
 /* Rows up to this long go 8 at a time (sum over dim 1 of [2048, 128] f32: 14 us either way; of
@@ -29,22 +30,15 @@ yt__rows8_add(__m256 acc, __m256 v, yt__rows8_term term)
     }
 }
 
-/* Sets accs[r].f to lane r of v for r < rows (<= 8). A whole group goes straight in, widened:
+/* Sets accs[r].f to lane r of v for r < rows (<= 8), 4 at a time (yt__store_rows4d), widened:
  * lanes stored to a float array and read back one by one stall on store forwarding (prod over
  * [16384, 16], whose batch did that with doubles: 38.6 -> 20.4 us). */
 YT_ALWAYS_INLINE void
 yt__store_rows8_f32(yt__reduce_acc *accs, __m256 v, int64_t rows)
 {
-    _Static_assert(sizeof(yt__reduce_acc) == sizeof(double), "an accumulator is one double");
-    if (rows == 8) {
-        _mm256_storeu_pd(&accs[0].f, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-        _mm256_storeu_pd(&accs[4].f, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-        return;
-    }
-    float lanes[8];
-    _mm256_storeu_ps(lanes, v);
-    for (int64_t r = 0; r < rows; r++)
-        accs[r].f = lanes[r];
+    yt__store_rows4d(accs, _mm256_cvtps_pd(_mm256_castps256_ps128(v)), rows < 4 ? rows : 4);
+    if (rows > 4)
+        yt__store_rows4d(accs + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), rows - 4);
 }
 
 /* A yt__reduce_row_batch_fn that sums `term` (a constant, once inlined): sets accs[k].f, k < count,
