@@ -272,7 +272,8 @@ row_batch_f64(acc *accs, const char *x, int64_t count, int64_t row_stride, int64
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++) {
                 __m256d t = n >= 4 ? _mm256_loadu_pd(p[r] + n - 4)
-                                   : _mm256_maskload_pd(p[r], _mm256_castpd_si256(tail));
+                                   : yt__rows4d_masked_load((const char *)p[r],
+                                                            _mm256_castpd_si256(tail), false);
                 __m256d e = yt__exp4d(_mm256_sub_pd(t, _mm256_set1_pd(shift[r])));
                 sum[r] = _mm256_add_pd(sum[r], _mm256_and_pd(e, tail));
             }
