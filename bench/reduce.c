@@ -229,6 +229,7 @@ main(int argc, char **argv)
     bench("prod_16384x16_dim1", prod_last, 16384, 16);
     bench("prod_4096x64_dim1", prod_last, 4096, 64);
     bench("prod_65536x4_dim1", prod_last, 65536, 4);
+    bench("prod_1024x1000_dim1", prod_last, 1024, 1000);
     bench("softmax_bwd_16384x16", softmax_bwd, 16384, 16);
     bench("log_softmax_bwd_16384x16", log_softmax_bwd, 16384, 16);
     const int64_t n_targets = 16384;

@@ -38,6 +38,7 @@ CASES = [
     ("prod_16384x16_dim1", lambda x, y: torch.prod(x, 1), 16384, 16),
     ("prod_4096x64_dim1", lambda x, y: torch.prod(x, 1), 4096, 64),
     ("prod_65536x4_dim1", lambda x, y: torch.prod(x, 1), 65536, 4),
+    ("prod_1024x1000_dim1", lambda x, y: torch.prod(x, 1), 1024, 1000),
     ("softmax_bwd_16384x16",
      lambda x, y: torch.ops.aten._softmax_backward_data(x, y, 1, torch.float32), 16384, 16),
     ("log_softmax_bwd_16384x16",
