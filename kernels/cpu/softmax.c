@@ -411,19 +411,21 @@ bwd_lanes(__m256 g, __m256 y, __m256 s, kind k)
                         : _mm256_fnmadd_ps(yt__exp8(y), s, g);
 }
 
-/* bwd_row_f32 for `rows` <= 8 rows of n <= BWD_ROWS8_MAX (row r at r * n), not streamed: each
- * row's products (softmax) or gradients (log_softmax) fold into one vector, yt__hsum8x8 finishes
- * the 8 sums together, and each row is then written with its own sum, where a row alone pays a
- * call and a horizontal sum. A row's result depends on that row alone. out may be g or y. Over
- * dim 1 of [16384, 16], one thread, row by row -> 8 at a time (huge pages for both, see
- * runtime/allocator.c): softmax 132 -> 67 us, log_softmax 216 -> 176 us (torch 60 and 218). */
-YT_ALWAYS_INLINE void
-bwd_rows8_f32_k(float *out, const float *g, const float *y, int64_t rows, int64_t n, kind k)
+/* bwd_row_f32 for `rows` <= 8 rows of n <= BWD_ROWS8_MAX (row r at r * n), not streamed, in two
+ * steps: bwd_sums8 folds each row's products (softmax) or gradients (log_softmax) into one vector
+ * and yt__hsum8x8 finishes the 8 sums together; one of the bwd_write_* then writes each row with
+ * its own sum, where a row alone pays a call and a horizontal sum. A row's result depends on that
+ * row alone. out may be g or y. Over dim 1 of [16384, 16], one thread, row by row -> 8 at a time
+ * (huge pages for both, see runtime/allocator.c): softmax 132 -> 67 us, log_softmax 216 -> 176 us
+ * (torch 60 and 218). */
+
+/* The sums of rows 0..rows-1 in the first lanes, 0 in the others. Each row's whole vectors, then
+ * its tail. Rows of up to 32 go side by side (8 independent chains, 8 lines of each input in
+ * flight: [16384, 16] 79 -> 67 us), longer ones one after the other ([4096, 64]: 43 us, against
+ * 48 side by side). Either way each row adds its own vectors in the same order. */
+YT_ALWAYS_INLINE __m256
+bwd_sums8(const float *g, const float *y, int64_t rows, int64_t n, kind k)
 {
-    /* each row's whole vectors, then its tail; missing rows stay 0. Rows of up to 32 go side by
-     * side (8 independent chains, 8 lines of each input in flight: [16384, 16] 79 -> 67 us),
-     * longer ones one after the other ([4096, 64]: 43 us, against 48 side by side). Either
-     * way each row adds its own vectors in the same order. */
     __m256 v[8];
     for (int r = 0; r < 8; r++)
         v[r] = _mm256_setzero_ps();
@@ -451,23 +453,21 @@ bwd_rows8_f32_k(float *out, const float *g, const float *y, int64_t rows, int64_
                     ? _mm256_fmadd_ps(gv, yt__load_tail8(y + r * n + whole, n - whole, 0.0f), v[r])
                     : _mm256_add_ps(v[r], gv);
         }
-    float sums[8];
-    _mm256_storeu_ps(sums, yt__hsum8x8(v));
-    if (n <= 32 && rows == 8) { /* whole vectors of the 8 rows side by side, as the sums */
-        for (int r = 0; r < 8; r++)
-            v[r] = _mm256_set1_ps(sums[r]);
-        for (int64_t i = 0; i < whole; i += 8)
-            for (int r = 0; r < 8; r++) {
-                _mm256_storeu_ps(out + r * n + i,
-                                 bwd_lanes(_mm256_loadu_ps(g + r * n + i),
-                                           _mm256_loadu_ps(y + r * n + i), v[r], k));
-            }
-    }
+    return yt__hsum8x8(v);
+}
+
+/* Any rows: one after another, a row's tail through a masked store. */
+YT_ALWAYS_INLINE void
+bwd_write_rows(float *out, const float *g, const float *y, int64_t rows, int64_t n, __m256 sums,
+               kind k)
+{
+    float sum[8];
+    _mm256_storeu_ps(sum, sums);
     for (int r = 0; r < rows; r++) {
         const float *gr = g + r * n, *yr = y + r * n;
         float *o = out + r * n;
-        __m256 vs = _mm256_set1_ps(sums[r]);
-        int64_t i = n <= 32 && rows == 8 ? whole : 0;
+        __m256 vs = _mm256_set1_ps(sum[r]);
+        int64_t i = 0;
         for (; i + 8 <= n; i += 8)
             _mm256_storeu_ps(o + i,
                              bwd_lanes(_mm256_loadu_ps(gr + i), _mm256_loadu_ps(yr + i), vs, k));
@@ -478,32 +478,75 @@ bwd_rows8_f32_k(float *out, const float *g, const float *y, int64_t rows, int64_
     }
 }
 
-/* bwd_rows8_f32_k with k a constant in each branch, so that its loops carry no test of it. */
+/* 8 rows of a multiple of 8 up to 32: their vectors side by side, as bwd_sums8 reads them. */
+YT_ALWAYS_INLINE void
+bwd_write_side_by_side(float *out, const float *g, const float *y, int64_t n, __m256 sums, kind k)
+{
+    __m256 vs[8];
+    for (int r = 0; r < 8; r++)
+        vs[r] = _mm256_permutevar8x32_ps(sums, _mm256_set1_epi32(r));
+    for (int64_t i = 0; i < n; i += 8)
+        for (int r = 0; r < 8; r++)
+            _mm256_storeu_ps(out + r * n + i, bwd_lanes(_mm256_loadu_ps(g + r * n + i),
+                                                        _mm256_loadu_ps(y + r * n + i), vs[r], k));
+}
+
+/* 8 rows of n < 32 (not a multiple of 8) as the 8n contiguous elements they are, n whole vectors,
+ * each lane taking its row's sum through a permute: a row that ends inside a vector then needs no
+ * masked store, which cost 5-6 ns each here (over dim 1 of [26214, 10] f32, one thread,
+ * bench/ab.sh softmax_bwd_dim1: 181 -> 73 us, log_softmax_bwd_dim1 352 -> 179 us). Lane l of
+ * vector j is element 8j + l, of row (8j + l) / n, found as (8j + l + 0.5) / n truncated: at
+ * least 0.5 / n from an integer, far beyond float's error there. */
+YT_ALWAYS_INLINE void
+bwd_write_flat(float *out, const float *g, const float *y, int64_t n, __m256 sums, kind k)
+{
+    const __m256 per_row = _mm256_set1_ps(1.0f / (float)n);
+    __m256 at = _mm256_setr_ps(0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f);
+    for (int64_t j = 0; j < n; j++) {
+        const __m256i row = _mm256_cvttps_epi32(_mm256_mul_ps(at, per_row));
+        _mm256_storeu_ps(out + 8 * j,
+                         bwd_lanes(_mm256_loadu_ps(g + 8 * j), _mm256_loadu_ps(y + 8 * j),
+                                   _mm256_permutevar8x32_ps(sums, row), k));
+        at = _mm256_add_ps(at, _mm256_set1_ps(8.0f));
+    }
+}
+
+/* The three forms below are separate functions, k a constant in each branch: inlined together,
+ * GCC compiled the general one worse ([4096, 64] softmax 40 -> 46 us). */
+
+/* Any rows <= 8 and n <= BWD_ROWS8_MAX. */
 __attribute__((noinline)) static void
 bwd_rows8_any_f32(float *out, const float *g, const float *y, int64_t rows, int64_t n, kind k)
 {
     if (k == SOFTMAX)
-        bwd_rows8_f32_k(out, g, y, rows, n, SOFTMAX);
+        bwd_write_rows(out, g, y, rows, n, bwd_sums8(g, y, rows, n, SOFTMAX), SOFTMAX);
     else
-        bwd_rows8_f32_k(out, g, y, rows, n, LOG_SOFTMAX);
+        bwd_write_rows(out, g, y, rows, n, bwd_sums8(g, y, rows, n, LOG_SOFTMAX), LOG_SOFTMAX);
 }
 
-/* 8 whole rows of a common short length: bwd_rows8_f32_k with that length a constant too, so that
- * its loops unroll and the 8 sums stay in registers rather than on the stack (over dim 1, f32,
- * one thread, bench/ab.sh softmax_bwd_dim1: [16384, 16] 63 -> 53 us, [32768, 8] 93 -> 68,
- * [8192, 32] 51 -> 47; log_softmax_bwd_dim1 [16384, 16] 165 -> 151). Each length's code is its
- * own, apart from bwd_rows8_any_f32: inlined beside these, GCC compiled the other lengths worse
- * ([4096, 64] 40 -> 46 us). */
+/* 8 rows of n < 32, not a multiple of 8. */
+__attribute__((noinline)) static void
+bwd_rows8_flat_f32(float *out, const float *g, const float *y, int64_t n, kind k)
+{
+    if (k == SOFTMAX)
+        bwd_write_flat(out, g, y, n, bwd_sums8(g, y, 8, n, SOFTMAX), SOFTMAX);
+    else
+        bwd_write_flat(out, g, y, n, bwd_sums8(g, y, 8, n, LOG_SOFTMAX), LOG_SOFTMAX);
+}
+
 YT_ALWAYS_INLINE void
 bwd_rows8_of_length(float *out, const float *g, const float *y, int64_t n, kind k)
 {
     if (k == SOFTMAX)
-        bwd_rows8_f32_k(out, g, y, 8, n, SOFTMAX);
+        bwd_write_side_by_side(out, g, y, n, bwd_sums8(g, y, 8, n, SOFTMAX), SOFTMAX);
     else
-        bwd_rows8_f32_k(out, g, y, 8, n, LOG_SOFTMAX);
+        bwd_write_side_by_side(out, g, y, n, bwd_sums8(g, y, 8, n, LOG_SOFTMAX), LOG_SOFTMAX);
 }
 
-/* n is 8, 16 or 32 */
+/* 8 rows of 8, 16 or 32, that length a constant in each branch, so that the loops unroll and the
+ * 8 sums stay in registers rather than on the stack (over dim 1, f32, one thread, bench/ab.sh
+ * softmax_bwd_dim1: [16384, 16] 63 -> 50 us, [32768, 8] 93 -> 68, [8192, 32] 51 -> 46;
+ * log_softmax_bwd_dim1 [16384, 16] 165 -> 152). */
 __attribute__((noinline)) static void
 bwd_rows8_short_f32(float *out, const float *g, const float *y, int64_t n, kind k)
 {
@@ -520,6 +563,8 @@ bwd_rows8_f32(float *out, const float *g, const float *y, int64_t rows, int64_t 
 {
     if (rows == 8 && (n == 8 || n == 16 || n == 32))
         bwd_rows8_short_f32(out, g, y, n, k);
+    else if (rows == 8 && n < 32)
+        bwd_rows8_flat_f32(out, g, y, n, k);
     else
         bwd_rows8_any_f32(out, g, y, rows, n, k);
 }
