@@ -30,6 +30,8 @@ typedef struct build {
     __typeof__(&yt_cumsum) cumsum;
     __typeof__(&yt_neg_out) neg_out;
     __typeof__(&yt_add_out) add_out;
+    __typeof__(&yt_softmax) softmax;
+    __typeof__(&yt_log_softmax) log_softmax;
     __typeof__(&yt_softmax_backward_data) softmax_backward_data;
     __typeof__(&yt_log_softmax_backward_data) log_softmax_backward_data;
     yt_tensor *x, *xt, *y, *out; /* x and y [ROWS, COLS], xt x's transpose, out for out= cases */
@@ -95,6 +97,18 @@ add_transposed(build *b)
     return checked(b, b->add_out(b->out, b->xt, b->y));
 }
 
+static const char *
+softmax_rows(build *b)
+{
+    return released(b, b->softmax(b->x, 1));
+}
+
+static const char *
+log_softmax_rows(build *b)
+{
+    return released(b, b->log_softmax(b->x, 1));
+}
+
 /* x as the upstream gradient, y as (log_)softmax's output (its values do not change the work) */
 static const char *
 softmax_bwd_rows(build *b)
@@ -118,6 +132,8 @@ static const struct {
     {"cumsum_dim1", cumsum_rows, false},
     {"to_bf16", to_bf16, false},
     {"to_f16", to_f16, false},
+    {"softmax_dim1", softmax_rows, false},
+    {"log_softmax_dim1", log_softmax_rows, false},
     {"softmax_bwd_dim1", softmax_bwd_rows, false},
     {"log_softmax_bwd_dim1", log_softmax_bwd_rows, false},
     {"neg_transposed", neg_transposed, true},
@@ -162,6 +178,8 @@ load(build *b, const char *path, const int64_t *sizes, yt_dtype dtype)
     LOOK_UP(cumsum, "yt_cumsum");
     LOOK_UP(neg_out, "yt_neg_out");
     LOOK_UP(add_out, "yt_add_out");
+    LOOK_UP(softmax, "yt_softmax");
+    LOOK_UP(log_softmax, "yt_log_softmax");
     LOOK_UP(softmax_backward_data, "yt_softmax_backward_data");
     LOOK_UP(log_softmax_backward_data, "yt_log_softmax_backward_data");
 #undef LOOK_UP
