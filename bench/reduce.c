@@ -232,6 +232,9 @@ main(int argc, char **argv)
     bench("prod_1024x1000_dim1", prod_last, 1024, 1000);
     bench("softmax_bwd_16384x16", softmax_bwd, 16384, 16);
     bench("log_softmax_bwd_16384x16", log_softmax_bwd, 16384, 16);
+    /* 10 classes, the commonest short row: not a whole number of vectors */
+    bench("softmax_16384x10", softmax_last, 16384, 10);
+    bench("softmax_bwd_16384x10", softmax_bwd, 16384, 10);
     const int64_t n_targets = 16384;
     targets = yt_randint(16, &n_targets, 1);
     bench("cross_entropy_16384x16", cross_entropy, 16384, 16);

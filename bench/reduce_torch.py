@@ -43,6 +43,10 @@ CASES = [
      lambda x, y: torch.ops.aten._softmax_backward_data(x, y, 1, torch.float32), 16384, 16),
     ("log_softmax_bwd_16384x16",
      lambda x, y: torch.ops.aten._log_softmax_backward_data(x, y, 1, torch.float32), 16384, 16),
+    # 10 classes, the commonest short row: not a whole number of vectors
+    ("softmax_16384x10", lambda x, y: torch.softmax(x, 1), 16384, 10),
+    ("softmax_bwd_16384x10",
+     lambda x, y: torch.ops.aten._softmax_backward_data(x, y, 1, torch.float32), 16384, 10),
     ("cross_entropy_16384x16", lambda x, y: torch.nn.functional.cross_entropy(x, TARGETS), 16384, 16),
 ]
 TARGETS = torch.randint(16, (16384,))  # class targets of cross_entropy_16384x16
