@@ -27,6 +27,7 @@ typedef struct build {
     __typeof__(&yt_errmsg) errmsg;
     __typeof__(&yt_sum_dim) sum_dim;
     __typeof__(&yt_prod_dim_int) prod_dim_int;
+    __typeof__(&yt_amax_ex) amax_ex;
     __typeof__(&yt_cumsum) cumsum;
     __typeof__(&yt_neg_out) neg_out;
     __typeof__(&yt_add_out) add_out;
@@ -65,6 +66,13 @@ static const char *
 prod_rows(build *b)
 {
     return released(b, b->prod_dim_int(b->x, 1));
+}
+
+static const char *
+amax_rows(build *b)
+{
+    const int64_t dim = 1;
+    return released(b, b->amax_ex(b->x, &dim, 1, false));
 }
 
 static const char *
@@ -129,6 +137,7 @@ static const struct {
 } CASES[] = {
     {"sum_dim1", sum_rows, false},
     {"prod_dim1", prod_rows, false},
+    {"amax_dim1", amax_rows, false},
     {"cumsum_dim1", cumsum_rows, false},
     {"to_bf16", to_bf16, false},
     {"to_f16", to_f16, false},
@@ -175,6 +184,7 @@ load(build *b, const char *path, const int64_t *sizes, yt_dtype dtype)
     LOOK_UP(errmsg, "yt_errmsg");
     LOOK_UP(sum_dim, "yt_sum_dim");
     LOOK_UP(prod_dim_int, "yt_prod_dim_int");
+    LOOK_UP(amax_ex, "yt_amax_ex");
     LOOK_UP(cumsum, "yt_cumsum");
     LOOK_UP(neg_out, "yt_neg_out");
     LOOK_UP(add_out, "yt_add_out");

@@ -159,9 +159,10 @@ store_rows8(float *out, __m256 *xt, int64_t rows, int64_t n)
 /* softmax or log_softmax of `rows` <= 8 rows of n <= ROWS8_MAX, row r at x + r * n, one row per
  * lane (yt__load_columns8): the maxima, the exp-sums and the 1 / sum or log take one vector step
  * for all 8 rows, where a row alone pays horizontal folds and scalar steps for each. The columns,
- * and then the softmax's exps, wait in xt[] until they are written back. out may be x. A row's result depends on that row alone, not
- * on where a thread's rows start. Over dim 1 of [16384, 16], one thread, row by row -> 8 at a
- * time: softmax 311 -> 227 us, log_softmax 312 -> 260 us (torch 343 and 295). */
+ * and then the softmax's exps, wait in xt[] until they are written back. out may be x. A row's
+ * result depends on that row alone, not on where a thread's rows start. Over dim 1 of
+ * [16384, 16], one thread, row by row -> 8 at a time: softmax 311 -> 227 us, log_softmax
+ * 312 -> 260 us (torch 343 and 295). */
 static void
 rows8_short_f32(float *out, const float *x, int64_t rows, int64_t n, kind k)
 {

@@ -361,13 +361,13 @@ Test(softmax, backward_streamed_matches_cached)
 }
 
 /* Reductions over the last dim of many f32 and f64 rows, against double references, at 1 and 2
- * threads, which must give the same bits. Rows of 2 are reduced across the rows, as an outer reduction (and so are
- * rows of 5 in amax and var); of 5, 13 and 40, 8 rows at a time in sum, norm and logsumexp
- * (row_batch; 5003 rows end mid-group) and row by row in amax and var; of 150, row by row in all
- * (5003 rows end mid-batch of 4096). f64 rows up to 128 go 4 at a time in sum and amax (and logsumexp's
- * take their exps 4 at a time). Some rows have
- * a NaN. sum, amax, var, logsumexp and norm cover the kinds of loops the driver calls (row / rows,
- * with and without the output's index, row_batch). */
+ * threads, which must give the same bits. Rows of 2 are reduced across the rows, as an outer
+ * reduction (and so are rows of 5 in var); of 5, 13 and 40, 8 rows at a time in sum, norm and
+ * logsumexp (row_batch; 5003 rows end mid-group), 4 at a time in amax and amin (f32 up to 32)
+ * and row by row in var; of 150, row by row in all (5003 rows end mid-batch of 4096). f64 rows up
+ * to 128 go 4 at a time in sum, amax and amin (and logsumexp's take their exps 4 at a time). Some
+ * rows have a NaN. sum, amax, amin, var, logsumexp and norm cover the kinds of loops the driver
+ * calls (row / rows, with and without the output's index, row_batch). */
 Test(reduce, many_short_rows)
 {
     const int64_t lengths[] = {2, 5, 13, 40, 150}, rows = 5003;
@@ -377,7 +377,7 @@ Test(reduce, many_short_rows)
         const yt_dtype dtype = li < 5 ? YT_DTYPE_F32 : YT_DTYPE_F64;
         const int64_t n = lengths[li % 5], numel = rows * n, sizes[] = {rows, n}, last = 1;
         double *x = malloc(sizeof(double) * (size_t)numel);
-        double *want = malloc(sizeof(double) * (size_t)rows * 5);
+        double *want = malloc(sizeof(double) * (size_t)rows * 6);
         double *got = malloc(sizeof(double) * (size_t)rows * 2);
         uint64_t s = 7 + (uint64_t)n;
         for (int64_t i = 0; i < numel; i++) {
@@ -391,11 +391,12 @@ Test(reduce, many_short_rows)
         cr_assert_eq(yt_tensor_copy_to(t, x, sizeof(double) * (size_t)numel, YT_DTYPE_F64), YT_OK);
         for (int64_t r = 0; r < rows; r++) {
             const double *row = x + r * n;
-            double sum = 0, max = -INFINITY, sq = 0, se = 0, norm = 0;
+            double sum = 0, max = -INFINITY, min = INFINITY, sq = 0, se = 0, norm = 0;
             for (int64_t j = 0; j < n; j++) {
                 sum += row[j];
                 norm += row[j] * row[j];
                 max = row[j] > max || isnan(row[j]) ? row[j] : max;
+                min = row[j] < min || isnan(row[j]) ? row[j] : min;
             }
             for (int64_t j = 0; j < n; j++) {
                 sq += (row[j] - sum / n) * (row[j] - sum / n);
@@ -406,16 +407,18 @@ Test(reduce, many_short_rows)
             want[2 * rows + r] = sq / (n - 1);
             want[3 * rows + r] = max + log(se);
             want[4 * rows + r] = sqrt(norm);
+            want[5 * rows + r] = min;
         }
-        for (int op = 0; op < 5; op++) {
+        for (int op = 0; op < 6; op++) {
             for (int threads = 1; threads <= 2; threads++) {
                 yt_set_num_threads(threads);
                 yt_tensor *r = op == 0   ? yt_sum_dim(t, &last, 1)
                                : op == 1 ? yt_amax_ex(t, &last, 1, false)
                                : op == 2 ? yt_var_ex(t, &last, 1, YT_NONE, false)
                                : op == 3 ? yt_logsumexp(t, &last, 1)
-                                         : yt_linalg_vector_norm_ex(t, yt_float(2), &last, 1, false,
-                                                                    YT_DTYPE_NONE);
+                               : op == 4 ? yt_linalg_vector_norm_ex(t, yt_float(2), &last, 1, false,
+                                                                    YT_DTYPE_NONE)
+                                         : yt_amin_ex(t, &last, 1, false);
                 take(r, got + (threads - 1) * rows, rows);
             }
             expect_near(got, want + op * rows, rows, 1e-5);
