@@ -551,6 +551,60 @@ Test(var, correction)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* var and std over the last dim of [2, 13, n] f32 (n = 1..33: short rows go 8 at a time, 13 rows
+ * end mid-group) against double, with correction 0, 1 and n (a zero divisor: inf, or NaN for a
+ * constant row); row 4 of each slab is constant (0.1, inexact in binary) and must give exactly
+ * 0, row 9 has a NaN. */
+Test(var, short_f32_rows)
+{
+    enum { SLABS = 2, ROWS = 13, MAXN = 33, COUNT = SLABS * ROWS };
+    static double x[COUNT * MAXN], want[COUNT], got[COUNT];
+    for (int64_t n = 1; n <= MAXN; n++) {
+        const int64_t sizes[] = {SLABS, ROWS, n}, last = 2;
+        for (int64_t i = 0; i < COUNT * n; i++)
+            x[i] = 3 * sin(0.7 * (double)i + (double)n) + 1e3;
+        for (int64_t s = 0; s < SLABS; s++) {
+            for (int64_t j = 0; j < n; j++)
+                x[(s * ROWS + 4) * n + j] = 0.1;
+            x[(s * ROWS + 9) * n + n / 2] = NAN;
+        }
+        yt_tensor *t = make(x, sizes, 3, YT_DTYPE_F32);
+        cr_assert_eq(yt_tensor_copy_to(t, x, sizeof(double) * (size_t)(COUNT * n), YT_DTYPE_F64),
+                     YT_OK);
+        const int64_t corrections[] = {0, 1, n};
+        for (int ci = 0; ci < 3; ci++) {
+            const int64_t c = corrections[ci];
+            for (int64_t r = 0; r < COUNT; r++) {
+                const double *row = x + r * n;
+                double mean = 0, sq = 0;
+                for (int64_t j = 0; j < n; j++)
+                    mean += row[j] / (double)n;
+                for (int64_t j = 0; j < n; j++)
+                    sq += (row[j] - mean) * (row[j] - mean);
+                want[r] = r % ROWS == 4 ? 0.0 / (double)(n - c) : sq / (double)(n - c);
+            }
+            for (int root = 0; root < 2; root++) {
+                take(root ? yt_std_ex(t, &last, 1, c, false) : yt_var_ex(t, &last, 1, c, false),
+                     got, COUNT);
+                for (int64_t r = 0; r < COUNT; r++) {
+                    const double w = root ? sqrt(want[r]) : want[r];
+                    if (isnan(w) || isinf(w) || w == 0) {
+                        cr_assert(memcmp(&got[r], &w, sizeof w) == 0 || (isnan(w) && isnan(got[r])),
+                                  "n=%lld correction %lld row %lld: %g, expected %g", (long long)n,
+                                  (long long)c, (long long)r, got[r], w);
+                        continue;
+                    }
+                    cr_assert(fabs(got[r] - w) <= 1e-4 * w + 1e-6,
+                              "n=%lld correction %lld row %lld root %d: %.9g, expected %.9g",
+                              (long long)n, (long long)c, (long long)r, root, got[r], w);
+                }
+            }
+        }
+        yt_release(t);
+    }
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* ---------------------------------------------------------------- empty reductions */
 
 Test(reduce, empty_semantics)
