@@ -225,6 +225,7 @@ main(int argc, char **argv)
     bench("log_softmax_16384x16", log_softmax_last, 16384, 16);
     bench("logsumexp_65536x4_dim1", logsumexp_last, 65536, 4);
     bench("norm2_16384x16_dim1", norm2_last, 16384, 16);
+    bench("var_16384x16_dim1", var_last, 16384, 16);
     bench("argmax_16384x16_dim1", argmax_last, 16384, 16);
     bench("prod_16384x16_dim1", prod_last, 16384, 16);
     bench("prod_4096x64_dim1", prod_last, 4096, 64);

@@ -34,6 +34,7 @@ CASES = [
     ("log_softmax_16384x16", lambda x, y: torch.log_softmax(x, 1), 16384, 16),
     ("logsumexp_65536x4_dim1", lambda x, y: torch.logsumexp(x, 1), 65536, 4),
     ("norm2_16384x16_dim1", lambda x, y: torch.linalg.vector_norm(x, 2, 1), 16384, 16),
+    ("var_16384x16_dim1", lambda x, y: torch.var(x, 1), 16384, 16),
     ("argmax_16384x16_dim1", lambda x, y: torch.argmax(x, 1), 16384, 16),
     ("prod_16384x16_dim1", lambda x, y: torch.prod(x, 1), 16384, 16),
     ("prod_4096x64_dim1", lambda x, y: torch.prod(x, 1), 4096, 64),
