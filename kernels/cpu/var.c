@@ -310,13 +310,12 @@ static void
 short_rows_f32(yt_tensor *result, const yt_tensor *self, double denom, bool take_sqrt)
 {
     const int64_t n = self->sizes[self->dim - 1];
-    short_rows_job j = {(float *)yt__data_ptr(result),
-                        (const float *)yt__data_ptr(self),
-                        self->numel / n,
-                        n,
-                        1,
-                        denom,
-                        take_sqrt};
+    short_rows_job j = {.out = (float *)yt__data_ptr(result),
+                        .x = (const float *)yt__data_ptr(self),
+                        .rows = self->numel / n,
+                        .n = n,
+                        .denom = denom,
+                        .take_sqrt = take_sqrt};
     /* about a nanosecond per element */
     int nth = self->numel >= YT_PARALLEL_GRAIN
                   ? yt__parallel_threads((double)self->numel, yt__max_threads())
