@@ -897,12 +897,13 @@ check_packed_ops(yt_dtype dtype, int64_t cache)
 
 /* check_packed_ops for 1- to 8-byte elements, with the last-level cache forced to 4 MiB, whose
  * window for the packed traversal (runtime/pointwise.c, packed_panel: 256 KiB to 1.5 MiB of
- * operands) these operands (272 KiB each) fall in, and to the machine's, where they take the
- * blocks. */
+ * operands) these operands (272 KiB each) fall in; to 3 MiB, where the three of an add (816 KiB)
+ * are past a quarter of it, so that the packed copy fetches columns ahead; and to the machine's,
+ * where they take the blocks. */
 Test(pointwise, rows_a_power_of_two_apart_through_packed_panels)
 {
     const yt_dtype dtypes[] = {YT_DTYPE_U8, YT_DTYPE_F16, YT_DTYPE_I32, YT_DTYPE_F32, YT_DTYPE_F64};
-    const int64_t caches[] = {4 << 20, 0};
+    const int64_t caches[] = {4 << 20, 3 << 20, 0};
     check_each(check_packed_ops, dtypes, sizeof dtypes / sizeof dtypes[0], caches,
                sizeof caches / sizeof caches[0]);
     YT_ASSERT_NO_LEAKS();
