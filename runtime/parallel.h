@@ -50,6 +50,16 @@ YT_INTERNAL int yt__parallel_threads(double ns, int max_threads);
  * 2 with the workers asleep). */
 YT_INTERNAL int yt__parallel_cut(double ns, int max_threads);
 
+/* Chunks to cut `units` independent units of work (rows, planes, output groups...) into for
+ * `threads` threads: four a thread, so that a thread that starts late or runs slow holds up at
+ * most a quarter of its share, but no more than there are units; 1 on one thread. */
+static inline int64_t
+yt__parallel_chunks(int64_t units, int threads)
+{
+    const int64_t most = 4 * (int64_t)threads;
+    return threads > 1 ? (units < most ? units : most) : 1;
+}
+
 /* For tests: with `on`, yt__parallel_threads gives max_threads to every job it would not refuse
  * for its size, whatever the load, so that tests exercise the split at every run. */
 YT_INTERNAL void yt__parallel_set_always(bool on);

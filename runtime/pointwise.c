@@ -661,7 +661,7 @@ run_split(const iter *it, int64_t numel, int64_t total, yt__loop_fn loop, yt__bl
           const void *ctx)
 {
     int threads = yt__parallel_threads((double)numel * PW_NS_PER_ELEMENT, yt__max_threads());
-    int64_t chunks = 4 * (int64_t)threads < total ? 4 * (int64_t)threads : total;
+    int64_t chunks = yt__parallel_chunks(total, threads);
     pw_job j = {it, total, chunks, loop, blocks, ctx};
     if (threads <= 1 || chunks <= 1) {
         j.chunks = 1;

@@ -141,7 +141,7 @@ run_channels(int64_t work, int64_t channels, yt__chunk_fn fn, void *job, int64_t
     int nth = threads_for(work, channels);
     if (nth > 1)
         nth = yt__parallel_threads(0.5 * (double)work, nth);
-    *chunks = nth > 1 ? (channels < 4 * nth ? channels : 4 * nth) : 1;
+    *chunks = yt__parallel_chunks(channels, nth);
     yt__parallel_run(*chunks, nth, fn, job);
 }
 

@@ -70,8 +70,7 @@ yt__cpu_cat(yt_tensor *result, yt_tensor *const *tensors, int tensors_len, int64
                                   ? yt__parallel_threads(bytes / 5.0, yt__max_threads())
                                   : 1;
                 copy_job j = {dst, src, run, stride, outer, 1};
-                if (threads > 1)
-                    j.chunks = 4 * (int64_t)threads < outer ? 4 * (int64_t)threads : outer;
+                j.chunks = yt__parallel_chunks(outer, threads);
                 yt__parallel_run(j.chunks, threads, copy_chunk, &j);
             }
         } else {

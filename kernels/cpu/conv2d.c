@@ -122,9 +122,7 @@ conv_fill(yt_tensor *target, void *ctx)
     bool weight = c->kind == YT_CONV_BACKWARD_WEIGHT;
     /* about 40 multiply-adds per nanosecond on one thread */
     int threads = nt > 1 ? yt__parallel_threads(conv_macs(g) / 40.0, nt) : 1;
-    int64_t chunks = weight        ? weight_blocks(g, es)
-                     : threads > 1 ? (4 * (int64_t)threads < g->n ? 4 * (int64_t)threads : g->n)
-                                   : 1;
+    int64_t chunks = weight ? weight_blocks(g, es) : yt__parallel_chunks(g->n, threads);
     if (threads > chunks)
         threads = (int)chunks;
     /* a column matrix per thread that may run; backward_weight adds a partial per extra block */

@@ -183,8 +183,7 @@ scan(yt_tensor *result, yt_tensor *self, int64_t dim, bool reversed)
         int threads = result->numel >= YT_PARALLEL_GRAIN && jb.units > 1
                           ? yt__parallel_threads((double)result->numel, yt__max_threads())
                           : 1;
-        jb.chunks =
-            threads > 1 ? (4 * (int64_t)threads < jb.units ? 4 * (int64_t)threads : jb.units) : 1;
+        jb.chunks = yt__parallel_chunks(jb.units, threads);
         yt__parallel_run(jb.chunks, threads, run_chunk, &jb);
         if (dst != result)
             st = yt__copy_into(result, dst);

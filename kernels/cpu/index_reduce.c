@@ -321,8 +321,7 @@ yt__index_reduce(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t
     int threads = self->numel >= YT_PARALLEL_GRAIN && jb.units > 1
                       ? yt__parallel_threads(0.5 * (double)self->numel, yt__max_threads())
                       : 1;
-    jb.chunks =
-        threads > 1 ? (4 * (int64_t)threads < jb.units ? 4 * (int64_t)threads : jb.units) : 1;
+    jb.chunks = yt__parallel_chunks(jb.units, threads);
     yt__parallel_run(jb.chunks, threads, run_chunk, &jb);
     yt__release_cast(x, self);
     return YT_OK;

@@ -40,7 +40,7 @@ ce_run(ce_job *j, yt__chunk_fn fn)
     int64_t work = j->rows * j->lay->c;
     int threads =
         work >= YT_PARALLEL_GRAIN ? yt__parallel_threads(2.0 * (double)work, yt__max_threads()) : 1;
-    j->chunks = threads > 1 && j->rows > 1 ? (j->rows < 4 * threads ? j->rows : 4 * threads) : 1;
+    j->chunks = yt__parallel_chunks(j->rows, threads);
     yt__parallel_run(j->chunks, threads, fn, j);
 }
 

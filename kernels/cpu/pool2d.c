@@ -189,7 +189,7 @@ run_planes(plane_job *j, int64_t work)
     int threads = j->planes > 1 && work >= YT_PARALLEL_GRAIN
                       ? yt__parallel_threads((double)work / 3.0, yt__max_threads())
                       : 1;
-    j->chunks = threads > 1 ? (j->planes < 4 * threads ? j->planes : 4 * threads) : 1;
+    j->chunks = yt__parallel_chunks(j->planes, threads);
     yt__parallel_run(j->chunks, threads, plane_chunk, j);
 }
 

@@ -90,9 +90,7 @@ run_draw(rand_job *j, double ns_per_elem)
     int threads = j->n >= YT_PARALLEL_GRAIN
                       ? yt__parallel_threads(ns_per_elem * (double)j->n, yt__max_threads())
                       : 1;
-    j->chunks = threads > 1 && j->n_blocks > 1
-                    ? (4 * (int64_t)threads < j->n_blocks ? 4 * (int64_t)threads : j->n_blocks)
-                    : 1;
+    j->chunks = yt__parallel_chunks(j->n_blocks, threads);
     yt__parallel_run(j->chunks, threads, rand_chunk, j);
 }
 

@@ -469,7 +469,7 @@ yt__reduce_run(yt_tensor *out, const yt_tensor *in, const int64_t *dim, int dim_
             return;
         /* no memory for the parts: every unit on this thread instead */
     }
-    units_job j = {p, loops, out, units, units < 4 * nth ? units : 4 * nth};
+    units_job j = {p, loops, out, units, yt__parallel_chunks(units, nth)};
     if (threads <= 1 || j.chunks <= 1) {
         if (units > 0)
             run_units(p, loops, out, 0, units);

@@ -762,7 +762,7 @@ run_job(const job *jb)
     int nth = numel >= YT_PARALLEL_GRAIN && n_units > 1
                   ? yt__parallel_threads((double)numel, yt__max_threads())
                   : 1;
-    units u = {jb, n_units, nth > 1 ? (n_units < 4 * nth ? n_units : 4 * nth) : 1};
+    units u = {jb, n_units, yt__parallel_chunks(n_units, nth)};
     yt__parallel_run(u.chunks, nth, run_chunk, &u);
 }
 

@@ -321,7 +321,7 @@ short_rows_f32(yt_tensor *result, const yt_tensor *self, double denom, bool take
                   ? yt__parallel_threads((double)self->numel, yt__max_threads())
                   : 1;
     const int64_t groups = (j.rows + 7) / 8;
-    j.chunks = nth > 1 ? (groups < 4 * nth ? groups : 4 * nth) : 1;
+    j.chunks = yt__parallel_chunks(groups, nth);
     yt__parallel_run(j.chunks, nth, short_rows_chunk, &j);
 }
 
