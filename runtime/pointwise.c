@@ -467,7 +467,11 @@ run_edge(const iter *it, const yt__block_strip *s, int64_t i0, int64_t i1, int64
  * PACK_AHEAD_COLUMNS further on are fetched into L2 (prefetcht2). 16 to 48 columns ahead did
  * alike; into L1 or both (prefetcht1, prefetcht0) did worse ([1024, 1024] f32 neg, bench/strided:
  * 0.43x of contiguous with prefetcht2, 0.41x and 0.37x). Fetching the output's lines of the panel
- * as well (prefetcht2, prefetchw) lost: 0.48x -> 0.41-0.45x. */
+ * as well (prefetcht2, prefetchw) lost: 0.48x -> 0.41-0.45x. Like the blocks' prefetches, these
+ * are for operands past a quarter of the last-level cache (it->prefetch): below, the lines come
+ * from L3 soon enough, and the prefetches only cost ([512, 512] f32 add, f64 neg and add, bench/ab
+ * against the same library without them: 1.03-1.08x the time; [1024, 1024] f32 add, 12 MiB of
+ * operands: 0.51-0.53x of contiguous without, 0.55-0.57x with). */
 enum { PACK_AHEAD_COLUMNS = 24 };
 
 /* Fetches `bytes` from each of 8 columns s0 bytes apart from `at` on. */
@@ -498,8 +502,9 @@ copy_transposed_es(char *dst, int64_t row, const char *src, int64_t s0, int64_t 
 
 /* copy_transposed_es for 4- or 8-byte elements, each size's pieces inlined (a call per piece, as
  * copy_block makes, left the copy at 1.2x the time). With the prefetches, f32 with a transposed
- * [1024, 1024] input, one thread, bench/strided, against contiguous: neg 0.41-0.42x -> 0.48-0.50x,
- * add 0.44-0.48x -> 0.55x. */
+ * [1024, 1024] input, one thread, bench/strided, against contiguous, most runs: neg 0.41-0.43x ->
+ * 0.45-0.51x, add 0.39-0.48x -> 0.50-0.58x (now and then a process is slower either way: neg
+ * 0.36x). */
 static void
 copy_transposed(char *dst, int64_t row, const char *src, int64_t s0, int64_t es, int64_t rows,
                 int64_t cols, int64_t ahead)
