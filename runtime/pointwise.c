@@ -34,6 +34,7 @@ typedef struct iter {
     int64_t panel;               /* strips: columns per panel of the packed traversal; 0: blocks */
     int64_t block_panel;         /* strips: columns per panel of the blocks; 0: all */
     unsigned streams;            /* rows: bit k set when run_row_prefetching fetches operand k */
+    bool staged;                 /* rows: short ones, run many at a time through run_staged */
 } iter;
 
 /* PyTorch's should_swap: > 0 when dim `a` (now inner of the two) should move outward because
@@ -179,6 +180,200 @@ run_block(const iter *it, char **data, int64_t n, const int64_t *row_strides, in
     }
 }
 
+/* Rows of at most SHORT_ROW_BYTES of output (a [N, 4] tensor with a [N, 1] column broadcast along
+ * its rows, or a narrowed [N, 8] input of which 4 of 8 are read) cost a loop call each, and a
+ * loop that runs 4 elements at a time has no vector to fill: f32 add one thread, 0.15x of the same
+ * elements contiguous. When the output's rows follow each other in memory, such rows instead run
+ * STAGE_BYTES of output at a time as one flat row: the inputs laid out otherwise are first copied
+ * row after row into a buffer in that layout (run_staged). */
+enum { SHORT_ROW_BYTES = 64, STAGE_BYTES = 4096 };
+
+/* Whether input k runs flat over whole rows, as the output does: contiguous along the row and
+ * from one row to the next. */
+static bool
+flat_rows(const iter *it, int k)
+{
+    return it->strides[0][k] == it->esize[k] && it->strides[1][k] == it->sizes[0] * it->esize[k];
+}
+
+/* Whether the rows are short and the output's run flat, so that run_staged takes whole rows. */
+/* Bytes of the widest operand's element. */
+static int64_t
+widest_element(const iter *it)
+{
+    int64_t widest = 1;
+    for (int k = 0; k < it->n_ops; k++)
+        widest = it->esize[k] > widest ? it->esize[k] : widest;
+    return widest;
+}
+
+/* Whether the rows are short for every operand (a bool result of an f64 comparison is 8 times
+ * narrower than its inputs) and the output's run flat, so that run_staged takes whole rows. */
+static bool
+stages_short_rows(const iter *it)
+{
+    return it->dim >= 2 && it->sizes[0] * widest_element(it) < SHORT_ROW_BYTES && flat_rows(it, 0);
+}
+
+#ifdef __AVX2__
+/* stage_rows for a column of 4- or 8-byte elements contiguous from row to row, each repeated n
+ * times along its row (n * es <= SHORT_ROW_BYTES): a vector of the column's elements at a time,
+ * spread over the n vectors of its rows by permutes (lane l of vector q takes the element of row
+ * (q * per + l) / n, per elements to a vector), instead of a store or more a row. Returns the rows
+ * done: whole vectors' worth of them. */
+static int64_t
+fill_columns(char *dst, const char *src, int64_t es, int64_t n, int64_t rows)
+{
+    const int64_t per = 32 / es; /* elements, and so rows, to a vector */
+    /* element e's row is e / n, taken as (e + 0.5) / n truncated (e < 128: exact in float); a
+     * vector of 8-byte elements moves pairs of 4-byte lanes */
+    const __m256i element = es == 4 ? _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)
+                                    : _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+    const __m256i half =
+        es == 4 ? _mm256_setzero_si256() : _mm256_setr_epi32(0, 1, 0, 1, 0, 1, 0, 1);
+    const __m256 inverse = _mm256_set1_ps(1.0f / (float)n);
+    __m256i lanes[SHORT_ROW_BYTES / 4];
+    for (int64_t q = 0; q < n; q++) {
+        const __m256i e = _mm256_add_epi32(element, _mm256_set1_epi32((int32_t)(q * per)));
+        const __m256 at = _mm256_add_ps(_mm256_cvtepi32_ps(e), _mm256_set1_ps(0.5f));
+        const __m256i row = _mm256_cvttps_epi32(_mm256_mul_ps(at, inverse));
+        lanes[q] = es == 4 ? row : _mm256_add_epi32(_mm256_add_epi32(row, row), half);
+    }
+    const int64_t done = rows / per * per;
+    for (int64_t r = 0; r < done; r += per) {
+        const __m256 column = _mm256_loadu_ps((const float *)(src + r * es));
+        for (int64_t q = 0; q < n; q++)
+            _mm256_storeu_ps((float *)(dst + (r * n + q * per) * es),
+                             _mm256_permutevar8x32_ps(column, lanes[q]));
+    }
+    return done;
+}
+#endif
+
+/* Copies `rows` rows of n elements of es bytes (element j of row r at src + r * s1 + j * s0) into
+ * dst, one after the other. The sizes of rows and elements common in short rows are constants
+ * where the compiler sees them, so that the copies are single moves. */
+static void
+stage_rows(char *dst, const char *src, int64_t s0, int64_t s1, int64_t es, int64_t n, int64_t rows)
+{
+    const int64_t bytes = n * es;
+#define COPY_ROWS(b)                                                                               \
+    do {                                                                                           \
+        for (int64_t r = 0; r < rows; r++)                                                         \
+            memcpy(dst + r * (b), src + r * s1, (size_t)(b));                                      \
+    } while (0)
+#define COPY_ENDS(part)                                                                            \
+    do {                                                                                           \
+        for (int64_t r = 0; r < rows; r++) {                                                       \
+            memcpy(dst + r * bytes, src + r * s1, (size_t)(part));                                 \
+            memcpy(dst + r * bytes + bytes - (part), src + r * s1 + bytes - (part),                \
+                   (size_t)(part));                                                                \
+        }                                                                                          \
+    } while (0)
+#define FILL_ROWS(e)                                                                               \
+    do {                                                                                           \
+        for (int64_t r = 0; r < rows; r++)                                                         \
+            for (int64_t j = 0; j < n; j++)                                                        \
+                memcpy(dst + (r * n + j) * (e), src + r * s1, (size_t)(e));                        \
+    } while (0)
+    if (s0 == es) { /* contiguous along the row */
+        switch (bytes) {
+        case 4:
+            COPY_ROWS(4);
+            return;
+        case 8:
+            COPY_ROWS(8);
+            return;
+        case 16:
+            COPY_ROWS(16);
+            return;
+        case 32:
+            COPY_ROWS(32);
+            return;
+        default:
+            break;
+        }
+        /* otherwise two moves of the largest power of two below: the row's first bytes and its
+         * last, overlapping */
+        if (bytes > 32)
+            COPY_ENDS(32);
+        else if (bytes > 16)
+            COPY_ENDS(16);
+        else if (bytes > 8)
+            COPY_ENDS(8);
+        else if (bytes > 4)
+            COPY_ENDS(4);
+        else
+            COPY_ROWS(bytes);
+        return;
+    }
+    if (s0 == 0) { /* one element repeated along the row: a broadcast column */
+#ifdef __AVX2__
+        if ((es == 4 || es == 8) && s1 == es && rows >= 32 / es) {
+            const int64_t done = fill_columns(dst, src, es, n, rows);
+            dst += done * bytes;
+            src += done * s1;
+            rows -= done;
+        }
+        /* whole vectors of it, each row's last running on over the next rows' place (which their
+         * own stores then take) and past the last row into the buffer's spare SHORT_ROW_BYTES */
+        if ((es == 4 || es == 8) && bytes % 16 == 0) {
+            /* rows a multiple of 16 bytes: 16-byte stores, none across a line */
+            for (int64_t r = 0; r < rows; r++) {
+                const __m128 v =
+                    es == 4 ? _mm_broadcast_ss((const float *)(src + r * s1))
+                            : _mm_castpd_ps(_mm_loaddup_pd((const double *)(src + r * s1)));
+                for (int64_t b = 0; b < bytes; b += 16)
+                    _mm_storeu_ps((float *)(dst + r * bytes + b), v);
+            }
+            return;
+        }
+        if (es == 4 || es == 8) {
+            for (int64_t r = 0; r < rows; r++) {
+                const __m256 v =
+                    es == 4 ? _mm256_broadcast_ss((const float *)(src + r * s1))
+                            : _mm256_castpd_ps(_mm256_broadcast_sd((const double *)(src + r * s1)));
+                for (int64_t b = 0; b < bytes; b += 32)
+                    _mm256_storeu_ps((float *)(dst + r * bytes + b), v);
+            }
+            return;
+        }
+#endif
+        FILL_ROWS(es);
+        return;
+    }
+#undef COPY_ROWS
+#undef COPY_ENDS
+#undef FILL_ROWS
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < n; j++)
+            memcpy(dst + (r * n + j) * es, src + r * s1 + j * s0, (size_t)es);
+}
+
+/* Runs `rows` whole rows from data[] on (stages_short_rows holds) as flat rows of up to
+ * STAGE_BYTES of the widest operand: the inputs whose rows do not run flat are copied into
+ * buffers first.
+ * Each row's inputs are read before its output is written, as in the row-by-row loops. */
+static void
+run_staged(const iter *it, char *const *data, int64_t rows, yt__loop_fn loop, const void *ctx)
+{
+    _Alignas(64) char stage[MAX_OPERANDS][STAGE_BYTES + SHORT_ROW_BYTES];
+    const int64_t n = it->sizes[0], *s0 = it->strides[0], *s1 = it->strides[1];
+    const int64_t most = STAGE_BYTES / (n * widest_element(it)); /* rows a buffer holds */
+    char *at[MAX_OPERANDS];
+    for (int64_t r0 = 0; r0 < rows; r0 += most) {
+        const int64_t len = rows - r0 < most ? rows - r0 : most;
+        for (int k = 0; k < it->n_ops; k++) {
+            at[k] = data[k] + r0 * s1[k];
+            if (k > 0 && !flat_rows(it, k)) {
+                stage_rows(stage[k], at[k], s0[k], s1[k], it->esize[k], n, len);
+                at[k] = stage[k];
+            }
+        }
+        loop(at, it->esize, len * n, it->esize, 1, ctx);
+    }
+}
+
 /* Runs `loop` over flat elements [begin, end) of the iteration space: a first row that a chunk
  * may begin partway along, then blocks of whole rows along dim 1 (as many as remain of that dim
  * and of the range), then the part of a row where the range ends. */
@@ -214,7 +409,10 @@ run_range(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
         }
         for (int k = 0; k < it->n_ops; k++)
             data[k] = ptr[k] + idx[0] * it->strides[0][k];
-        run_block(it, data, n, row_strides, rows, loop, ctx);
+        if (it->staged && n == n0 && rows > 1)
+            run_staged(it, data, rows, loop, ctx);
+        else
+            run_block(it, data, n, row_strides, rows, loop, ctx);
         pos += n * rows;
         idx[0] += n;
         if (idx[0] < n0 || pos >= end)
@@ -711,6 +909,7 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
     it.n_ops = n_in + 1;
     it.prefetch = false; /* set below, for the traversal that uses them */
     it.streams = 0;
+    it.staged = false;
     const int ndim = out->dim;
     for (int k = 0; k < it.n_ops; k++) {
         const yt_tensor *t = k == 0 ? out : in[k - 1];
@@ -776,7 +975,8 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
         run_split(&it, numel, strips, loop, blocks, ctx);
         return YT_OK;
     }
-    it.streams = bytes > cached_bytes() ? row_streams(&it) : 0;
+    it.staged = stages_short_rows(&it);
+    it.streams = bytes > cached_bytes() && !it.staged ? row_streams(&it) : 0;
     run_split(&it, numel, numel, loop, NULL, ctx);
     return YT_OK;
 }

@@ -737,6 +737,112 @@ expect_grid(yt_tensor *t, const double *want, int64_t rows, int64_t cols, const 
     yt_release(t);
 }
 
+/* Short rows (runtime/pointwise.c, run_staged): [R, n] for n = 1..17, R = 1203 (chunks of whole
+ * rows, a last one partial, and rows past the last whole vector of a broadcast column), each input
+ * laid out another way: a broadcast column, 4 of every 8 of a wider input, every other element of
+ * one, a 0-d tensor, a broadcast row, a column added in place, and a column compared (a bool
+ * result, its rows up to 8 times shorter than the inputs'). */
+static void
+check_short_rows(yt_dtype dtype, int64_t n)
+{
+    enum { R = 1203, MAX_N = 17 };
+    static double av[R * MAX_N], wide[R * 2 * MAX_N], colv[R], rowv[MAX_N], want[R * MAX_N];
+    for (int64_t i = 0; i < R * n; i++)
+        av[i] = (double)(i % 61);
+    for (int64_t i = 0; i < R * 2 * n; i++)
+        wide[i] = (double)(i % 53);
+    for (int64_t r = 0; r < R; r++)
+        colv[r] = (double)(r % 37);
+    for (int64_t j = 0; j < n; j++)
+        rowv[j] = (double)(j + 3);
+    const double scalar = 5;
+    int64_t as[2] = {R, n}, ws[2] = {R, 2 * n}, cs[2] = {R, 1}, rs[1] = {n};
+    yt_tensor *a64 = yt_tensor_from_data(av, as, 2, YT_DTYPE_F64);
+    yt_tensor *w64 = yt_tensor_from_data(wide, ws, 2, YT_DTYPE_F64);
+    yt_tensor *c64 = yt_tensor_from_data(colv, cs, 2, YT_DTYPE_F64);
+    yt_tensor *r64 = yt_tensor_from_data(rowv, rs, 1, YT_DTYPE_F64);
+    yt_tensor *s64 = yt_tensor_from_data(&scalar, NULL, 0, YT_DTYPE_F64);
+    yt_tensor *a = yt_to(a64, dtype), *w = yt_to(w64, dtype), *col = yt_to(c64, dtype);
+    yt_tensor *row = yt_to(r64, dtype), *s0d = yt_to(s64, dtype);
+    yt_tensor *front = yt_narrow(w, 1, 0, n), *every_other = yt_slice_ex(w, 1, 0, 2 * n, 2);
+    cr_assert_not_null(every_other, "%s", yt_errmsg());
+    char what[64];
+
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++)
+            want[r * n + j] = av[r * n + j] + colv[r];
+    snprintf(what, sizeof what, "a + col, n %lld", (long long)n);
+    expect_grid(yt_add(a, col), want, R, n, what, dtype, 0);
+    yt_tensor *acc = yt_clone(a);
+    cr_assert_eq(yt_add_(acc, col), YT_OK, "%s", yt_errmsg());
+    snprintf(what, sizeof what, "a.add_(col), n %lld", (long long)n);
+    expect_grid(acc, want, R, n, what, dtype, 0);
+
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++)
+            want[r * n + j] = wide[r * 2 * n + j] + 2;
+    snprintf(what, sizeof what, "w[:, :n] + 2, n %lld", (long long)n);
+    expect_grid(yt_add_scalar(front, yt_int(2)), want, R, n, what, dtype, 0);
+
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++)
+            want[r * n + j] = av[r * n + j] + wide[r * 2 * n + 2 * j];
+    snprintf(what, sizeof what, "a + w[:, ::2], n %lld", (long long)n);
+    expect_grid(yt_add(a, every_other), want, R, n, what, dtype, 0);
+
+    for (int64_t i = 0; i < R * n; i++)
+        want[i] = av[i] + scalar;
+    snprintf(what, sizeof what, "a + 0-d, n %lld", (long long)n);
+    expect_grid(yt_add(a, s0d), want, R, n, what, dtype, 0);
+
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++)
+            want[r * n + j] = av[r * n + j] + rowv[j];
+    snprintf(what, sizeof what, "a + row, n %lld", (long long)n);
+    expect_grid(yt_add(a, row), want, R, n, what, dtype, 0);
+
+    /* a bool result, narrower than the inputs it compares */
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++)
+            want[r * n + j] = av[r * n + j] < colv[r] ? 1 : 0;
+    snprintf(what, sizeof what, "a < col, n %lld", (long long)n);
+    expect_grid(yt_lt(a, col), want, R, n, what, dtype, 0);
+
+    yt_release(every_other);
+    yt_release(front);
+    yt_release(s0d);
+    yt_release(row);
+    yt_release(col);
+    yt_release(w);
+    yt_release(a);
+    yt_release(s64);
+    yt_release(r64);
+    yt_release(c64);
+    yt_release(w64);
+    yt_release(a64);
+}
+
+void yt__parallel_set_always(bool on); /* runtime/parallel.h */
+
+/* check_short_rows for 1- to 8-byte elements, at 1 thread and at 2 (forced to split, so that a
+ * share starts partway along a row). */
+Test(pointwise, short_rows_through_a_flat_buffer)
+{
+    const yt_dtype dtypes[] = {YT_DTYPE_U8,  YT_DTYPE_F16, YT_DTYPE_I32,
+                               YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
+    int threads_before = yt_get_num_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        cr_assert_eq(yt_set_num_threads(threads), YT_OK);
+        yt__parallel_set_always(threads > 1);
+        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+            for (int64_t n = 1; n <= 17; n++)
+                check_short_rows(dtypes[d], n);
+    }
+    yt__parallel_set_always(false);
+    cr_assert_eq(yt_set_num_threads(threads_before), YT_OK);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* A generated loop in its block form (runtime/pointwise_blocks.h, inlined per op and dtype) on
  * [37, 1211]: add with a transposed input, in place into the other operand (whose edges must be
  * added once), where() with a transposed bool condition beside a transposed value, and a
