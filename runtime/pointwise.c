@@ -318,19 +318,10 @@ stage_rows(char *dst, const char *src, int64_t s0, int64_t s1, int64_t es, int64
             src += done * s1;
             rows -= done;
         }
-        /* whole vectors of it, each row's last running on over the next rows' place (which their
-         * own stores then take) and past the last row into the buffer's spare SHORT_ROW_BYTES */
-        if ((es == 4 || es == 8) && bytes % 16 == 0) {
-            /* rows a multiple of 16 bytes: 16-byte stores, none across a line */
-            for (int64_t r = 0; r < rows; r++) {
-                const __m128 v =
-                    es == 4 ? _mm_broadcast_ss((const float *)(src + r * s1))
-                            : _mm_castpd_ps(_mm_loaddup_pd((const double *)(src + r * s1)));
-                for (int64_t b = 0; b < bytes; b += 16)
-                    _mm_storeu_ps((float *)(dst + r * bytes + b), v);
-            }
-            return;
-        }
+        /* the rest (and a column whose rows are not back to back, or a 0-d input): whole
+         * vectors of the element, each row's last running on over the next rows' place (which
+         * their own stores then take) and past the last row into the buffer's spare
+         * SHORT_ROW_BYTES */
         if (es == 4 || es == 8) {
             for (int64_t r = 0; r < rows; r++) {
                 const __m256 v =
