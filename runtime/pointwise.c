@@ -199,7 +199,6 @@ flat_rows(const iter *it, int k)
     return it->strides[0][k] == it->esize[k] && it->strides[1][k] == it->sizes[0] * it->esize[k];
 }
 
-/* Whether the rows are short and the output's run flat, so that run_staged takes whole rows. */
 /* Bytes of the widest operand's element. */
 static int64_t
 widest_element(const iter *it)
@@ -220,7 +219,7 @@ stages_short_rows(const iter *it)
 
 #ifdef __AVX2__
 /* stage_rows for a column of 4- or 8-byte elements contiguous from row to row, each repeated n
- * times along its row (n * es <= SHORT_ROW_BYTES): a vector of the column's elements at a time,
+ * times along its row (n * es < SHORT_ROW_BYTES): a vector of the column's elements at a time,
  * spread over the n vectors of its rows by permutes (lane l of vector q takes the element of row
  * (q * per + l) / n, per elements to a vector), instead of a store or more a row. Returns the rows
  * done: whole vectors' worth of them. */

@@ -416,14 +416,6 @@ bwd_lanes(__m256 g, __m256 y, __m256 s, kind k)
                         : _mm256_fnmadd_ps(yt__exp8(y), s, g);
 }
 
-/* bwd_row_f32 for `rows` <= 8 rows of n <= BWD_ROWS8_MAX (row r at r * n), not streamed, in two
- * steps: bwd_sums8 folds each row's products (softmax) or gradients (log_softmax) into one vector
- * and yt__hsum8x8 finishes the 8 sums together; one of the bwd_write_* then writes each row with
- * its own sum, where a row alone pays a call and a horizontal sum. A row's result depends on that
- * row alone. out may be g or y. Over dim 1 of [16384, 16], one thread, row by row -> 8 at a time
- * (huge pages for both, see runtime/allocator.c): softmax 132 -> 67 us, log_softmax 216 -> 176 us
- * (torch 60 and 218). */
-
 /* The sums of rows 0..rows-1 in the first lanes, 0 in the others. Each row's whole vectors, then
  * its tail. Rows of up to 32 go side by side (8 independent chains, 8 lines of each input in
  * flight: [16384, 16] 79 -> 67 us), longer ones one after the other ([4096, 64]: 43 us, against
@@ -563,6 +555,13 @@ bwd_rows8_short_f32(float *out, const float *g, const float *y, int64_t n, kind 
         bwd_rows8_of_length(out, g, y, 32, k);
 }
 
+/* bwd_row_f32 for `rows` <= 8 rows of n <= BWD_ROWS8_MAX (row r at r * n), not streamed, in two
+ * steps: bwd_sums8 folds each row's products (softmax) or gradients (log_softmax) into one vector
+ * and yt__hsum8x8 finishes the 8 sums together; one of the bwd_write_* then writes each row with
+ * its own sum, where a row alone pays a call and a horizontal sum. A row's result depends on that
+ * row alone. out may be g or y. Over dim 1 of [16384, 16], one thread, row by row -> 8 at a time
+ * (huge pages for both, see runtime/allocator.c): softmax 132 -> 67 us, log_softmax 216 -> 176 us
+ * (torch 60 and 218). */
 static void
 bwd_rows8_f32(float *out, const float *g, const float *y, int64_t rows, int64_t n, kind k)
 {
