@@ -14,6 +14,9 @@
  *                       of bytes apart, which share cache sets (runtime/pointwise.c)
  *   neg_transposed_pow2 -a.t() against -a on the same squares: the transposed input and the
  *                       output alone
+ *   add_step2, add_step2_f64, neg_step2, exp_step3
+ *                       a[:, ::2] + b (of a [rows, 2000] a), -a[:, ::2], exp(a[:, ::3]): an input
+ *                       read every 2nd or 3rd element
  *
  * Usage: bench/strided.sh BUILD_DIR [CASE...] (default: every case), which rebuilds this first;
  * prints a table of case, size, both times, ratio. */
@@ -27,13 +30,21 @@
 
 enum { COLS = 1000, ROUNDS = 40 };
 
-static const char *const CASES[] = {
-    "add_transposed",      "add_transposed_f64",      "exp_transposed",     "add_bcast_row",
-    "add_transposed_pow2", "add_transposed_pow2_f64", "neg_transposed_pow2"};
+static const char *const CASES[] = {"add_transposed",
+                                    "add_transposed_f64",
+                                    "exp_transposed",
+                                    "add_bcast_row",
+                                    "add_transposed_pow2",
+                                    "add_transposed_pow2_f64",
+                                    "neg_transposed_pow2",
+                                    "add_step2",
+                                    "add_step2_f64",
+                                    "neg_step2",
+                                    "exp_step3"};
 static const int64_t SIZES[] = {1 << 16, 1 << 20, 10000000};
 
 typedef struct operands {
-    yt_tensor *out, *a, *b, *at, *row;
+    yt_tensor *out, *a, *b, *at, *row, *stepped;
 } operands;
 
 static double
@@ -65,6 +76,12 @@ run(const char *c, bool strided, const operands *o)
         return yt_exp_out(o->out, strided ? o->at : o->a);
     if (!strcmp(c, "neg_transposed_pow2"))
         return yt_neg_out(o->out, strided ? o->at : o->a);
+    if (!strncmp(c, "add_step", strlen("add_step")))
+        return yt_add_out(o->out, strided ? o->stepped : o->a, o->b);
+    if (!strcmp(c, "neg_step2"))
+        return yt_neg_out(o->out, strided ? o->stepped : o->a);
+    if (!strcmp(c, "exp_step3"))
+        return yt_exp_out(o->out, strided ? o->stepped : o->a);
     if (strided)
         return yt_add_out(o->out, o->a, o->row);
     return yt_add_scalar_out(o->out, o->a, yt_float(1.0));
@@ -80,14 +97,19 @@ bench(const char *c, int64_t n)
             cols *= 2;
         rows = cols;
     }
+    /* _stepN: every Nth column of [rows, N * cols] */
+    const char *step_at = strstr(c, "_step");
+    int64_t step = step_at != NULL ? step_at[strlen("_step")] - '0' : 1;
     int64_t shape[2] = {rows, cols}, tshape[2] = {cols, rows}, rshape[1] = {cols};
+    int64_t wide[2] = {rows, step * cols};
     yt_dtype dtype = strstr(c, "_f64") ? YT_DTYPE_F64 : YT_DTYPE_F32;
     yt_tensor *ta = in_dtype(yt_rand(tshape, 2), dtype);
+    yt_tensor *every = in_dtype(yt_rand(wide, 2), dtype);
     operands o = {in_dtype(yt_zeros(shape, 2), dtype), in_dtype(yt_rand(shape, 2), dtype),
-                  in_dtype(yt_rand(shape, 2), dtype), yt_transpose(ta, 0, 1),
-                  in_dtype(yt_rand(rshape, 1), dtype)};
+                  in_dtype(yt_rand(shape, 2), dtype),  yt_transpose(ta, 0, 1),
+                  in_dtype(yt_rand(rshape, 1), dtype), yt_slice_ex(every, 1, 0, step * cols, step)};
     if (o.out == NULL || o.a == NULL || o.b == NULL || o.at == NULL || o.row == NULL ||
-        run(c, false, &o) != YT_OK || run(c, true, &o) != YT_OK) {
+        o.stepped == NULL || run(c, false, &o) != YT_OK || run(c, true, &o) != YT_OK) {
         fprintf(stderr, "strided bench %s: %s\n", c, yt_errmsg());
         exit(1);
     }
@@ -106,6 +128,8 @@ bench(const char *c, int64_t n)
            best[1] * 1e6, best[0] / best[1]);
     fflush(stdout);
     yt_release(ta);
+    yt_release(every);
+    yt_release(o.stepped);
     yt_release(o.out);
     yt_release(o.a);
     yt_release(o.b);

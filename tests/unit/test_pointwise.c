@@ -843,6 +843,83 @@ Test(pointwise, short_rows_through_a_flat_buffer)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* Inputs that step over elements (runtime/pointwise.c, run_gathered): [R, n] against every
+ * step-th element of a [R, step * n] tensor from its (step - 1)-th on, so that the last row's
+ * last element is the storage's last (a vector loop reading past it trips ASan), n from 1 to
+ * past the pieces the rows are gathered in (4 KiB of the widest operand). */
+static void
+check_stepped(yt_dtype dtype, int64_t step, int64_t n)
+{
+    enum { R = 3, MAX_STEP = 7, MAX_N = 5000 };
+    static double av[R * MAX_N], wide[R * MAX_STEP * MAX_N], want[R * MAX_N];
+    for (int64_t i = 0; i < R * n; i++)
+        av[i] = (double)(i % 61);
+    for (int64_t i = 0; i < R * step * n; i++)
+        wide[i] = (double)(i % 53);
+    int64_t as[2] = {R, n}, ws[2] = {R, step * n};
+    yt_tensor *a64 = yt_tensor_from_data(av, as, 2, YT_DTYPE_F64);
+    yt_tensor *w64 = yt_tensor_from_data(wide, ws, 2, YT_DTYPE_F64);
+    yt_tensor *a = yt_to(a64, dtype), *w = yt_to(w64, dtype);
+    yt_tensor *stepped = yt_slice_ex(w, 1, step - 1, step * n, step);
+    yt_tensor *from_0 = yt_slice_ex(w, 1, 0, step * n, step);
+    cr_assert_not_null(stepped, "%s", yt_errmsg());
+    cr_assert_not_null(from_0, "%s", yt_errmsg());
+    char what[64];
+
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++)
+            want[r * n + j] = av[r * n + j] + wide[r * step * n + j * step + step - 1];
+    snprintf(what, sizeof what, "a + w[:, %lld::%lld], n %lld", (long long)(step - 1),
+             (long long)step, (long long)n);
+    expect_grid(yt_add(a, stepped), want, R, n, what, dtype, 0);
+
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++)
+            want[r * n + j] = wide[r * step * n + j * step + step - 1] * 2;
+    snprintf(what, sizeof what, "w[:, %lld::%lld] * 2, n %lld", (long long)(step - 1),
+             (long long)step, (long long)n);
+    expect_grid(yt_mul_scalar(stepped, yt_int(2)), want, R, n, what, dtype, 0);
+
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++)
+            want[r * n + j] =
+                wide[r * step * n + j * step] + wide[r * step * n + j * step + step - 1];
+    snprintf(what, sizeof what, "w[:, ::%lld] + w[:, %lld::%lld], n %lld", (long long)step,
+             (long long)(step - 1), (long long)step, (long long)n);
+    expect_grid(yt_add(from_0, stepped), want, R, n, what, dtype, 0);
+
+    yt_release(from_0);
+    yt_release(stepped);
+    yt_release(w);
+    yt_release(a);
+    yt_release(w64);
+    yt_release(a64);
+}
+
+/* check_stepped for 1- to 8-byte elements, steps 2 (a vector of shuffles for 4- and 8-byte
+ * elements), 3 and 7, at 1 thread and at 2 (forced to split, so that a share starts partway along
+ * a row). */
+Test(pointwise, stepped_inputs_gathered_into_a_buffer)
+{
+    const yt_dtype dtypes[] = {YT_DTYPE_U8,  YT_DTYPE_I16, YT_DTYPE_F16, YT_DTYPE_I32,
+                               YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
+    const int64_t steps[] = {2, 3, 7},
+                  lengths[] = {1,  2,  3,   4,   5,   7,    8,    9,    15,   16,
+                               17, 33, 511, 512, 513, 1023, 1024, 1025, 4097, 5000};
+    int threads_before = yt_get_num_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        cr_assert_eq(yt_set_num_threads(threads), YT_OK);
+        yt__parallel_set_always(threads > 1);
+        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+            for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++)
+                for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+                    check_stepped(dtypes[d], steps[s], lengths[l]);
+    }
+    yt__parallel_set_always(false);
+    cr_assert_eq(yt_set_num_threads(threads_before), YT_OK);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* A generated loop in its block form (runtime/pointwise_blocks.h, inlined per op and dtype) on
  * [37, 1211]: add with a transposed input, in place into the other operand (whose edges must be
  * added once), where() with a transposed bool condition beside a transposed value, and a
