@@ -14,9 +14,11 @@
  *                       of bytes apart, which share cache sets (runtime/pointwise.c)
  *   neg_transposed_pow2 -a.t() against -a on the same squares: the transposed input and the
  *                       output alone
- *   add_step2, add_step2_f64, neg_step2, exp_step3
- *                       a[:, ::2] + b (of a [rows, 2000] a), -a[:, ::2], exp(a[:, ::3]): an input
- *                       read every 2nd or 3rd element
+ *   add_step2, add_step2_f64, neg_step2, exp_step3, neg_step3
+ *                       a[:, ::2] + b (of a [rows, 2000] a), -a[:, ::2], exp(a[:, ::3]),
+ *                       -a[:, ::3]: an input read every 2nd or 3rd element
+ *   neg_into_step2      out[:, ::2] = -a (yt_neg_out into every 2nd column of [rows, 2000])
+ *   mul_step2_inplace   a[:, ::2] *= 1 against a *= 1
  *
  * Usage: bench/strided.sh BUILD_DIR [CASE...] (default: every case), which rebuilds this first;
  * prints a table of case, size, both times, ratio. */
@@ -30,17 +32,12 @@
 
 enum { COLS = 1000, ROUNDS = 40 };
 
-static const char *const CASES[] = {"add_transposed",
-                                    "add_transposed_f64",
-                                    "exp_transposed",
-                                    "add_bcast_row",
-                                    "add_transposed_pow2",
-                                    "add_transposed_pow2_f64",
-                                    "neg_transposed_pow2",
-                                    "add_step2",
-                                    "add_step2_f64",
-                                    "neg_step2",
-                                    "exp_step3"};
+static const char *const CASES[] = {
+    "add_transposed",      "add_transposed_f64",  "exp_transposed",
+    "add_bcast_row",       "add_transposed_pow2", "add_transposed_pow2_f64",
+    "neg_transposed_pow2", "add_step2",           "add_step2_f64",
+    "neg_step2",           "exp_step3",           "neg_step3",
+    "neg_into_step2",      "mul_step2_inplace"};
 static const int64_t SIZES[] = {1 << 16, 1 << 20, 10000000};
 
 typedef struct operands {
@@ -78,10 +75,14 @@ run(const char *c, bool strided, const operands *o)
         return yt_neg_out(o->out, strided ? o->at : o->a);
     if (!strncmp(c, "add_step", strlen("add_step")))
         return yt_add_out(o->out, strided ? o->stepped : o->a, o->b);
-    if (!strcmp(c, "neg_step2"))
+    if (!strcmp(c, "neg_step2") || !strcmp(c, "neg_step3"))
         return yt_neg_out(o->out, strided ? o->stepped : o->a);
     if (!strcmp(c, "exp_step3"))
         return yt_exp_out(o->out, strided ? o->stepped : o->a);
+    if (!strcmp(c, "neg_into_step2"))
+        return yt_neg_out(strided ? o->stepped : o->out, o->a);
+    if (!strcmp(c, "mul_step2_inplace"))
+        return yt_mul_scalar_(strided ? o->stepped : o->a, yt_float(1.0));
     if (strided)
         return yt_add_out(o->out, o->a, o->row);
     return yt_add_scalar_out(o->out, o->a, yt_float(1.0));

@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "parallel.h"
 #include "pointwise_blocks.h"
+#include "stepped_copy.h"
 
 enum { MAX_OPERANDS = YT__MAX_OPERANDS, LINE = 64 }; /* out + 7 inputs; bytes per cache line */
 
@@ -35,7 +36,7 @@ typedef struct iter {
     int64_t block_panel;         /* strips: columns per panel of the blocks; 0: all */
     unsigned streams;            /* rows: bit k set when run_row_prefetching fetches operand k */
     bool staged;                 /* rows: short ones, run many at a time through run_staged */
-    unsigned gathered;           /* rows: bit k set when input k steps over elements */
+    unsigned gathered;           /* rows: bit k set when operand k steps over elements */
 } iter;
 
 /* PyTorch's should_swap: > 0 when dim `a` (now inner of the two) should move outward because
@@ -253,81 +254,6 @@ fill_columns(char *dst, const char *src, int64_t es, int64_t n, int64_t rows)
 }
 #endif
 
-/* Copies n elements of es bytes, `step` bytes apart from src on, into dst one after the other.
- * Every 2nd f32 or f64 (x[:, ::2], the even or odd halves of rotary embeddings) moves a vector at
- * a time: two loads, a shuffle and a permute, stopping short of reading past the last element.
- * Other 4- and 8-byte steps load a vector's elements one by one and store it whole: exp(a[:, ::3])
- * 0.27-0.32x of exp(a) when gcc kept the elements in an array on the stack (the vector's load
- * then waited on 8 stores), 0.44-0.52x storing element by element, 0.49-0.63x so. The AVX2
- * gather instructions measured 0.15x from memory. */
-static void
-gather_elements(char *dst, const char *src, int64_t step, int64_t es, int64_t n)
-{
-    int64_t j = 0;
-#ifdef __AVX2__
-    if (es == 4 && step == 8) {
-        for (; j + 9 <= n; j += 8) {
-            const __m256 lo = _mm256_loadu_ps((const float *)(src + j * 8));
-            const __m256 hi = _mm256_loadu_ps((const float *)(src + j * 8 + 32));
-            /* lanes 0-3: elements 0 1 4 5, lanes 4-7: 2 3 6 7; then the pairs in order */
-            const __m256 even = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
-            const __m256d pairs =
-                _mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0));
-            _mm256_storeu_pd((double *)(dst + j * 4), pairs);
-        }
-    } else if (es == 8 && step == 16) {
-        for (; j + 5 <= n; j += 4) {
-            const __m256d lo = _mm256_loadu_pd((const double *)(src + j * 16));
-            const __m256d hi = _mm256_loadu_pd((const double *)(src + j * 16 + 32));
-            const __m256d even = _mm256_unpacklo_pd(lo, hi); /* elements 0 2 1 3 */
-            _mm256_storeu_pd((double *)(dst + j * 8),
-                             _mm256_permute4x64_pd(even, _MM_SHUFFLE(3, 1, 2, 0)));
-        }
-    } else if (es == 4) {
-        for (; j + 8 <= n; j += 8) {
-            const char *at = src + j * step;
-#define AT(u) (*(const float *)(at + (u)*step))
-            _mm256_storeu_ps((float *)(dst + j * 4), _mm256_setr_ps(AT(0), AT(1), AT(2), AT(3),
-                                                                    AT(4), AT(5), AT(6), AT(7)));
-#undef AT
-        }
-    } else if (es == 8) {
-        for (; j + 4 <= n; j += 4) {
-            const char *at = src + j * step;
-#define AT(u) (*(const double *)(at + (u)*step))
-            _mm256_storeu_pd((double *)(dst + j * 8), _mm256_setr_pd(AT(0), AT(1), AT(2), AT(3)));
-#undef AT
-        }
-    }
-#endif
-#define GATHER(e)                                                                                  \
-    do {                                                                                           \
-        for (; j + 8 <= n; j += 8)                                                                 \
-            for (int64_t u = j; u < j + 8; u++)                                                    \
-                memcpy(dst + u * (e), src + u * step, (size_t)(e));                                \
-        for (; j < n; j++)                                                                         \
-            memcpy(dst + j * (e), src + j * step, (size_t)(e));                                    \
-    } while (0)
-    switch (es) {
-    case 1:
-        GATHER(1);
-        break;
-    case 2:
-        GATHER(2);
-        break;
-    case 4:
-        GATHER(4);
-        break;
-    case 8:
-        GATHER(8);
-        break;
-    default:
-        GATHER(es);
-        break;
-    }
-#undef GATHER
-}
-
 /* Copies `rows` rows of n elements of es bytes (element j of row r at src + r * s1 + j * s0) into
  * dst, one after the other. The sizes of rows and elements common in short rows are constants
  * where the compiler sees them, so that the copies are single moves. */
@@ -415,7 +341,7 @@ stage_rows(char *dst, const char *src, int64_t s0, int64_t s1, int64_t es, int64
 #undef COPY_ENDS
 #undef FILL_ROWS
     for (int64_t r = 0; r < rows; r++)
-        gather_elements(dst + r * bytes, src + r * s1, s0, es, n);
+        yt__gather_elements(dst + r * bytes, src + r * s1, s0, es, n);
 }
 
 /* Runs `rows` whole rows from data[] on (stages_short_rows holds) as flat rows of up to
@@ -442,31 +368,32 @@ run_staged(const iter *it, char *const *data, int64_t rows, yt__loop_fn loop, co
     }
 }
 
-/* Rows of an output contiguous along them, whose inputs include one that steps over elements
- * (x[:, ::2], x[..., ::3], a column x[:, j]), took the loops' element-by-element path: f32
- * a[:, ::2] + b 0.30-0.36x of a + b, exp(a[:, ::3]) 0.10-0.14x (bench/strided). Instead each row
+/* Rows in which an operand steps over elements (x[:, ::2], x[..., ::3], a column x[:, j], or
+ * out= such a view) took the loops' element-by-element path: f32 a[:, ::2] + b 0.30-0.36x of
+ * a + b, exp(a[:, ::3]) 0.10-0.14x, a[:, ::2] *= 1 0.13-0.18x (bench/strided). Instead each row
  * runs in pieces of up to STAGE_BYTES of the widest operand, such inputs' pieces first gathered
- * into a buffer (gather_elements), so that the loop takes its vector path. */
+ * into a buffer (yt__gather_elements), such an output's computed into one and then stored
+ * (yt__scatter_elements), so that the loop takes its vector path. */
 static unsigned
-stepping_inputs(const iter *it)
+stepping_operands(const iter *it)
 {
-    if (it->strides[0][0] != it->esize[0])
-        return 0;
     unsigned stepping = 0;
-    for (int k = 1; k < it->n_ops; k++)
+    for (int k = 0; k < it->n_ops; k++)
         if (it->strides[0][k] != 0 && it->strides[0][k] != it->esize[k])
             stepping |= 1u << k;
     return stepping;
 }
 
-/* Runs `rows` rows of n elements with the inputs in it->gathered gathered piece by piece (see
- * stepping_inputs). */
+/* Runs `rows` rows of n elements with the operands in it->gathered gathered (inputs) or scattered
+ * (the output) piece by piece (see stepping_operands). An input that is the output itself (an
+ * in-place op on a stepped view) is read into its buffer before the output's is stored. */
 static void
 run_gathered(const iter *it, char *const *data, int64_t n, const int64_t *row_strides, int64_t rows,
              yt__loop_fn loop, const void *ctx)
 {
     _Alignas(64) char stage[MAX_OPERANDS][STAGE_BYTES];
     const int64_t *s0 = it->strides[0], piece = STAGE_BYTES / widest_element(it);
+    const bool scatters = it->gathered & 1;
     int64_t strides[MAX_OPERANDS];
     for (int k = 0; k < it->n_ops; k++)
         strides[k] = (it->gathered >> k) & 1 ? it->esize[k] : s0[k];
@@ -476,12 +403,17 @@ run_gathered(const iter *it, char *const *data, int64_t n, const int64_t *row_st
             const int64_t len = n - j < piece ? n - j : piece;
             for (int k = 0; k < it->n_ops; k++) {
                 at[k] = data[k] + r * row_strides[k] + j * s0[k];
-                if ((it->gathered >> k) & 1) {
-                    gather_elements(stage[k], at[k], s0[k], it->esize[k], len);
+                if (k > 0 && (it->gathered >> k) & 1) {
+                    yt__gather_elements(stage[k], at[k], s0[k], it->esize[k], len);
                     at[k] = stage[k];
                 }
             }
+            char *out = at[0];
+            if (scatters)
+                at[0] = stage[0];
             loop(at, strides, len, strides, 1, ctx);
+            if (scatters)
+                yt__scatter_elements(out, s0[0], stage[0], it->esize[0], len);
         }
 }
 
@@ -1090,7 +1022,7 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
         return YT_OK;
     }
     it.staged = stages_short_rows(&it);
-    it.gathered = it.staged ? 0 : stepping_inputs(&it);
+    it.gathered = it.staged ? 0 : stepping_operands(&it);
     it.streams = bytes > cached_bytes() && !it.staged && !it.gathered ? row_streams(&it) : 0;
     run_split(&it, numel, numel, loop, NULL, ctx);
     return YT_OK;

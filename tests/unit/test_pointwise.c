@@ -843,51 +843,74 @@ Test(pointwise, short_rows_through_a_flat_buffer)
     YT_ASSERT_NO_LEAKS();
 }
 
-/* Inputs that step over elements (runtime/pointwise.c, run_gathered): [R, n] against every
- * step-th element of a [R, step * n] tensor from its (step - 1)-th on, so that the last row's
- * last element is the storage's last (a vector loop reading past it trips ASan), n from 1 to
- * past the pieces the rows are gathered in (4 KiB of the widest operand). */
+/* Operands that step over elements (runtime/pointwise.c, run_gathered; runtime/stepped_copy.c):
+ * [R, n] against every step-th element of a [R, step * n] tensor from its (step - 1)-th on, so
+ * that the last row's last element is the storage's last (a vector loop reading past it trips
+ * ASan), n from 1 to past the pieces the rows are run in (4 KiB of the widest operand). As
+ * inputs (gathered), as out= (scattered: the elements between must keep their values), and in
+ * place. */
 static void
 check_stepped(yt_dtype dtype, int64_t step, int64_t n)
 {
-    enum { R = 3, MAX_STEP = 7, MAX_N = 5000 };
-    static double av[R * MAX_N], wide[R * MAX_STEP * MAX_N], want[R * MAX_N];
+    enum { R = 3, MAX_STEP = 9, MAX_N = 5000 };
+    static double av[R * MAX_N], wide[R * MAX_STEP * MAX_N], want[R * MAX_STEP * MAX_N];
     for (int64_t i = 0; i < R * n; i++)
         av[i] = (double)(i % 61);
     for (int64_t i = 0; i < R * step * n; i++)
         wide[i] = (double)(i % 53);
-    int64_t as[2] = {R, n}, ws[2] = {R, step * n};
+    const int64_t cols = step * n;
+    int64_t as[2] = {R, n}, ws[2] = {R, cols};
     yt_tensor *a64 = yt_tensor_from_data(av, as, 2, YT_DTYPE_F64);
     yt_tensor *w64 = yt_tensor_from_data(wide, ws, 2, YT_DTYPE_F64);
     yt_tensor *a = yt_to(a64, dtype), *w = yt_to(w64, dtype);
-    yt_tensor *stepped = yt_slice_ex(w, 1, step - 1, step * n, step);
-    yt_tensor *from_0 = yt_slice_ex(w, 1, 0, step * n, step);
+    yt_tensor *stepped = yt_slice_ex(w, 1, step - 1, cols, step);
+    yt_tensor *from_0 = yt_slice_ex(w, 1, 0, cols, step);
     cr_assert_not_null(stepped, "%s", yt_errmsg());
     cr_assert_not_null(from_0, "%s", yt_errmsg());
-    char what[64];
+    char what[80];
 
     for (int64_t r = 0; r < R; r++)
         for (int64_t j = 0; j < n; j++)
-            want[r * n + j] = av[r * n + j] + wide[r * step * n + j * step + step - 1];
+            want[r * n + j] = av[r * n + j] + wide[r * cols + j * step + step - 1];
     snprintf(what, sizeof what, "a + w[:, %lld::%lld], n %lld", (long long)(step - 1),
              (long long)step, (long long)n);
     expect_grid(yt_add(a, stepped), want, R, n, what, dtype, 0);
 
     for (int64_t r = 0; r < R; r++)
         for (int64_t j = 0; j < n; j++)
-            want[r * n + j] = wide[r * step * n + j * step + step - 1] * 2;
-    snprintf(what, sizeof what, "w[:, %lld::%lld] * 2, n %lld", (long long)(step - 1),
-             (long long)step, (long long)n);
-    expect_grid(yt_mul_scalar(stepped, yt_int(2)), want, R, n, what, dtype, 0);
-
-    for (int64_t r = 0; r < R; r++)
-        for (int64_t j = 0; j < n; j++)
-            want[r * n + j] =
-                wide[r * step * n + j * step] + wide[r * step * n + j * step + step - 1];
+            want[r * n + j] = wide[r * cols + j * step] + wide[r * cols + j * step + step - 1];
     snprintf(what, sizeof what, "w[:, ::%lld] + w[:, %lld::%lld], n %lld", (long long)step,
              (long long)(step - 1), (long long)step, (long long)n);
     expect_grid(yt_add(from_0, stepped), want, R, n, what, dtype, 0);
 
+    /* out= a stepped view of a copy of w: a + a in its elements, the others as they were */
+    yt_tensor *target = yt_clone(w);
+    yt_tensor *target_view = yt_slice_ex(target, 1, step - 1, cols, step);
+    cr_assert_not_null(target_view, "%s", yt_errmsg());
+    cr_assert_eq(yt_add_out(target_view, a, a), YT_OK, "%s", yt_errmsg());
+    memcpy(want, wide, sizeof(double) * (size_t)(R * cols));
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++)
+            want[r * cols + j * step + step - 1] = 2 * av[r * n + j];
+    snprintf(what, sizeof what, "out=w[:, %lld::%lld] of a + a, n %lld", (long long)(step - 1),
+             (long long)step, (long long)n);
+    expect_grid(target, want, R, cols, what, dtype, 0);
+
+    /* in place on a stepped view */
+    yt_tensor *twice = yt_clone(w);
+    yt_tensor *twice_view = yt_slice_ex(twice, 1, step - 1, cols, step);
+    cr_assert_not_null(twice_view, "%s", yt_errmsg());
+    cr_assert_eq(yt_mul_scalar_(twice_view, yt_int(2)), YT_OK, "%s", yt_errmsg());
+    memcpy(want, wide, sizeof(double) * (size_t)(R * cols));
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < n; j++)
+            want[r * cols + j * step + step - 1] *= 2;
+    snprintf(what, sizeof what, "w[:, %lld::%lld] *= 2, n %lld", (long long)(step - 1),
+             (long long)step, (long long)n);
+    expect_grid(twice, want, R, cols, what, dtype, 0);
+
+    yt_release(twice_view);
+    yt_release(target_view);
     yt_release(from_0);
     yt_release(stepped);
     yt_release(w);
@@ -896,14 +919,14 @@ check_stepped(yt_dtype dtype, int64_t step, int64_t n)
     yt_release(a64);
 }
 
-/* check_stepped for 1- to 8-byte elements, steps 2 (a vector of shuffles for 4- and 8-byte
- * elements), 3 and 7, at 1 thread and at 2 (forced to split, so that a share starts partway along
- * a row). */
-Test(pointwise, stepped_inputs_gathered_into_a_buffer)
+/* check_stepped for 1- to 8-byte elements and every step the vector loops treat apart (2: a
+ * shuffle; 3, 5, 7: blends; 4, 8: element loads; up to 8: masked stores; 9: none), at 1 thread
+ * and at 2 (forced to split, so that a share starts partway along a row). */
+Test(pointwise, stepped_operands_through_a_buffer)
 {
     const yt_dtype dtypes[] = {YT_DTYPE_U8,  YT_DTYPE_I16, YT_DTYPE_F16, YT_DTYPE_I32,
                                YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
-    const int64_t steps[] = {2, 3, 7},
+    const int64_t steps[] = {2, 3, 4, 5, 7, 8, 9},
                   lengths[] = {1,  2,  3,   4,   5,   7,    8,    9,    15,   16,
                                17, 33, 511, 512, 513, 1023, 1024, 1025, 4097, 5000};
     int threads_before = yt_get_num_threads();
