@@ -150,9 +150,9 @@ gather_odd_step(char *dst, const char *src, int m, int64_t es, int64_t n)
             take[q] = _mm256_castsi256_ps(_mm256_cmpeq_epi32(vector, _mm256_set1_epi32(q)));
         order = _mm256_loadu_si256((const __m256i *)lane_of);
     } else { /* 8-byte elements: pairs of 4-byte lanes */
-        const __m256i vector = _mm256_setr_epi32(from_vector[0], from_vector[0], from_vector[1],
-                                                 from_vector[1], from_vector[2], from_vector[2],
-                                                 from_vector[3], from_vector[3]);
+        const __m256i vector =
+            _mm256_setr_epi32(from_vector[0], from_vector[0], from_vector[1], from_vector[1],
+                              from_vector[2], from_vector[2], from_vector[3], from_vector[3]);
         for (int q = 0; q < m; q++)
             take[q] = _mm256_castsi256_ps(_mm256_cmpeq_epi32(vector, _mm256_set1_epi32(q)));
         order = _mm256_setr_epi32(2 * lane_of[0], 2 * lane_of[0] + 1, 2 * lane_of[1],
