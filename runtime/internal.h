@@ -367,9 +367,16 @@ typedef void (*yt__block_fn)(const yt__block_strip *s, const void *ctx);
  * checked broadcastability). Coalesces dimensions, calls `loop` once for contiguous operands, and
  * splits the outer loop across threads above YT_PARALLEL_GRAIN elements. When an input is
  * transposed against the output, runs `blocks` (the same loop in block form) over strips instead;
- * with `blocks` NULL, `loop` reads such an input element by element. At most 7 inputs. */
+ * with `blocks` NULL, `loop` reads such an input element by element. An operand that steps over
+ * elements along the innermost dim runs through a buffer, so `loop` must store every element of
+ * the output (a loop that stores none takes yt__pointwise_scan). At most 7 inputs. */
 YT_INTERNAL yt_status yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in,
                                     yt__loop_fn loop, yt__block_fn blocks, const void *ctx);
+
+/* yt__pointwise over t alone for a loop that reads t (data[1]) and writes nothing: data[0] is t
+ * too, and is never stored to (a stepped output is otherwise computed into a buffer and stored
+ * back from it, which would store to t). */
+YT_INTERNAL yt_status yt__pointwise_scan(yt_tensor *t, yt__loop_fn loop, const void *ctx);
 
 /* Below this many elements kernels stay single-threaded. */
 #define YT_PARALLEL_GRAIN 32768

@@ -953,9 +953,11 @@ broadcast_error(const yt_tensor *out, int n_in, yt_tensor *const *in)
     return yt__fail_status(YT_ERR_INTERNAL, "pointwise: inputs do not broadcast to %s", want);
 }
 
-yt_status
-yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__block_fn blocks,
-              const void *ctx)
+/* yt__pointwise; with writes_out false, the output is never gathered into a buffer and stored
+ * back (yt__pointwise_scan). */
+static yt_status
+pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__block_fn blocks,
+          const void *ctx, bool writes_out)
 {
     if (n_in < 0 || n_in > MAX_OPERANDS - 1)
         return yt__fail_status(YT_ERR_INTERNAL, "pointwise: %d inputs, at most %d supported", n_in,
@@ -1036,9 +1038,23 @@ yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, 
         return YT_OK;
     }
     it.staged = stages_short_rows(&it);
-    it.gathered = it.staged ? 0 : stepping_operands(&it);
+    it.gathered = it.staged ? 0 : stepping_operands(&it) & (writes_out ? ~0u : ~1u);
     it.gather_piece = gather_piece_bytes(&it, bytes) / widest_element(&it);
     it.streams = bytes > cached_bytes() && !it.staged && !it.gathered ? row_streams(&it) : 0;
     run_split(&it, numel, numel, loop, NULL, ctx);
     return YT_OK;
+}
+
+yt_status
+yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__block_fn blocks,
+              const void *ctx)
+{
+    return pointwise(out, n_in, in, loop, blocks, ctx, true);
+}
+
+yt_status
+yt__pointwise_scan(yt_tensor *t, yt__loop_fn loop, const void *ctx)
+{
+    yt_tensor *const in[1] = {t};
+    return pointwise(t, 1, in, loop, NULL, ctx, false);
 }

@@ -44,10 +44,8 @@ yt__pw_has_zero(yt_tensor *t)
     default:
         return false;
     }
-    /* The tensor is both the (unwritten) output operand and the input: same shape, no copy. */
     bool found = false;
-    yt_tensor *const in[1] = {t};
-    if (yt__pointwise(t, 1, in, loop, NULL, &found) != YT_OK)
+    if (yt__pointwise_scan(t, loop, &found) != YT_OK)
         return false;
     return found;
 }

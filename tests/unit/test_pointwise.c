@@ -943,6 +943,47 @@ Test(pointwise, stepped_operands_through_a_buffer)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* Integer floor_divide and remainder first scan the divisor for zeros (yt__pointwise_scan). A
+ * divisor that steps over elements is read through a buffer there, and must not be stored back
+ * to: the scan writes nothing, so a stored-back buffer would be garbage. */
+Test(pointwise, zero_scan_of_a_stepped_divisor_leaves_it_alone)
+{
+    enum { R = 4, N = 600 };
+    static double num[R * N], den[R * 2 * N], want[R * 2 * N];
+    for (int64_t i = 0; i < R * N; i++)
+        num[i] = (double)(i % 97);
+    for (int64_t i = 0; i < R * 2 * N; i++)
+        den[i] = (double)(i % 2 == 0 ? 1 + i % 7 : 0); /* zeros only between the stepped ones */
+    int64_t ns[2] = {R, N}, ds[2] = {R, 2 * N};
+    yt_tensor *n64 = yt_tensor_from_data(num, ns, 2, YT_DTYPE_F64);
+    yt_tensor *d64 = yt_tensor_from_data(den, ds, 2, YT_DTYPE_F64);
+    yt_tensor *a = yt_to(n64, YT_DTYPE_I32), *d = yt_to(d64, YT_DTYPE_I32);
+    yt_tensor *every_other = yt_slice_ex(d, 1, 0, 2 * N, 2);
+    cr_assert_not_null(every_other, "%s", yt_errmsg());
+
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < N; j++)
+            want[r * N + j] = floor(num[r * N + j] / den[r * 2 * N + 2 * j]);
+    expect_grid(yt_floor_divide(a, every_other), want, R, N, "a // d[:, ::2]", YT_DTYPE_I32, 0);
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < N; j++)
+            want[r * N + j] = fmod(num[r * N + j], den[r * 2 * N + 2 * j]);
+    expect_grid(yt_remainder(a, every_other), want, R, N, "a % d[:, ::2]", YT_DTYPE_I32, 0);
+    yt_tensor *odd = yt_slice_ex(d, 1, 1, 2 * N, 2);
+    cr_assert_null(yt_floor_divide(a, odd), "a // d[:, 1::2] divides by zero");
+    cr_assert_eq(yt_errcode(), YT_ERR_VALUE, "%s", yt_errmsg());
+    yt_retain(d);
+    expect_grid(d, den, R, 2 * N, "the divisor afterwards", YT_DTYPE_I32, 0);
+
+    yt_release(odd);
+    yt_release(every_other);
+    yt_release(d);
+    yt_release(a);
+    yt_release(d64);
+    yt_release(n64);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* A generated loop in its block form (runtime/pointwise_blocks.h, inlined per op and dtype) on
  * [37, 1211]: add with a transposed input, in place into the other operand (whose edges must be
  * added once), where() with a transposed bool condition beside a transposed value, and a
