@@ -292,10 +292,9 @@ stage_rows(char *dst, const char *src, int64_t s0, int64_t s1, int64_t es, int64
     if (s0 == es) { /* contiguous along the row */
         switch (bytes) {
         case 4:
-            COPY_ROWS(4);
-            return;
-        case 8:
-            COPY_ROWS(8);
+        case 8: /* a row is one element s1 bytes from the next: [N, 4][:, :2] + 2 at 1M
+                 * elements 0.31x -> 0.50x of contiguous, [N, 2][:, :1] 0.33x -> 0.55x */
+            yt__gather_elements(dst, src, s1, bytes, rows);
             return;
         case 16: {
             int64_t r = 0;
