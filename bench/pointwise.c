@@ -6,7 +6,8 @@
  * materialised), the STREAM convention of /work/shared/reference-bench/torch_bw.py, applied
  * identically on both sides so the ratio is what matters.
  *
- * Most cases are [N / 1000, 1000]; the *_short_rows ones are [N / 4, 4] (the same elements),
+ * Most cases are [N / 1000, 1000] (add_step2 reads every other column of [N / 1000, 2000]);
+ * the *_short_rows ones are [N / 4, 4] (the same elements),
  * logical_not and where read bools, and the to_* casts allocate their result (no out=, on either
  * side; the allocator hands the same block back). Every operand counts 4 bytes, as on the torch
  * side, so for bool and half types GB/s is nominal and only the ratio means something.
@@ -45,6 +46,7 @@ static const bench_case CASES[] = {
     {"add_bcast_col", 2},
     {"add_transposed", 2},
     {"exp_transposed", 1},
+    {"add_step2", 2},
     {"add_scalar_short_rows", 1},
     {"add_bcast_col_short_rows", 2},
     {"pow2", 1},
@@ -73,7 +75,8 @@ typedef struct operands {
     yt_tensor *out, *a, *b, *row, *col, *at; /* [N / 1000, 1000] and its row, column, a.t() */
     yt_tensor *mask, *out_bool;              /* a > 0, and a bool result */
     yt_tensor *out4, *a4, *col4, *narrowed4; /* [N / 4, 4], its column, 4 of [N / 4, 8] */
-    yt_tensor *owned[2];                     /* bases of views, released with the rest */
+    yt_tensor *stepped;                      /* every other column of [N / 1000, 2000] */
+    yt_tensor *owned[3];                     /* bases of views, released with the rest */
 } operands;
 
 /* One call of the case. */
@@ -110,6 +113,8 @@ run(const char *c, const operands *o)
         return yt_add_out(o->out, o->at, o->b);
     if (!strcmp(c, "exp_transposed"))
         return yt_exp_out(o->out, o->at);
+    if (!strcmp(c, "add_step2"))
+        return yt_add_out(o->out, o->stepped, o->b);
     if (!strcmp(c, "add_scalar_short_rows"))
         return yt_add_scalar_out(o->out4, o->narrowed4, yt_float(2.0));
     if (!strcmp(c, "add_bcast_col_short_rows"))
@@ -146,7 +151,7 @@ bench(const bench_case *c, int64_t n)
     int64_t rows = n / COLS, rows4 = rows * COLS / SHORT; /* same elements as the others */
     int64_t shape[2] = {rows, COLS}, tshape[2] = {COLS, rows}, rshape[1] = {COLS},
             cshape[2] = {rows, 1}, shape4[2] = {rows4, SHORT}, wide4[2] = {rows4, 2 * SHORT},
-            cshape4[2] = {rows4, 1};
+            cshape4[2] = {rows4, 1}, wide[2] = {rows, 2 * COLS};
     operands o = {0};
     yt_tensor *u = yt_rand(shape, 2);
     o.a = yt_sub_scalar(u, yt_float(0.5));
@@ -162,9 +167,11 @@ bench(const bench_case *c, int64_t n)
     o.col4 = yt_rand(cshape4, 2);
     o.owned[1] = yt_rand(wide4, 2);
     o.narrowed4 = yt_narrow(o.owned[1], 1, 0, SHORT);
+    o.owned[2] = yt_rand(wide, 2);
+    o.stepped = yt_slice_ex(o.owned[2], 1, 0, 2 * COLS, 2);
     o.mask = yt_gt_scalar(o.a, yt_float(0.0));
     o.out_bool = yt_zeros_like(o.mask);
-    if (o.out == NULL || o.at == NULL || o.a == NULL || o.narrowed4 == NULL) {
+    if (o.out == NULL || o.at == NULL || o.a == NULL || o.narrowed4 == NULL || o.stepped == NULL) {
         fprintf(stderr, "pointwise bench: %s\n", yt_errmsg());
         exit(1);
     }
@@ -191,8 +198,9 @@ bench(const bench_case *c, int64_t n)
     double bytes = 4.0 * (double)numel * (c->n_in + 1);
     printf("yaten %s %lld %.2f\n", c->name, (long long)numel, bytes / best / 1e9);
     fflush(stdout);
-    yt_tensor *all[] = {o.out, o.a,    o.b,         o.row,      o.col,      o.at,   o.out4,
-                        o.a4,  o.col4, o.narrowed4, o.owned[0], o.owned[1], o.mask, o.out_bool};
+    yt_tensor *all[] = {o.out,      o.a,        o.b,    o.row,       o.col,     o.at,
+                        o.out4,     o.a4,       o.col4, o.narrowed4, o.stepped, o.owned[0],
+                        o.owned[1], o.owned[2], o.mask, o.out_bool};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         yt_release(all[i]);
 }

@@ -23,9 +23,10 @@ awk '
   if (!(key in best) || v > best[key]) best[key] = v
   row = $2 " " $3; if (!(row in seen)) { seen[row] = 1; order[++n] = row } }
 # the contiguous case a strided one is measured against (issue 3: strided and broadcast inputs
-# at >= 0.5x of contiguous): add_transposed -> add, add_bcast_row -> add, exp_transposed -> exp;
+# at >= 0.5x of contiguous): add_transposed -> add, add_bcast_row -> add, exp_transposed -> exp,
+# add_step2 -> add;
 # the short-row cases against the same op on long rows: add_bcast_col_short_rows -> add_bcast_col
-function base(op) { sub(/_(transposed|bcast_row|bcast_col|short_rows)$/, "", op); return op }
+function base(op) { sub(/_(transposed|bcast_row|bcast_col|short_rows|step2)$/, "", op); return op }
 END {
     printf "%-16s %10s %10s %10s %7s %9s\n", "op", "size", "yaten GB/s", "torch GB/s", "ratio",
            "vs contig"

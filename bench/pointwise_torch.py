@@ -28,6 +28,7 @@ CASES = {  # name: (operands read, fn(v)), v holding the operands made below
     "add_bcast_col": (2, lambda v: torch.add(v.a, v.col, out=v.out)),
     "add_transposed": (2, lambda v: torch.add(v.at, v.b, out=v.out)),
     "exp_transposed": (1, lambda v: torch.exp(v.at, out=v.out)),
+    "add_step2": (2, lambda v: torch.add(v.stepped, v.b, out=v.out)),
     "add_scalar_short_rows": (1, lambda v: torch.add(v.narrowed4, 2.0, out=v.out4)),
     "add_bcast_col_short_rows": (2, lambda v: torch.add(v.a4, v.col4, out=v.out4)),
     "pow2": (1, lambda v: torch.pow(v.a, 2.0, out=v.out)),
@@ -50,6 +51,7 @@ for name in wanted:
         v = types.SimpleNamespace(
             a=torch.rand(rows, COLS) - 0.5, b=torch.rand(rows, COLS), row=torch.rand(COLS),
             col=torch.rand(rows, 1), at=torch.rand(COLS, rows).t(), out=torch.zeros(rows, COLS),
+            stepped=torch.rand(rows, 2 * COLS)[:, ::2],
             a4=torch.rand(rows4, SHORT), col4=torch.rand(rows4, 1),
             narrowed4=torch.rand(rows4, 2 * SHORT)[:, :SHORT], out4=torch.zeros(rows4, SHORT))
         v.mask = v.a > 0
