@@ -4,9 +4,11 @@
  * broadcast), drops size-1 dims, orders the dims so the one with the smallest strides is
  * innermost (PyTorch's TensorIterator rule), and merges dims that are laid out one after the
  * other. Contiguous operands collapse to a single dim and `loop` runs once over everything;
- * otherwise `loop` runs once per block of rows along dim 1 (run_range), or, when an operand is
- * transposed against the others, once per strip of rows in blocks (the loop's block form) or in
- * packed panels (run_strips). Above YT_PARALLEL_GRAIN elements the flat range is split into
+ * otherwise `loop` runs once per block of rows along dim 1 (run_range; short rows many at a time
+ * through a buffer, run_staged; an operand that steps over elements through buffers it is
+ * gathered into or scattered from, run_gathered), or, when an operand is transposed against the
+ * others, once per strip of rows in blocks (the loop's block form) or in packed panels
+ * (run_strips). Above YT_PARALLEL_GRAIN elements the flat range is split into
  * chunks on the kernel pool, each starting mid-row where its share begins.
  *
  * Everything lives on the stack: no allocation, and per block only the loop call and an
