@@ -39,15 +39,21 @@ def default_samples(op: Op) -> list[dict]:
             base[a.name] = [2, 3]
         if a.kind == "dtype" and not a.has_default and not a.optional:
             base[a.name] = "f32"
+    # Non-contiguous inputs: a transpose, and every 2nd or 3rd element along the last dim (read
+    # through runtime/stepped_copy.c's vector loops: long enough for a few vectors and a tail).
     if op.impl == "pointwise" and len(tensors) == 1:
         t = tensors[0].name
         return [dict(base, **{t: {"shape": s}}) for s in ([3, 4], [0, 3], [])] + \
-               [dict(base, **{t: {"shape": [4, 3], "transpose": True}})]
+               [dict(base, **{t: {"shape": [4, 3], "transpose": True}}),
+                dict(base, **{t: {"shape": [2, 21], "step": 2}}),
+                dict(base, **{t: {"shape": [5, 7], "step": 3}})]
     if op.impl == "pointwise" and len(tensors) == 2:
         a, b = tensors[0].name, tensors[1].name
         pairs = [([3, 4], [3, 4]), ([3, 1], [4]), ([0, 4], [4]), ([], [2, 3])]
         out = [dict(base, **{a: {"shape": x}, b: {"shape": y}}) for x, y in pairs]
         out.append(dict(base, **{a: {"shape": [4, 3], "transpose": True}, b: {"shape": [4]}}))
+        out.append(dict(base, **{a: {"shape": [2, 21], "step": 2}, b: {"shape": [21]}}))
+        out.append(dict(base, **{a: {"shape": [3, 20]}, b: {"shape": [3, 20], "step": 3}}))
         return out
     if op.family == "factory" and not tensors:
         return [base]
@@ -57,7 +63,8 @@ def default_samples(op: Op) -> list[dict]:
 def _tensor_spec(name, spec, optional=False, no_grad=False):
     shape = spec["shape"]
     return {"name": name, "dim": len(shape), "sizes": shape or [0], "dtype": C_DTYPE[spec.get("dtype", "f64")],
-            "transpose": bool(spec.get("transpose")), "high": int(spec.get("high", 0)),
+            "transpose": bool(spec.get("transpose")), "step": int(spec.get("step", 1)),
+            "high": int(spec.get("high", 0)),
             "optional": optional, "no_grad": no_grad or bool(spec.get("no_grad"))}
 
 

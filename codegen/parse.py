@@ -567,9 +567,9 @@ def _tensor_sample(val, loc: Loc, fn: str, k: str) -> dict:
     spec = {"shape": val} if isinstance(val, list) else val
     if not isinstance(spec, dict) or not isinstance(spec.get("shape"), list) or \
             not all(isinstance(x, int) and x >= 0 for x in spec["shape"]) or \
-            set(spec) - {"shape", "dtype", "transpose", "high", "no_grad"}:
+            set(spec) - {"shape", "dtype", "transpose", "step", "high", "no_grad"}:
         raise SpecError(loc, f"{fn}: tensor sample '{k}' must be a size list or "
-                        "{shape: [...], dtype: NAME, transpose: BOOL, high: N, no_grad: BOOL}")
+                        "{shape: [...], dtype: NAME, transpose: BOOL, step: N, high: N, no_grad: BOOL}")
     if "no_grad" in spec and not isinstance(spec["no_grad"], bool):
         raise SpecError(loc, f"{fn}: 'no_grad' of tensor sample '{k}' must be true or false")
     if "high" in spec and (not isinstance(spec["high"], int) or spec["high"] < 1
@@ -580,11 +580,16 @@ def _tensor_sample(val, loc: Loc, fn: str, k: str) -> dict:
         raise SpecError(loc, f"{fn}: unknown dtype '{spec.get('dtype')}' in sample")
     if spec.get("transpose") and len(spec["shape"]) < 2:
         raise SpecError(loc, f"{fn}: 'transpose' needs at least 2 dims")
+    if "step" in spec and (not isinstance(spec["step"], int) or isinstance(spec["step"], bool)
+                           or spec["step"] < 2 or not spec["shape"] or spec.get("transpose")):
+        raise SpecError(loc, f"{fn}: 'step' of tensor sample '{k}' (every Nth element along the last "
+                        "dim) must be an int >= 2, on a tensor of at least 1 dim that is not transposed")
     return spec
 
 
 def _parse_sample(node: Node, schema: Schema, choices: dict) -> dict:
-    """A test sample: argument name -> value. Tensors are a size list or {shape, dtype, transpose}."""
+    """A test sample: argument name -> value. Tensors are a size list or {shape, dtype, transpose,
+    step, high, no_grad}."""
     fn = schema.full_name
     if not isinstance(node.value, dict):
         raise SpecError(node.loc, f"{fn}: a sample must map argument names to values")

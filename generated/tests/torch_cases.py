@@ -41,1414 +41,1910 @@ def case_4(self, other):
     return torch.ops.aten.add(self, other, alpha=alpha)
 
 
-def case_5(self):
+def case_5(self, other):
+    """add.Tensor (ops.yaml:8 sample 5)"""
+    alpha = 1
+    return torch.ops.aten.add(self, other, alpha=alpha)
+
+
+def case_6(self, other):
+    """add.Tensor (ops.yaml:8 sample 6)"""
+    alpha = 1
+    return torch.ops.aten.add(self, other, alpha=alpha)
+
+
+def case_7(self):
     """add.Scalar (ops.yaml:17 sample 0)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.add(self, other, alpha)
 
 
-def case_6(self):
+def case_8(self):
     """add.Scalar (ops.yaml:17 sample 1)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.add(self, other, alpha)
 
 
-def case_7(self):
+def case_9(self):
     """add.Scalar (ops.yaml:17 sample 2)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.add(self, other, alpha)
 
 
-def case_8(self):
+def case_10(self):
     """add.Scalar (ops.yaml:17 sample 3)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.add(self, other, alpha)
 
 
-def case_9(self, other):
+def case_11(self):
+    """add.Scalar (ops.yaml:17 sample 4)"""
+    other = 1.5
+    alpha = 1
+    return torch.ops.aten.add(self, other, alpha)
+
+
+def case_12(self):
+    """add.Scalar (ops.yaml:17 sample 5)"""
+    other = 1.5
+    alpha = 1
+    return torch.ops.aten.add(self, other, alpha)
+
+
+def case_13(self, other):
     """sub.Tensor (ops.yaml:25 sample 0)"""
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha=alpha)
 
 
-def case_10(self, other):
+def case_14(self, other):
     """sub.Tensor (ops.yaml:25 sample 1)"""
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha=alpha)
 
 
-def case_11(self, other):
+def case_15(self, other):
     """sub.Tensor (ops.yaml:25 sample 2)"""
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha=alpha)
 
 
-def case_12(self, other):
+def case_16(self, other):
     """sub.Tensor (ops.yaml:25 sample 3)"""
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha=alpha)
 
 
-def case_13(self, other):
+def case_17(self, other):
     """sub.Tensor (ops.yaml:25 sample 4)"""
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha=alpha)
 
 
-def case_14(self):
+def case_18(self, other):
+    """sub.Tensor (ops.yaml:25 sample 5)"""
+    alpha = 1
+    return torch.ops.aten.sub(self, other, alpha=alpha)
+
+
+def case_19(self, other):
+    """sub.Tensor (ops.yaml:25 sample 6)"""
+    alpha = 1
+    return torch.ops.aten.sub(self, other, alpha=alpha)
+
+
+def case_20(self):
     """sub.Scalar (ops.yaml:34 sample 0)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha)
 
 
-def case_15(self):
+def case_21(self):
     """sub.Scalar (ops.yaml:34 sample 1)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha)
 
 
-def case_16(self):
+def case_22(self):
     """sub.Scalar (ops.yaml:34 sample 2)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha)
 
 
-def case_17(self):
+def case_23(self):
     """sub.Scalar (ops.yaml:34 sample 3)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha)
 
 
-def case_18(self):
+def case_24(self):
+    """sub.Scalar (ops.yaml:34 sample 4)"""
+    other = 1.5
+    alpha = 1
+    return torch.ops.aten.sub(self, other, alpha)
+
+
+def case_25(self):
+    """sub.Scalar (ops.yaml:34 sample 5)"""
+    other = 1.5
+    alpha = 1
+    return torch.ops.aten.sub(self, other, alpha)
+
+
+def case_26(self):
     """rsub.Scalar (ops.yaml:42 sample 0)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.rsub(self, other, alpha)
 
 
-def case_19(self):
+def case_27(self):
     """rsub.Scalar (ops.yaml:42 sample 1)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.rsub(self, other, alpha)
 
 
-def case_20(self):
+def case_28(self):
     """rsub.Scalar (ops.yaml:42 sample 2)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.rsub(self, other, alpha)
 
 
-def case_21(self):
+def case_29(self):
     """rsub.Scalar (ops.yaml:42 sample 3)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.rsub(self, other, alpha)
 
 
-def case_22(self, other):
+def case_30(self):
+    """rsub.Scalar (ops.yaml:42 sample 4)"""
+    other = 1.5
+    alpha = 1
+    return torch.ops.aten.rsub(self, other, alpha)
+
+
+def case_31(self):
+    """rsub.Scalar (ops.yaml:42 sample 5)"""
+    other = 1.5
+    alpha = 1
+    return torch.ops.aten.rsub(self, other, alpha)
+
+
+def case_32(self, other):
     """mul.Tensor (ops.yaml:50 sample 0)"""
     return torch.ops.aten.mul(self, other)
 
 
-def case_23(self, other):
+def case_33(self, other):
     """mul.Tensor (ops.yaml:50 sample 1)"""
     return torch.ops.aten.mul(self, other)
 
 
-def case_24(self, other):
+def case_34(self, other):
     """mul.Tensor (ops.yaml:50 sample 2)"""
     return torch.ops.aten.mul(self, other)
 
 
-def case_25(self, other):
+def case_35(self, other):
     """mul.Tensor (ops.yaml:50 sample 3)"""
     return torch.ops.aten.mul(self, other)
 
 
-def case_26(self, other):
+def case_36(self, other):
     """mul.Tensor (ops.yaml:50 sample 4)"""
     return torch.ops.aten.mul(self, other)
 
 
-def case_27(self):
+def case_37(self, other):
+    """mul.Tensor (ops.yaml:50 sample 5)"""
+    return torch.ops.aten.mul(self, other)
+
+
+def case_38(self, other):
+    """mul.Tensor (ops.yaml:50 sample 6)"""
+    return torch.ops.aten.mul(self, other)
+
+
+def case_39(self):
     """mul.Scalar (ops.yaml:59 sample 0)"""
     other = 1.5
     return torch.ops.aten.mul(self, other)
 
 
-def case_28(self):
+def case_40(self):
     """mul.Scalar (ops.yaml:59 sample 1)"""
     other = 1.5
     return torch.ops.aten.mul(self, other)
 
 
-def case_29(self):
+def case_41(self):
     """mul.Scalar (ops.yaml:59 sample 2)"""
     other = 1.5
     return torch.ops.aten.mul(self, other)
 
 
-def case_30(self):
+def case_42(self):
     """mul.Scalar (ops.yaml:59 sample 3)"""
     other = 1.5
     return torch.ops.aten.mul(self, other)
 
 
-def case_31(self, other):
+def case_43(self):
+    """mul.Scalar (ops.yaml:59 sample 4)"""
+    other = 1.5
+    return torch.ops.aten.mul(self, other)
+
+
+def case_44(self):
+    """mul.Scalar (ops.yaml:59 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.mul(self, other)
+
+
+def case_45(self, other):
     """div.Tensor (ops.yaml:67 sample 0)"""
     return torch.ops.aten.div(self, other)
 
 
-def case_32(self, other):
+def case_46(self, other):
     """div.Tensor (ops.yaml:67 sample 1)"""
     return torch.ops.aten.div(self, other)
 
 
-def case_33(self, other):
+def case_47(self, other):
     """div.Tensor (ops.yaml:67 sample 2)"""
     return torch.ops.aten.div(self, other)
 
 
-def case_34(self, other):
+def case_48(self, other):
     """div.Tensor (ops.yaml:67 sample 3)"""
     return torch.ops.aten.div(self, other)
 
 
-def case_35(self, other):
+def case_49(self, other):
     """div.Tensor (ops.yaml:67 sample 4)"""
     return torch.ops.aten.div(self, other)
 
 
-def case_36(self):
+def case_50(self, other):
+    """div.Tensor (ops.yaml:67 sample 5)"""
+    return torch.ops.aten.div(self, other)
+
+
+def case_51(self, other):
+    """div.Tensor (ops.yaml:67 sample 6)"""
+    return torch.ops.aten.div(self, other)
+
+
+def case_52(self):
     """div.Scalar (ops.yaml:77 sample 0)"""
     other = 1.5
     return torch.ops.aten.div(self, other)
 
 
-def case_37(self):
+def case_53(self):
     """div.Scalar (ops.yaml:77 sample 1)"""
     other = 1.5
     return torch.ops.aten.div(self, other)
 
 
-def case_38(self):
+def case_54(self):
     """div.Scalar (ops.yaml:77 sample 2)"""
     other = 1.5
     return torch.ops.aten.div(self, other)
 
 
-def case_39(self):
+def case_55(self):
     """div.Scalar (ops.yaml:77 sample 3)"""
     other = 1.5
     return torch.ops.aten.div(self, other)
 
 
-def case_40(self):
+def case_56(self):
+    """div.Scalar (ops.yaml:77 sample 4)"""
+    other = 1.5
+    return torch.ops.aten.div(self, other)
+
+
+def case_57(self):
+    """div.Scalar (ops.yaml:77 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.div(self, other)
+
+
+def case_58(self):
     """neg (ops.yaml:86 sample 0)"""
     return torch.ops.aten.neg(self)
 
 
-def case_41(self):
+def case_59(self):
     """neg (ops.yaml:86 sample 1)"""
     return torch.ops.aten.neg(self)
 
 
-def case_42(self):
+def case_60(self):
     """neg (ops.yaml:86 sample 2)"""
     return torch.ops.aten.neg(self)
 
 
-def case_43(self):
+def case_61(self):
     """neg (ops.yaml:86 sample 3)"""
     return torch.ops.aten.neg(self)
 
 
-def case_44(self):
+def case_62(self):
+    """neg (ops.yaml:86 sample 4)"""
+    return torch.ops.aten.neg(self)
+
+
+def case_63(self):
+    """neg (ops.yaml:86 sample 5)"""
+    return torch.ops.aten.neg(self)
+
+
+def case_64(self):
     """pow.Tensor_Scalar (ops.yaml:102 sample 0)"""
     exponent = 2
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_45(self):
+def case_65(self):
     """pow.Tensor_Scalar (ops.yaml:102 sample 1)"""
     exponent = 3
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_46(self):
+def case_66(self):
     """pow.Tensor_Scalar (ops.yaml:102 sample 2)"""
     exponent = 1.5
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_47(self):
+def case_67(self):
     """pow.Tensor_Scalar (ops.yaml:102 sample 3)"""
     exponent = -0.5
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_48(self):
+def case_68(self):
     """pow.Tensor_Scalar (ops.yaml:102 sample 4)"""
     exponent = 2.5
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_49(self, exponent):
+def case_69(self, exponent):
     """pow.Tensor_Tensor (ops.yaml:109 sample 0)"""
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_50(self, exponent):
+def case_70(self, exponent):
     """pow.Tensor_Tensor (ops.yaml:109 sample 1)"""
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_51(self, exponent):
+def case_71(self, exponent):
     """pow.Tensor_Tensor (ops.yaml:109 sample 2)"""
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_52(self, exponent):
+def case_72(self, exponent):
     """pow.Tensor_Tensor (ops.yaml:109 sample 3)"""
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_53(self, exponent):
+def case_73(self, exponent):
     """pow.Tensor_Tensor (ops.yaml:109 sample 4)"""
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_54(exponent):
+def case_74(self, exponent):
+    """pow.Tensor_Tensor (ops.yaml:109 sample 5)"""
+    return torch.ops.aten.pow(self, exponent)
+
+
+def case_75(self, exponent):
+    """pow.Tensor_Tensor (ops.yaml:109 sample 6)"""
+    return torch.ops.aten.pow(self, exponent)
+
+
+def case_76(exponent):
     """pow.Scalar (ops.yaml:127 sample 0)"""
     self = 1.5
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_55(exponent):
+def case_77(exponent):
     """pow.Scalar (ops.yaml:127 sample 1)"""
     self = 2
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_56(exponent):
+def case_78(exponent):
     """pow.Scalar (ops.yaml:127 sample 2)"""
     self = 2.5
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_57(exponent):
+def case_79(exponent):
     """pow.Scalar (ops.yaml:127 sample 3)"""
     self = 0.5
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_58(exponent):
+def case_80(exponent):
     """pow.Scalar (ops.yaml:127 sample 4)"""
     self = 3.0
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_59(exponent):
+def case_81(exponent):
     """pow.Scalar (ops.yaml:127 sample 5)"""
     self = 0.0
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_60(self, other):
+def case_82(self, other):
     """maximum (ops.yaml:135 sample 0)"""
     return torch.ops.aten.maximum(self, other)
 
 
-def case_61(self, other):
+def case_83(self, other):
     """maximum (ops.yaml:135 sample 1)"""
     return torch.ops.aten.maximum(self, other)
 
 
-def case_62(self, other):
+def case_84(self, other):
     """maximum (ops.yaml:135 sample 2)"""
     return torch.ops.aten.maximum(self, other)
 
 
-def case_63(self, other):
+def case_85(self, other):
     """maximum (ops.yaml:135 sample 3)"""
     return torch.ops.aten.maximum(self, other)
 
 
-def case_64(self, other):
+def case_86(self, other):
     """maximum (ops.yaml:135 sample 4)"""
     return torch.ops.aten.maximum(self, other)
 
 
-def case_65(self, other):
+def case_87(self, other):
+    """maximum (ops.yaml:135 sample 5)"""
+    return torch.ops.aten.maximum(self, other)
+
+
+def case_88(self, other):
+    """maximum (ops.yaml:135 sample 6)"""
+    return torch.ops.aten.maximum(self, other)
+
+
+def case_89(self, other):
     """minimum (ops.yaml:144 sample 0)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_66(self, other):
+def case_90(self, other):
     """minimum (ops.yaml:144 sample 1)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_67(self, other):
+def case_91(self, other):
     """minimum (ops.yaml:144 sample 2)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_68(self, other):
+def case_92(self, other):
     """minimum (ops.yaml:144 sample 3)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_69(self, other):
+def case_93(self, other):
     """minimum (ops.yaml:144 sample 4)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_70(self):
+def case_94(self, other):
+    """minimum (ops.yaml:144 sample 5)"""
+    return torch.ops.aten.minimum(self, other)
+
+
+def case_95(self, other):
+    """minimum (ops.yaml:144 sample 6)"""
+    return torch.ops.aten.minimum(self, other)
+
+
+def case_96(self):
     """clamp_min (ops.yaml:153 sample 0)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_71(self):
+def case_97(self):
     """clamp_min (ops.yaml:153 sample 1)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_72(self):
+def case_98(self):
     """clamp_min (ops.yaml:153 sample 2)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_73(self):
+def case_99(self):
     """clamp_min (ops.yaml:153 sample 3)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_74(self):
+def case_100(self):
+    """clamp_min (ops.yaml:153 sample 4)"""
+    min = 1.5
+    return torch.ops.aten.clamp_min(self, min)
+
+
+def case_101(self):
+    """clamp_min (ops.yaml:153 sample 5)"""
+    min = 1.5
+    return torch.ops.aten.clamp_min(self, min)
+
+
+def case_102(self):
     """clamp_max (ops.yaml:161 sample 0)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_75(self):
+def case_103(self):
     """clamp_max (ops.yaml:161 sample 1)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_76(self):
+def case_104(self):
     """clamp_max (ops.yaml:161 sample 2)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_77(self):
+def case_105(self):
     """clamp_max (ops.yaml:161 sample 3)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_78(self, min):
+def case_106(self):
+    """clamp_max (ops.yaml:161 sample 4)"""
+    max = 1.5
+    return torch.ops.aten.clamp_max(self, max)
+
+
+def case_107(self):
+    """clamp_max (ops.yaml:161 sample 5)"""
+    max = 1.5
+    return torch.ops.aten.clamp_max(self, max)
+
+
+def case_108(self, min):
     """clamp_min.Tensor (ops.yaml:169 sample 0)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_79(self, min):
+def case_109(self, min):
     """clamp_min.Tensor (ops.yaml:169 sample 1)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_80(self, min):
+def case_110(self, min):
     """clamp_min.Tensor (ops.yaml:169 sample 2)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_81(self, min):
+def case_111(self, min):
     """clamp_min.Tensor (ops.yaml:169 sample 3)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_82(self, min):
+def case_112(self, min):
     """clamp_min.Tensor (ops.yaml:169 sample 4)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_83(self, max):
+def case_113(self, min):
+    """clamp_min.Tensor (ops.yaml:169 sample 5)"""
+    return torch.ops.aten.clamp_min(self, min)
+
+
+def case_114(self, min):
+    """clamp_min.Tensor (ops.yaml:169 sample 6)"""
+    return torch.ops.aten.clamp_min(self, min)
+
+
+def case_115(self, max):
     """clamp_max.Tensor (ops.yaml:178 sample 0)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_84(self, max):
+def case_116(self, max):
     """clamp_max.Tensor (ops.yaml:178 sample 1)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_85(self, max):
+def case_117(self, max):
     """clamp_max.Tensor (ops.yaml:178 sample 2)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_86(self, max):
+def case_118(self, max):
     """clamp_max.Tensor (ops.yaml:178 sample 3)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_87(self, max):
+def case_119(self, max):
     """clamp_max.Tensor (ops.yaml:178 sample 4)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_88(self, other):
+def case_120(self, max):
+    """clamp_max.Tensor (ops.yaml:178 sample 5)"""
+    return torch.ops.aten.clamp_max(self, max)
+
+
+def case_121(self, max):
+    """clamp_max.Tensor (ops.yaml:178 sample 6)"""
+    return torch.ops.aten.clamp_max(self, max)
+
+
+def case_122(self, other):
     """remainder.Tensor (ops.yaml:187 sample 0)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_89(self, other):
+def case_123(self, other):
     """remainder.Tensor (ops.yaml:187 sample 1)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_90(self, other):
+def case_124(self, other):
     """remainder.Tensor (ops.yaml:187 sample 2)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_91(self, other):
+def case_125(self, other):
     """remainder.Tensor (ops.yaml:187 sample 3)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_92(self, other):
+def case_126(self, other):
     """remainder.Tensor (ops.yaml:187 sample 4)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_93(self):
+def case_127(self, other):
+    """remainder.Tensor (ops.yaml:187 sample 5)"""
+    return torch.ops.aten.remainder(self, other)
+
+
+def case_128(self, other):
+    """remainder.Tensor (ops.yaml:187 sample 6)"""
+    return torch.ops.aten.remainder(self, other)
+
+
+def case_129(self):
     """remainder.Scalar (ops.yaml:197 sample 0)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
-def case_94(self):
+def case_130(self):
     """remainder.Scalar (ops.yaml:197 sample 1)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
-def case_95(self):
+def case_131(self):
     """remainder.Scalar (ops.yaml:197 sample 2)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
-def case_96(self):
+def case_132(self):
     """remainder.Scalar (ops.yaml:197 sample 3)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
-def case_97(self, other):
+def case_133(self):
+    """remainder.Scalar (ops.yaml:197 sample 4)"""
+    other = 1.5
+    return torch.ops.aten.remainder(self, other)
+
+
+def case_134(self):
+    """remainder.Scalar (ops.yaml:197 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.remainder(self, other)
+
+
+def case_135(self, other):
     """floor_divide (ops.yaml:205 sample 0)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_98(self, other):
+def case_136(self, other):
     """floor_divide (ops.yaml:205 sample 1)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_99(self, other):
+def case_137(self, other):
     """floor_divide (ops.yaml:205 sample 2)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_100(self, other):
+def case_138(self, other):
     """floor_divide (ops.yaml:205 sample 3)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_101(self, other):
+def case_139(self, other):
     """floor_divide (ops.yaml:205 sample 4)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_102(self, end):
+def case_140(self, other):
+    """floor_divide (ops.yaml:205 sample 5)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_141(self, other):
+    """floor_divide (ops.yaml:205 sample 6)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_142(self, end):
     """lerp.Scalar (ops.yaml:215 sample 0)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_103(self, end):
+def case_143(self, end):
     """lerp.Scalar (ops.yaml:215 sample 1)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_104(self, end):
+def case_144(self, end):
     """lerp.Scalar (ops.yaml:215 sample 2)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_105(self, end):
+def case_145(self, end):
     """lerp.Scalar (ops.yaml:215 sample 3)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_106(self, end):
+def case_146(self, end):
     """lerp.Scalar (ops.yaml:215 sample 4)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_107(self, end, weight):
+def case_147(self, end):
+    """lerp.Scalar (ops.yaml:215 sample 5)"""
+    weight = 1.5
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_148(self, end):
+    """lerp.Scalar (ops.yaml:215 sample 6)"""
+    weight = 1.5
+    return torch.ops.aten.lerp(self, end, weight)
+
+
+def case_149(self, end, weight):
     """lerp.Tensor (ops.yaml:232 sample 0)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_108(self, end, weight):
+def case_150(self, end, weight):
     """lerp.Tensor (ops.yaml:232 sample 1)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_109(self, end, weight):
+def case_151(self, end, weight):
     """lerp.Tensor (ops.yaml:232 sample 2)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_110(self, end, weight):
+def case_152(self, end, weight):
     """lerp.Tensor (ops.yaml:232 sample 3)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_111(self, tensor1, tensor2):
+def case_153(self, tensor1, tensor2):
     """addcmul (ops.yaml:246 sample 0)"""
     value = 1
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
-def case_112(self, tensor1, tensor2):
+def case_154(self, tensor1, tensor2):
     """addcmul (ops.yaml:246 sample 1)"""
     value = 1
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
-def case_113(self, tensor1, tensor2):
+def case_155(self, tensor1, tensor2):
     """addcmul (ops.yaml:246 sample 2)"""
     value = 0.5
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
-def case_114(self, tensor1, tensor2):
+def case_156(self, tensor1, tensor2):
     """addcmul (ops.yaml:246 sample 3)"""
     value = 1
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
-def case_115(self, tensor1, tensor2):
+def case_157(self, tensor1, tensor2):
     """addcdiv (ops.yaml:261 sample 0)"""
     value = 1
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
-def case_116(self, tensor1, tensor2):
+def case_158(self, tensor1, tensor2):
     """addcdiv (ops.yaml:261 sample 1)"""
     value = 1
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
-def case_117(self, tensor1, tensor2):
+def case_159(self, tensor1, tensor2):
     """addcdiv (ops.yaml:261 sample 2)"""
     value = 0.5
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
-def case_118(self, tensor1, tensor2):
+def case_160(self, tensor1, tensor2):
     """addcdiv (ops.yaml:261 sample 3)"""
     value = 1
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
-def case_119(grad_output, exponent, output):
+def case_161(grad_output, exponent, output):
     """pow_scalar_backward (ops.yaml:276 sample 0)"""
     self = 1.5
     return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
-def case_120(grad_output, exponent, output):
+def case_162(grad_output, exponent, output):
     """pow_scalar_backward (ops.yaml:276 sample 1)"""
     self = 0.5
     return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
-def case_121(grad_output, exponent, output):
+def case_163(grad_output, exponent, output):
     """pow_scalar_backward (ops.yaml:276 sample 2)"""
     self = 2.5
     return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
-def case_122(grad_output, exponent, output):
+def case_164(grad_output, exponent, output):
     """pow_scalar_backward (ops.yaml:276 sample 3)"""
     self = 0.0
     return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
-def case_123(self, other):
+def case_165(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 0)"""
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_124(self, other):
+def case_166(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 1)"""
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_125(self, other):
+def case_167(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 2)"""
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_126(self, other):
+def case_168(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 3)"""
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_127(self, other):
+def case_169(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 4)"""
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_128(self, other):
+def case_170(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 5)"""
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_129(self, other):
+def case_171(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 6)"""
     rounding_mode = None
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_130(self):
+def case_172(self):
     """div.Scalar_mode (ops.yaml:312 sample 0)"""
     other = 2
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_131(self):
+def case_173(self):
     """div.Scalar_mode (ops.yaml:312 sample 1)"""
     other = -2
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_132(self):
+def case_174(self):
     """div.Scalar_mode (ops.yaml:312 sample 2)"""
     other = 1.5
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_133(self):
+def case_175(self):
     """div.Scalar_mode (ops.yaml:312 sample 3)"""
     other = -0.75
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_134(self):
+def case_176(self):
     """div.Scalar_mode (ops.yaml:312 sample 4)"""
     other = 3
     rounding_mode = None
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_135(self):
+def case_177(self):
     """clamp (ops.yaml:329 sample 0)"""
     min = -0.5
     max = 0.5
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_136(self):
+def case_178(self):
     """clamp (ops.yaml:329 sample 1)"""
     min = -1.0
     max = None
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_137(self):
+def case_179(self):
     """clamp (ops.yaml:329 sample 2)"""
     min = None
     max = 1.0
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_138(self):
+def case_180(self):
     """clamp (ops.yaml:329 sample 3)"""
     min = 1
     max = 2
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_139(self):
+def case_181(self):
     """clamp (ops.yaml:329 sample 4)"""
     min = 1
     max = -1
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_140(self, min, max):
+def case_182(self, min, max):
     """clamp.Tensor (ops.yaml:347 sample 0)"""
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_141(self, min):
+def case_183(self, min):
     """clamp.Tensor (ops.yaml:347 sample 1)"""
     max = None
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_142(self, max):
+def case_184(self, max):
     """clamp.Tensor (ops.yaml:347 sample 2)"""
     min = None
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_143(self, min, max):
+def case_185(self, min, max):
     """clamp.Tensor (ops.yaml:347 sample 3)"""
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_144(grad_output, self):
+def case_186(grad_output, self):
     """clamp_backward (ops.yaml:361 sample 0)"""
     min = -0.5
     max = 0.5
     return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
-def case_145(grad_output, self):
+def case_187(grad_output, self):
     """clamp_backward (ops.yaml:361 sample 1)"""
     min = -1.0
     max = None
     return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
-def case_146(grad_output, self):
+def case_188(grad_output, self):
     """clamp_backward (ops.yaml:361 sample 2)"""
     min = None
     max = 0.5
     return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
-def case_147(grad_output, self, min, max):
+def case_189(grad_output, self, min, max):
     """clamp_tensor_backward (ops.yaml:375 sample 0)"""
     return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_148(grad_output, self, min):
+def case_190(grad_output, self, min):
     """clamp_tensor_backward (ops.yaml:375 sample 1)"""
     max = None
     return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_149(grad_output, self, max):
+def case_191(grad_output, self, max):
     """clamp_tensor_backward (ops.yaml:375 sample 2)"""
     min = None
     return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_150(grad_output, self, min, max):
+def case_192(grad_output, self, min, max):
     """clamp_tensor_backward_min (ops.yaml:389 sample 0)"""
     return torch.where((self < min) & ((min < max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_151(grad_output, self, min):
+def case_193(grad_output, self, min):
     """clamp_tensor_backward_min (ops.yaml:389 sample 1)"""
     max = None
     return torch.where((self < min) & ((min < max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_152(grad_output, self, min, max):
+def case_194(grad_output, self, min, max):
     """clamp_tensor_backward_max (ops.yaml:402 sample 0)"""
     return torch.where((self > max) | ((max < min) if min is not None else False), grad_output, torch.zeros_like(grad_output))
 
 
-def case_153(grad_output, self, max):
+def case_195(grad_output, self, max):
     """clamp_tensor_backward_max (ops.yaml:402 sample 1)"""
     min = None
     return torch.where((self > max) | ((max < min) if min is not None else False), grad_output, torch.zeros_like(grad_output))
 
 
-def case_154(grad_output):
+def case_196(grad_output):
     """div_rounding_backward (ops.yaml:414 sample 0)"""
     rounding_mode = None
     return grad_output.clone() if rounding_mode is None else grad_output * 0.0
 
 
-def case_155(grad_output):
+def case_197(grad_output):
     """div_rounding_backward (ops.yaml:414 sample 1)"""
     rounding_mode = 'floor'
     return grad_output.clone() if rounding_mode is None else grad_output * 0.0
 
 
-def case_156(self):
+def case_198(self):
     """exp (ops.yaml:422 sample 0)"""
     return torch.ops.aten.exp(self)
 
 
-def case_157(self):
+def case_199(self):
     """exp (ops.yaml:422 sample 1)"""
     return torch.ops.aten.exp(self)
 
 
-def case_158(self):
+def case_200(self):
     """exp (ops.yaml:422 sample 2)"""
     return torch.ops.aten.exp(self)
 
 
-def case_159(self):
+def case_201(self):
     """exp (ops.yaml:422 sample 3)"""
     return torch.ops.aten.exp(self)
 
 
-def case_160(self):
+def case_202(self):
+    """exp (ops.yaml:422 sample 4)"""
+    return torch.ops.aten.exp(self)
+
+
+def case_203(self):
+    """exp (ops.yaml:422 sample 5)"""
+    return torch.ops.aten.exp(self)
+
+
+def case_204(self):
     """log (ops.yaml:430 sample 0)"""
     return torch.ops.aten.log(self)
 
 
-def case_161(self):
+def case_205(self):
     """log (ops.yaml:430 sample 1)"""
     return torch.ops.aten.log(self)
 
 
-def case_162(self):
+def case_206(self):
     """log (ops.yaml:430 sample 2)"""
     return torch.ops.aten.log(self)
 
 
-def case_163(self):
+def case_207(self):
     """log (ops.yaml:430 sample 3)"""
     return torch.ops.aten.log(self)
 
 
-def case_164(self):
+def case_208(self):
+    """log (ops.yaml:430 sample 4)"""
+    return torch.ops.aten.log(self)
+
+
+def case_209(self):
+    """log (ops.yaml:430 sample 5)"""
+    return torch.ops.aten.log(self)
+
+
+def case_210(self):
     """sqrt (ops.yaml:439 sample 0)"""
     return torch.ops.aten.sqrt(self)
 
 
-def case_165(self):
+def case_211(self):
     """sqrt (ops.yaml:439 sample 1)"""
     return torch.ops.aten.sqrt(self)
 
 
-def case_166(self):
+def case_212(self):
     """sqrt (ops.yaml:439 sample 2)"""
     return torch.ops.aten.sqrt(self)
 
 
-def case_167(self):
+def case_213(self):
     """sqrt (ops.yaml:439 sample 3)"""
     return torch.ops.aten.sqrt(self)
 
 
-def case_168(self):
+def case_214(self):
+    """sqrt (ops.yaml:439 sample 4)"""
+    return torch.ops.aten.sqrt(self)
+
+
+def case_215(self):
+    """sqrt (ops.yaml:439 sample 5)"""
+    return torch.ops.aten.sqrt(self)
+
+
+def case_216(self):
     """relu (ops.yaml:448 sample 0)"""
     return torch.ops.aten.relu(self)
 
 
-def case_169(self):
+def case_217(self):
     """relu (ops.yaml:448 sample 1)"""
     return torch.ops.aten.relu(self)
 
 
-def case_170(self):
+def case_218(self):
     """relu (ops.yaml:448 sample 2)"""
     return torch.ops.aten.relu(self)
 
 
-def case_171(self):
+def case_219(self):
     """relu (ops.yaml:448 sample 3)"""
     return torch.ops.aten.relu(self)
 
 
-def case_172(grad_output, self):
+def case_220(self):
+    """relu (ops.yaml:448 sample 4)"""
+    return torch.ops.aten.relu(self)
+
+
+def case_221(self):
+    """relu (ops.yaml:448 sample 5)"""
+    return torch.ops.aten.relu(self)
+
+
+def case_222(grad_output, self):
     """threshold_backward (ops.yaml:464 sample 0)"""
     threshold = 0
     return torch.ops.aten.threshold_backward(grad_output, self, threshold)
 
 
-def case_173(grad_output, self):
+def case_223(grad_output, self):
     """threshold_backward (ops.yaml:464 sample 1)"""
     threshold = 0.5
     return torch.ops.aten.threshold_backward(grad_output, self, threshold)
 
 
-def case_174(self):
+def case_224(self):
     """sigmoid (ops.yaml:469 sample 0)"""
     return torch.ops.aten.sigmoid(self)
 
 
-def case_175(self):
+def case_225(self):
     """sigmoid (ops.yaml:469 sample 1)"""
     return torch.ops.aten.sigmoid(self)
 
 
-def case_176(self):
+def case_226(self):
     """sigmoid (ops.yaml:469 sample 2)"""
     return torch.ops.aten.sigmoid(self)
 
 
-def case_177(self):
+def case_227(self):
     """sigmoid (ops.yaml:469 sample 3)"""
     return torch.ops.aten.sigmoid(self)
 
 
-def case_178(self):
+def case_228(self):
+    """sigmoid (ops.yaml:469 sample 4)"""
+    return torch.ops.aten.sigmoid(self)
+
+
+def case_229(self):
+    """sigmoid (ops.yaml:469 sample 5)"""
+    return torch.ops.aten.sigmoid(self)
+
+
+def case_230(self):
     """tanh (ops.yaml:477 sample 0)"""
     return torch.ops.aten.tanh(self)
 
 
-def case_179(self):
+def case_231(self):
     """tanh (ops.yaml:477 sample 1)"""
     return torch.ops.aten.tanh(self)
 
 
-def case_180(self):
+def case_232(self):
     """tanh (ops.yaml:477 sample 2)"""
     return torch.ops.aten.tanh(self)
 
 
-def case_181(self):
+def case_233(self):
     """tanh (ops.yaml:477 sample 3)"""
     return torch.ops.aten.tanh(self)
 
 
-def case_182(self):
+def case_234(self):
+    """tanh (ops.yaml:477 sample 4)"""
+    return torch.ops.aten.tanh(self)
+
+
+def case_235(self):
+    """tanh (ops.yaml:477 sample 5)"""
+    return torch.ops.aten.tanh(self)
+
+
+def case_236(self):
     """softplus (ops.yaml:485 sample 0)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
-def case_183(self):
+def case_237(self):
     """softplus (ops.yaml:485 sample 1)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
-def case_184(self):
+def case_238(self):
     """softplus (ops.yaml:485 sample 2)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
-def case_185(self):
+def case_239(self):
     """softplus (ops.yaml:485 sample 3)"""
     beta = 1
     threshold = 20
     return torch.ops.aten.softplus(self, beta, threshold)
 
 
-def case_186(self):
+def case_240(self):
+    """softplus (ops.yaml:485 sample 4)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
+
+
+def case_241(self):
+    """softplus (ops.yaml:485 sample 5)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
+
+
+def case_242(self):
     """clone (ops.yaml:492 sample 0)"""
     return torch.ops.aten.clone(self)
 
 
-def case_187(self):
+def case_243(self):
     """clone (ops.yaml:492 sample 1)"""
     return torch.ops.aten.clone(self)
 
 
-def case_188(self):
+def case_244(self):
     """clone (ops.yaml:492 sample 2)"""
     return torch.ops.aten.clone(self)
 
 
-def case_189(self):
+def case_245(self):
     """clone (ops.yaml:492 sample 3)"""
     return torch.ops.aten.clone(self)
 
 
-def case_190(self):
+def case_246(self):
+    """clone (ops.yaml:492 sample 4)"""
+    return torch.ops.aten.clone(self)
+
+
+def case_247(self):
+    """clone (ops.yaml:492 sample 5)"""
+    return torch.ops.aten.clone(self)
+
+
+def case_248(self):
     """abs (ops.yaml:507 sample 0)"""
     return torch.ops.aten.abs(self)
 
 
-def case_191(self):
+def case_249(self):
     """abs (ops.yaml:507 sample 1)"""
     return torch.ops.aten.abs(self)
 
 
-def case_192(self):
+def case_250(self):
     """abs (ops.yaml:507 sample 2)"""
     return torch.ops.aten.abs(self)
 
 
-def case_193(self):
+def case_251(self):
     """abs (ops.yaml:507 sample 3)"""
     return torch.ops.aten.abs(self)
 
 
-def case_194(self):
+def case_252(self):
+    """abs (ops.yaml:507 sample 4)"""
+    return torch.ops.aten.abs(self)
+
+
+def case_253(self):
+    """abs (ops.yaml:507 sample 5)"""
+    return torch.ops.aten.abs(self)
+
+
+def case_254(self):
     """sign (ops.yaml:515 sample 0)"""
     return torch.ops.aten.sign(self)
 
 
-def case_195(self):
+def case_255(self):
     """sign (ops.yaml:515 sample 1)"""
     return torch.ops.aten.sign(self)
 
 
-def case_196(self):
+def case_256(self):
     """sign (ops.yaml:515 sample 2)"""
     return torch.ops.aten.sign(self)
 
 
-def case_197(self):
+def case_257(self):
     """sign (ops.yaml:515 sample 3)"""
     return torch.ops.aten.sign(self)
 
 
-def case_198(self):
+def case_258(self):
+    """sign (ops.yaml:515 sample 4)"""
+    return torch.ops.aten.sign(self)
+
+
+def case_259(self):
+    """sign (ops.yaml:515 sample 5)"""
+    return torch.ops.aten.sign(self)
+
+
+def case_260(self):
     """square (ops.yaml:522 sample 0)"""
     return torch.ops.aten.square(self)
 
 
-def case_199(self):
+def case_261(self):
     """square (ops.yaml:522 sample 1)"""
     return torch.ops.aten.square(self)
 
 
-def case_200(self):
+def case_262(self):
     """square (ops.yaml:522 sample 2)"""
     return torch.ops.aten.square(self)
 
 
-def case_201(self):
+def case_263(self):
     """square (ops.yaml:522 sample 3)"""
     return torch.ops.aten.square(self)
 
 
-def case_202(self):
+def case_264(self):
+    """square (ops.yaml:522 sample 4)"""
+    return torch.ops.aten.square(self)
+
+
+def case_265(self):
+    """square (ops.yaml:522 sample 5)"""
+    return torch.ops.aten.square(self)
+
+
+def case_266(self):
     """reciprocal (ops.yaml:531 sample 0)"""
     return torch.ops.aten.reciprocal(self)
 
 
-def case_203(self):
+def case_267(self):
     """reciprocal (ops.yaml:531 sample 1)"""
     return torch.ops.aten.reciprocal(self)
 
 
-def case_204(self):
+def case_268(self):
     """reciprocal (ops.yaml:531 sample 2)"""
     return torch.ops.aten.reciprocal(self)
 
 
-def case_205(self):
+def case_269(self):
     """reciprocal (ops.yaml:531 sample 3)"""
     return torch.ops.aten.reciprocal(self)
 
 
-def case_206(self):
+def case_270(self):
+    """reciprocal (ops.yaml:531 sample 4)"""
+    return torch.ops.aten.reciprocal(self)
+
+
+def case_271(self):
+    """reciprocal (ops.yaml:531 sample 5)"""
+    return torch.ops.aten.reciprocal(self)
+
+
+def case_272(self):
     """rsqrt (ops.yaml:540 sample 0)"""
     return torch.ops.aten.rsqrt(self)
 
 
-def case_207(self):
+def case_273(self):
     """rsqrt (ops.yaml:540 sample 1)"""
     return torch.ops.aten.rsqrt(self)
 
 
-def case_208(self):
+def case_274(self):
     """rsqrt (ops.yaml:540 sample 2)"""
     return torch.ops.aten.rsqrt(self)
 
 
-def case_209(self):
+def case_275(self):
     """rsqrt (ops.yaml:540 sample 3)"""
     return torch.ops.aten.rsqrt(self)
 
 
-def case_210(self):
+def case_276(self):
+    """rsqrt (ops.yaml:540 sample 4)"""
+    return torch.ops.aten.rsqrt(self)
+
+
+def case_277(self):
+    """rsqrt (ops.yaml:540 sample 5)"""
+    return torch.ops.aten.rsqrt(self)
+
+
+def case_278(self):
     """expm1 (ops.yaml:549 sample 0)"""
     return torch.ops.aten.expm1(self)
 
 
-def case_211(self):
+def case_279(self):
     """expm1 (ops.yaml:549 sample 1)"""
     return torch.ops.aten.expm1(self)
 
 
-def case_212(self):
+def case_280(self):
     """expm1 (ops.yaml:549 sample 2)"""
     return torch.ops.aten.expm1(self)
 
 
-def case_213(self):
+def case_281(self):
     """expm1 (ops.yaml:549 sample 3)"""
     return torch.ops.aten.expm1(self)
 
 
-def case_214(self):
+def case_282(self):
+    """expm1 (ops.yaml:549 sample 4)"""
+    return torch.ops.aten.expm1(self)
+
+
+def case_283(self):
+    """expm1 (ops.yaml:549 sample 5)"""
+    return torch.ops.aten.expm1(self)
+
+
+def case_284(self):
     """log1p (ops.yaml:557 sample 0)"""
     return torch.ops.aten.log1p(self)
 
 
-def case_215(self):
+def case_285(self):
     """log1p (ops.yaml:557 sample 1)"""
     return torch.ops.aten.log1p(self)
 
 
-def case_216(self):
+def case_286(self):
     """log1p (ops.yaml:557 sample 2)"""
     return torch.ops.aten.log1p(self)
 
 
-def case_217(self):
+def case_287(self):
     """log1p (ops.yaml:557 sample 3)"""
     return torch.ops.aten.log1p(self)
 
 
-def case_218(self):
+def case_288(self):
+    """log1p (ops.yaml:557 sample 4)"""
+    return torch.ops.aten.log1p(self)
+
+
+def case_289(self):
+    """log1p (ops.yaml:557 sample 5)"""
+    return torch.ops.aten.log1p(self)
+
+
+def case_290(self):
     """log2 (ops.yaml:566 sample 0)"""
     return torch.ops.aten.log2(self)
 
 
-def case_219(self):
+def case_291(self):
     """log2 (ops.yaml:566 sample 1)"""
     return torch.ops.aten.log2(self)
 
 
-def case_220(self):
+def case_292(self):
     """log2 (ops.yaml:566 sample 2)"""
     return torch.ops.aten.log2(self)
 
 
-def case_221(self):
+def case_293(self):
     """log2 (ops.yaml:566 sample 3)"""
     return torch.ops.aten.log2(self)
 
 
-def case_222(self):
+def case_294(self):
+    """log2 (ops.yaml:566 sample 4)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_295(self):
+    """log2 (ops.yaml:566 sample 5)"""
+    return torch.ops.aten.log2(self)
+
+
+def case_296(self):
     """sin (ops.yaml:575 sample 0)"""
     return torch.ops.aten.sin(self)
 
 
-def case_223(self):
+def case_297(self):
     """sin (ops.yaml:575 sample 1)"""
     return torch.ops.aten.sin(self)
 
 
-def case_224(self):
+def case_298(self):
     """sin (ops.yaml:575 sample 2)"""
     return torch.ops.aten.sin(self)
 
 
-def case_225(self):
+def case_299(self):
     """sin (ops.yaml:575 sample 3)"""
     return torch.ops.aten.sin(self)
 
 
-def case_226(self):
+def case_300(self):
+    """sin (ops.yaml:575 sample 4)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_301(self):
+    """sin (ops.yaml:575 sample 5)"""
+    return torch.ops.aten.sin(self)
+
+
+def case_302(self):
     """cos (ops.yaml:583 sample 0)"""
     return torch.ops.aten.cos(self)
 
 
-def case_227(self):
+def case_303(self):
     """cos (ops.yaml:583 sample 1)"""
     return torch.ops.aten.cos(self)
 
 
-def case_228(self):
+def case_304(self):
     """cos (ops.yaml:583 sample 2)"""
     return torch.ops.aten.cos(self)
 
 
-def case_229(self):
+def case_305(self):
     """cos (ops.yaml:583 sample 3)"""
     return torch.ops.aten.cos(self)
 
 
-def case_230(self):
+def case_306(self):
+    """cos (ops.yaml:583 sample 4)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_307(self):
+    """cos (ops.yaml:583 sample 5)"""
+    return torch.ops.aten.cos(self)
+
+
+def case_308(self):
     """erf (ops.yaml:591 sample 0)"""
     return torch.ops.aten.erf(self)
 
 
-def case_231(self):
+def case_309(self):
     """erf (ops.yaml:591 sample 1)"""
     return torch.ops.aten.erf(self)
 
 
-def case_232(self):
+def case_310(self):
     """erf (ops.yaml:591 sample 2)"""
     return torch.ops.aten.erf(self)
 
 
-def case_233(self):
+def case_311(self):
     """erf (ops.yaml:591 sample 3)"""
     return torch.ops.aten.erf(self)
 
 
-def case_234(self):
+def case_312(self):
+    """erf (ops.yaml:591 sample 4)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_313(self):
+    """erf (ops.yaml:591 sample 5)"""
+    return torch.ops.aten.erf(self)
+
+
+def case_314(self):
     """floor (ops.yaml:599 sample 0)"""
     return torch.ops.aten.floor(self)
 
 
-def case_235(self):
+def case_315(self):
     """floor (ops.yaml:599 sample 1)"""
     return torch.ops.aten.floor(self)
 
 
-def case_236(self):
+def case_316(self):
     """floor (ops.yaml:599 sample 2)"""
     return torch.ops.aten.floor(self)
 
 
-def case_237(self):
+def case_317(self):
     """floor (ops.yaml:599 sample 3)"""
     return torch.ops.aten.floor(self)
 
 
-def case_238(self):
+def case_318(self):
+    """floor (ops.yaml:599 sample 4)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_319(self):
+    """floor (ops.yaml:599 sample 5)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_320(self):
     """ceil (ops.yaml:606 sample 0)"""
     return torch.ops.aten.ceil(self)
 
 
-def case_239(self):
+def case_321(self):
     """ceil (ops.yaml:606 sample 1)"""
     return torch.ops.aten.ceil(self)
 
 
-def case_240(self):
+def case_322(self):
     """ceil (ops.yaml:606 sample 2)"""
     return torch.ops.aten.ceil(self)
 
 
-def case_241(self):
+def case_323(self):
     """ceil (ops.yaml:606 sample 3)"""
     return torch.ops.aten.ceil(self)
 
 
-def case_242(self):
+def case_324(self):
+    """ceil (ops.yaml:606 sample 4)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_325(self):
+    """ceil (ops.yaml:606 sample 5)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_326(self):
     """round (ops.yaml:613 sample 0)"""
     return torch.ops.aten.round(self)
 
 
-def case_243(self):
+def case_327(self):
     """round (ops.yaml:613 sample 1)"""
     return torch.ops.aten.round(self)
 
 
-def case_244(self):
+def case_328(self):
     """round (ops.yaml:613 sample 2)"""
     return torch.ops.aten.round(self)
 
 
-def case_245(self):
+def case_329(self):
     """round (ops.yaml:613 sample 3)"""
     return torch.ops.aten.round(self)
 
 
-def case_246(self):
+def case_330(self):
+    """round (ops.yaml:613 sample 4)"""
+    return torch.ops.aten.round(self)
+
+
+def case_331(self):
+    """round (ops.yaml:613 sample 5)"""
+    return torch.ops.aten.round(self)
+
+
+def case_332(self):
     """trunc (ops.yaml:620 sample 0)"""
     return torch.ops.aten.trunc(self)
 
 
-def case_247(self):
+def case_333(self):
     """trunc (ops.yaml:620 sample 1)"""
     return torch.ops.aten.trunc(self)
 
 
-def case_248(self):
+def case_334(self):
     """trunc (ops.yaml:620 sample 2)"""
     return torch.ops.aten.trunc(self)
 
 
-def case_249(self):
+def case_335(self):
     """trunc (ops.yaml:620 sample 3)"""
     return torch.ops.aten.trunc(self)
 
 
-def case_250(self):
+def case_336(self):
+    """trunc (ops.yaml:620 sample 4)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_337(self):
+    """trunc (ops.yaml:620 sample 5)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_338(self):
     """leaky_relu (ops.yaml:627 sample 0)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
-def case_251(self):
+def case_339(self):
     """leaky_relu (ops.yaml:627 sample 1)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
-def case_252(self):
+def case_340(self):
     """leaky_relu (ops.yaml:627 sample 2)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
-def case_253(self):
+def case_341(self):
     """leaky_relu (ops.yaml:627 sample 3)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
-def case_254(grad_output, self):
+def case_342(self):
+    """leaky_relu (ops.yaml:627 sample 4)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
+
+
+def case_343(self):
+    """leaky_relu (ops.yaml:627 sample 5)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
+
+
+def case_344(grad_output, self):
     """leaky_relu_backward (ops.yaml:635 sample 0)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
-def case_255(grad_output, self):
+def case_345(grad_output, self):
     """leaky_relu_backward (ops.yaml:635 sample 1)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
-def case_256(grad_output, self):
+def case_346(grad_output, self):
     """leaky_relu_backward (ops.yaml:635 sample 2)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
-def case_257(grad_output, self):
+def case_347(grad_output, self):
     """leaky_relu_backward (ops.yaml:635 sample 3)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
-def case_258(grad_output, self):
+def case_348(grad_output, self):
     """leaky_relu_backward (ops.yaml:635 sample 4)"""
     negative_slope = 1.5
     return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
-def case_259(self):
+def case_349(grad_output, self):
+    """leaky_relu_backward (ops.yaml:635 sample 5)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_350(grad_output, self):
+    """leaky_relu_backward (ops.yaml:635 sample 6)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def case_351(self):
     """elu (ops.yaml:646 sample 0)"""
     alpha = 1
     scale = 1
@@ -1456,7 +1952,7 @@ def case_259(self):
     return torch.ops.aten.elu(self, alpha, scale, input_scale)
 
 
-def case_260(self):
+def case_352(self):
     """elu (ops.yaml:646 sample 1)"""
     alpha = 1
     scale = 1
@@ -1464,7 +1960,7 @@ def case_260(self):
     return torch.ops.aten.elu(self, alpha, scale, input_scale)
 
 
-def case_261(self):
+def case_353(self):
     """elu (ops.yaml:646 sample 2)"""
     alpha = 1
     scale = 1
@@ -1472,7 +1968,7 @@ def case_261(self):
     return torch.ops.aten.elu(self, alpha, scale, input_scale)
 
 
-def case_262(self):
+def case_354(self):
     """elu (ops.yaml:646 sample 3)"""
     alpha = 1
     scale = 1
@@ -1480,7 +1976,23 @@ def case_262(self):
     return torch.ops.aten.elu(self, alpha, scale, input_scale)
 
 
-def case_263(grad_output, self):
+def case_355(self):
+    """elu (ops.yaml:646 sample 4)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_356(self):
+    """elu (ops.yaml:646 sample 5)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
+
+
+def case_357(grad_output, self):
     """elu_backward (ops.yaml:654 sample 0)"""
     alpha = 1.5
     scale = 1.5
@@ -1488,7 +2000,7 @@ def case_263(grad_output, self):
     return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
-def case_264(grad_output, self):
+def case_358(grad_output, self):
     """elu_backward (ops.yaml:654 sample 1)"""
     alpha = 1.5
     scale = 1.5
@@ -1496,7 +2008,7 @@ def case_264(grad_output, self):
     return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
-def case_265(grad_output, self):
+def case_359(grad_output, self):
     """elu_backward (ops.yaml:654 sample 2)"""
     alpha = 1.5
     scale = 1.5
@@ -1504,7 +2016,7 @@ def case_265(grad_output, self):
     return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
-def case_266(grad_output, self):
+def case_360(grad_output, self):
     """elu_backward (ops.yaml:654 sample 3)"""
     alpha = 1.5
     scale = 1.5
@@ -1512,7 +2024,7 @@ def case_266(grad_output, self):
     return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
-def case_267(grad_output, self):
+def case_361(grad_output, self):
     """elu_backward (ops.yaml:654 sample 4)"""
     alpha = 1.5
     scale = 1.5
@@ -1520,127 +2032,173 @@ def case_267(grad_output, self):
     return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
-def case_268(self):
+def case_362(grad_output, self):
+    """elu_backward (ops.yaml:654 sample 5)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_363(grad_output, self):
+    """elu_backward (ops.yaml:654 sample 6)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+
+
+def case_364(self):
     """silu (ops.yaml:665 sample 0)"""
     return torch.ops.aten.silu(self)
 
 
-def case_269(self):
+def case_365(self):
     """silu (ops.yaml:665 sample 1)"""
     return torch.ops.aten.silu(self)
 
 
-def case_270(self):
+def case_366(self):
     """silu (ops.yaml:665 sample 2)"""
     return torch.ops.aten.silu(self)
 
 
-def case_271(self):
+def case_367(self):
     """silu (ops.yaml:665 sample 3)"""
     return torch.ops.aten.silu(self)
 
 
-def case_272(self):
+def case_368(self):
+    """silu (ops.yaml:665 sample 4)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_369(self):
+    """silu (ops.yaml:665 sample 5)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_370(self):
     """isnan (ops.yaml:672 sample 0)"""
     return torch.ops.aten.isnan(self)
 
 
-def case_273(self):
+def case_371(self):
     """isnan (ops.yaml:672 sample 1)"""
     return torch.ops.aten.isnan(self)
 
 
-def case_274(self):
+def case_372(self):
     """isnan (ops.yaml:672 sample 2)"""
     return torch.ops.aten.isnan(self)
 
 
-def case_275(self):
+def case_373(self):
     """isnan (ops.yaml:672 sample 3)"""
     return torch.ops.aten.isnan(self)
 
 
-def case_276(self):
+def case_374(self):
+    """isnan (ops.yaml:672 sample 4)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_375(self):
+    """isnan (ops.yaml:672 sample 5)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_376(self):
     """isfinite (ops.yaml:681 sample 0)"""
     return torch.ops.aten.isfinite(self)
 
 
-def case_277(self):
+def case_377(self):
     """isfinite (ops.yaml:681 sample 1)"""
     return torch.ops.aten.isfinite(self)
 
 
-def case_278(self):
+def case_378(self):
     """isfinite (ops.yaml:681 sample 2)"""
     return torch.ops.aten.isfinite(self)
 
 
-def case_279(self):
+def case_379(self):
     """isfinite (ops.yaml:681 sample 3)"""
     return torch.ops.aten.isfinite(self)
 
 
-def case_280(self):
+def case_380(self):
+    """isfinite (ops.yaml:681 sample 4)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_381(self):
+    """isfinite (ops.yaml:681 sample 5)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_382(self):
     """gelu (ops.yaml:697 sample 0)"""
     approximate = 'none'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
-def case_281(self):
+def case_383(self):
     """gelu (ops.yaml:697 sample 1)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
-def case_282(self):
+def case_384(self):
     """gelu (ops.yaml:697 sample 2)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
-def case_283(self):
+def case_385(self):
     """gelu (ops.yaml:697 sample 3)"""
     approximate = 'none'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
-def case_284(self):
+def case_386(self):
     """gelu (ops.yaml:697 sample 4)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu(self, approximate=approximate)
 
 
-def case_285(grad_output, self):
+def case_387(grad_output, self):
     """gelu_backward (ops.yaml:713 sample 0)"""
     approximate = 'none'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
-def case_286(grad_output, self):
+def case_388(grad_output, self):
     """gelu_backward (ops.yaml:713 sample 1)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
-def case_287(grad_output, self):
+def case_389(grad_output, self):
     """gelu_backward (ops.yaml:713 sample 2)"""
     approximate = 'tanh'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
-def case_288(grad_output, self):
+def case_390(grad_output, self):
     """gelu_backward (ops.yaml:713 sample 3)"""
     approximate = 'none'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
-def case_289(grad_output, self):
+def case_391(grad_output, self):
     """gelu_backward (ops.yaml:713 sample 4)"""
     approximate = 'none'
     return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
 
 
-def case_290(self):
+def case_392(self):
     """nan_to_num (ops.yaml:734 sample 0)"""
     nan = None
     posinf = None
@@ -1648,7 +2206,7 @@ def case_290(self):
     return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
 
 
-def case_291(self):
+def case_393(self):
     """nan_to_num (ops.yaml:734 sample 1)"""
     nan = 1.0
     posinf = 2.0
@@ -1656,7 +2214,7 @@ def case_291(self):
     return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
 
 
-def case_292(self):
+def case_394(self):
     """nan_to_num (ops.yaml:734 sample 2)"""
     nan = None
     posinf = None
@@ -1664,7 +2222,7 @@ def case_292(self):
     return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
 
 
-def case_293(self):
+def case_395(self):
     """nan_to_num (ops.yaml:734 sample 3)"""
     nan = 0.5
     posinf = None
@@ -1672,484 +2230,656 @@ def case_293(self):
     return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
 
 
-def case_294(self, other):
+def case_396(self, other):
     """eq.Tensor (ops.yaml:743 sample 0)"""
     return torch.ops.aten.eq(self, other)
 
 
-def case_295(self, other):
+def case_397(self, other):
     """eq.Tensor (ops.yaml:743 sample 1)"""
     return torch.ops.aten.eq(self, other)
 
 
-def case_296(self, other):
+def case_398(self, other):
     """eq.Tensor (ops.yaml:743 sample 2)"""
     return torch.ops.aten.eq(self, other)
 
 
-def case_297(self, other):
+def case_399(self, other):
     """eq.Tensor (ops.yaml:743 sample 3)"""
     return torch.ops.aten.eq(self, other)
 
 
-def case_298(self, other):
+def case_400(self, other):
     """eq.Tensor (ops.yaml:743 sample 4)"""
     return torch.ops.aten.eq(self, other)
 
 
-def case_299(self):
+def case_401(self, other):
+    """eq.Tensor (ops.yaml:743 sample 5)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_402(self, other):
+    """eq.Tensor (ops.yaml:743 sample 6)"""
+    return torch.ops.aten.eq(self, other)
+
+
+def case_403(self):
     """eq.Scalar (ops.yaml:753 sample 0)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
-def case_300(self):
+def case_404(self):
     """eq.Scalar (ops.yaml:753 sample 1)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
-def case_301(self):
+def case_405(self):
     """eq.Scalar (ops.yaml:753 sample 2)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
-def case_302(self):
+def case_406(self):
     """eq.Scalar (ops.yaml:753 sample 3)"""
     other = 1.5
     return torch.ops.aten.eq(self, other)
 
 
-def case_303(self, other):
+def case_407(self):
+    """eq.Scalar (ops.yaml:753 sample 4)"""
+    other = 1.5
+    return torch.ops.aten.eq(self, other)
+
+
+def case_408(self):
+    """eq.Scalar (ops.yaml:753 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.eq(self, other)
+
+
+def case_409(self, other):
     """lt.Tensor (ops.yaml:762 sample 0)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_304(self, other):
+def case_410(self, other):
     """lt.Tensor (ops.yaml:762 sample 1)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_305(self, other):
+def case_411(self, other):
     """lt.Tensor (ops.yaml:762 sample 2)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_306(self, other):
+def case_412(self, other):
     """lt.Tensor (ops.yaml:762 sample 3)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_307(self, other):
+def case_413(self, other):
     """lt.Tensor (ops.yaml:762 sample 4)"""
     return torch.ops.aten.lt(self, other)
 
 
-def case_308(self):
+def case_414(self, other):
+    """lt.Tensor (ops.yaml:762 sample 5)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_415(self, other):
+    """lt.Tensor (ops.yaml:762 sample 6)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_416(self):
     """lt.Scalar (ops.yaml:772 sample 0)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
-def case_309(self):
+def case_417(self):
     """lt.Scalar (ops.yaml:772 sample 1)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
-def case_310(self):
+def case_418(self):
     """lt.Scalar (ops.yaml:772 sample 2)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
-def case_311(self):
+def case_419(self):
     """lt.Scalar (ops.yaml:772 sample 3)"""
     other = 1.5
     return torch.ops.aten.lt(self, other)
 
 
-def case_312(self, other):
+def case_420(self):
+    """lt.Scalar (ops.yaml:772 sample 4)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
+
+
+def case_421(self):
+    """lt.Scalar (ops.yaml:772 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
+
+
+def case_422(self, other):
     """gt.Tensor (ops.yaml:781 sample 0)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_313(self, other):
+def case_423(self, other):
     """gt.Tensor (ops.yaml:781 sample 1)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_314(self, other):
+def case_424(self, other):
     """gt.Tensor (ops.yaml:781 sample 2)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_315(self, other):
+def case_425(self, other):
     """gt.Tensor (ops.yaml:781 sample 3)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_316(self, other):
+def case_426(self, other):
     """gt.Tensor (ops.yaml:781 sample 4)"""
     return torch.ops.aten.gt(self, other)
 
 
-def case_317(self):
+def case_427(self, other):
+    """gt.Tensor (ops.yaml:781 sample 5)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_428(self, other):
+    """gt.Tensor (ops.yaml:781 sample 6)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_429(self):
     """gt.Scalar (ops.yaml:791 sample 0)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_318(self):
+def case_430(self):
     """gt.Scalar (ops.yaml:791 sample 1)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_319(self):
+def case_431(self):
     """gt.Scalar (ops.yaml:791 sample 2)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_320(self):
+def case_432(self):
     """gt.Scalar (ops.yaml:791 sample 3)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_321(condition, self, other):
+def case_433(self):
+    """gt.Scalar (ops.yaml:791 sample 4)"""
+    other = 1.5
+    return torch.ops.aten.gt(self, other)
+
+
+def case_434(self):
+    """gt.Scalar (ops.yaml:791 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.gt(self, other)
+
+
+def case_435(condition, self, other):
     """where (ops.yaml:808 sample 0)"""
     return torch.ops.aten.where(condition, self, other)
 
 
-def case_322(condition, self, other):
+def case_436(condition, self, other):
     """where (ops.yaml:808 sample 1)"""
     return torch.ops.aten.where(condition, self, other)
 
 
-def case_323(condition, self, other):
+def case_437(condition, self, other):
     """where (ops.yaml:808 sample 2)"""
     return torch.ops.aten.where(condition, self, other)
 
 
-def case_324(self, other):
+def case_438(self, other):
     """ne.Tensor (ops.yaml:813 sample 0)"""
     return torch.ops.aten.ne(self, other)
 
 
-def case_325(self, other):
+def case_439(self, other):
     """ne.Tensor (ops.yaml:813 sample 1)"""
     return torch.ops.aten.ne(self, other)
 
 
-def case_326(self, other):
+def case_440(self, other):
     """ne.Tensor (ops.yaml:813 sample 2)"""
     return torch.ops.aten.ne(self, other)
 
 
-def case_327(self, other):
+def case_441(self, other):
     """ne.Tensor (ops.yaml:813 sample 3)"""
     return torch.ops.aten.ne(self, other)
 
 
-def case_328(self, other):
+def case_442(self, other):
     """ne.Tensor (ops.yaml:813 sample 4)"""
     return torch.ops.aten.ne(self, other)
 
 
-def case_329(self):
+def case_443(self, other):
+    """ne.Tensor (ops.yaml:813 sample 5)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_444(self, other):
+    """ne.Tensor (ops.yaml:813 sample 6)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_445(self):
     """ne.Scalar (ops.yaml:823 sample 0)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
-def case_330(self):
+def case_446(self):
     """ne.Scalar (ops.yaml:823 sample 1)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
-def case_331(self):
+def case_447(self):
     """ne.Scalar (ops.yaml:823 sample 2)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
-def case_332(self):
+def case_448(self):
     """ne.Scalar (ops.yaml:823 sample 3)"""
     other = 1.5
     return torch.ops.aten.ne(self, other)
 
 
-def case_333(self, other):
+def case_449(self):
+    """ne.Scalar (ops.yaml:823 sample 4)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_450(self):
+    """ne.Scalar (ops.yaml:823 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_451(self, other):
     """le.Tensor (ops.yaml:832 sample 0)"""
     return torch.ops.aten.le(self, other)
 
 
-def case_334(self, other):
+def case_452(self, other):
     """le.Tensor (ops.yaml:832 sample 1)"""
     return torch.ops.aten.le(self, other)
 
 
-def case_335(self, other):
+def case_453(self, other):
     """le.Tensor (ops.yaml:832 sample 2)"""
     return torch.ops.aten.le(self, other)
 
 
-def case_336(self, other):
+def case_454(self, other):
     """le.Tensor (ops.yaml:832 sample 3)"""
     return torch.ops.aten.le(self, other)
 
 
-def case_337(self, other):
+def case_455(self, other):
     """le.Tensor (ops.yaml:832 sample 4)"""
     return torch.ops.aten.le(self, other)
 
 
-def case_338(self):
+def case_456(self, other):
+    """le.Tensor (ops.yaml:832 sample 5)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_457(self, other):
+    """le.Tensor (ops.yaml:832 sample 6)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_458(self):
     """le.Scalar (ops.yaml:842 sample 0)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
-def case_339(self):
+def case_459(self):
     """le.Scalar (ops.yaml:842 sample 1)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
-def case_340(self):
+def case_460(self):
     """le.Scalar (ops.yaml:842 sample 2)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
-def case_341(self):
+def case_461(self):
     """le.Scalar (ops.yaml:842 sample 3)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
-def case_342(self, other):
+def case_462(self):
+    """le.Scalar (ops.yaml:842 sample 4)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_463(self):
+    """le.Scalar (ops.yaml:842 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_464(self, other):
     """ge.Tensor (ops.yaml:851 sample 0)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_343(self, other):
+def case_465(self, other):
     """ge.Tensor (ops.yaml:851 sample 1)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_344(self, other):
+def case_466(self, other):
     """ge.Tensor (ops.yaml:851 sample 2)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_345(self, other):
+def case_467(self, other):
     """ge.Tensor (ops.yaml:851 sample 3)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_346(self, other):
+def case_468(self, other):
     """ge.Tensor (ops.yaml:851 sample 4)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_347(self):
+def case_469(self, other):
+    """ge.Tensor (ops.yaml:851 sample 5)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_470(self, other):
+    """ge.Tensor (ops.yaml:851 sample 6)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_471(self):
     """ge.Scalar (ops.yaml:861 sample 0)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
-def case_348(self):
+def case_472(self):
     """ge.Scalar (ops.yaml:861 sample 1)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
-def case_349(self):
+def case_473(self):
     """ge.Scalar (ops.yaml:861 sample 2)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
-def case_350(self):
+def case_474(self):
     """ge.Scalar (ops.yaml:861 sample 3)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
-def case_351(self, other):
+def case_475(self):
+    """ge.Scalar (ops.yaml:861 sample 4)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
+
+
+def case_476(self):
+    """ge.Scalar (ops.yaml:861 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.ge(self, other)
+
+
+def case_477(self, other):
     """logical_and (ops.yaml:870 sample 0)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_352(self, other):
+def case_478(self, other):
     """logical_and (ops.yaml:870 sample 1)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_353(self, other):
+def case_479(self, other):
     """logical_and (ops.yaml:870 sample 2)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_354(self, other):
+def case_480(self, other):
     """logical_and (ops.yaml:870 sample 3)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_355(self, other):
+def case_481(self, other):
     """logical_and (ops.yaml:870 sample 4)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_356(self, other):
+def case_482(self, other):
+    """logical_and (ops.yaml:870 sample 5)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_483(self, other):
+    """logical_and (ops.yaml:870 sample 6)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_484(self, other):
     """logical_or (ops.yaml:880 sample 0)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_357(self, other):
+def case_485(self, other):
     """logical_or (ops.yaml:880 sample 1)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_358(self, other):
+def case_486(self, other):
     """logical_or (ops.yaml:880 sample 2)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_359(self, other):
+def case_487(self, other):
     """logical_or (ops.yaml:880 sample 3)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_360(self, other):
+def case_488(self, other):
     """logical_or (ops.yaml:880 sample 4)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_361(self, other):
+def case_489(self, other):
+    """logical_or (ops.yaml:880 sample 5)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_490(self, other):
+    """logical_or (ops.yaml:880 sample 6)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_491(self, other):
     """logical_xor (ops.yaml:890 sample 0)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_362(self, other):
+def case_492(self, other):
     """logical_xor (ops.yaml:890 sample 1)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_363(self, other):
+def case_493(self, other):
     """logical_xor (ops.yaml:890 sample 2)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_364(self, other):
+def case_494(self, other):
     """logical_xor (ops.yaml:890 sample 3)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_365(self, other):
+def case_495(self, other):
     """logical_xor (ops.yaml:890 sample 4)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_366(self):
+def case_496(self, other):
+    """logical_xor (ops.yaml:890 sample 5)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_497(self, other):
+    """logical_xor (ops.yaml:890 sample 6)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_498(self):
     """logical_not (ops.yaml:900 sample 0)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_367(self):
+def case_499(self):
     """logical_not (ops.yaml:900 sample 1)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_368(self):
+def case_500(self):
     """logical_not (ops.yaml:900 sample 2)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_369(self):
+def case_501(self):
     """logical_not (ops.yaml:900 sample 3)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_370(self, mask):
+def case_502(self):
+    """logical_not (ops.yaml:900 sample 4)"""
+    return torch.ops.aten.logical_not(self)
+
+
+def case_503(self):
+    """logical_not (ops.yaml:900 sample 5)"""
+    return torch.ops.aten.logical_not(self)
+
+
+def case_504(self, mask):
     """masked_fill.Scalar (ops.yaml:916 sample 0)"""
     value = 1.5
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_371(self, mask):
+def case_505(self, mask):
     """masked_fill.Scalar (ops.yaml:916 sample 1)"""
     value = -2
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_372(self, mask):
+def case_506(self, mask):
     """masked_fill.Scalar (ops.yaml:916 sample 2)"""
     value = 0.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_373(self, mask):
+def case_507(self, mask):
     """masked_fill.Scalar (ops.yaml:916 sample 3)"""
     value = 1.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_374(self, mask, value):
+def case_508(self, mask, value):
     """masked_fill.Tensor (ops.yaml:933 sample 0)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_375(self, mask, value):
+def case_509(self, mask, value):
     """masked_fill.Tensor (ops.yaml:933 sample 1)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_376(self, mask, value):
+def case_510(self, mask, value):
     """masked_fill.Tensor (ops.yaml:933 sample 2)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_377(self, mask, value):
+def case_511(self, mask, value):
     """masked_fill.Tensor (ops.yaml:933 sample 3)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_378(self, mask, value):
+def case_512(self, mask, value):
     """masked_fill.Tensor (ops.yaml:933 sample 4)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_379(self):
+def case_513(self):
     """sum (ops.yaml:950 sample 0)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_380(self):
+def case_514(self):
     """sum (ops.yaml:950 sample 1)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_381(self):
+def case_515(self):
     """sum (ops.yaml:950 sample 2)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_382(self):
+def case_516(self):
     """sum (ops.yaml:950 sample 3)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_383(self):
+def case_517(self):
     """sum.dim (ops.yaml:965 sample 0)"""
     dim = [1]
     keepdim = False
@@ -2157,7 +2887,7 @@ def case_383(self):
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_384(self):
+def case_518(self):
     """sum.dim (ops.yaml:965 sample 1)"""
     dim = [0, 2]
     keepdim = True
@@ -2165,7 +2895,7 @@ def case_384(self):
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_385(self):
+def case_519(self):
     """sum.dim (ops.yaml:965 sample 2)"""
     dim = [-1]
     keepdim = False
@@ -2173,7 +2903,7 @@ def case_385(self):
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_386(self):
+def case_520(self):
     """sum.dim (ops.yaml:965 sample 3)"""
     dim = [0]
     keepdim = False
@@ -2181,31 +2911,31 @@ def case_386(self):
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_387(self):
+def case_521(self):
     """mean (ops.yaml:982 sample 0)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_388(self):
+def case_522(self):
     """mean (ops.yaml:982 sample 1)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_389(self):
+def case_523(self):
     """mean (ops.yaml:982 sample 2)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_390(self):
+def case_524(self):
     """mean (ops.yaml:982 sample 3)"""
     dtype = torch.float64
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_391(self):
+def case_525(self):
     """mean.dim (ops.yaml:1000 sample 0)"""
     dim = [1]
     keepdim = False
@@ -2213,7 +2943,7 @@ def case_391(self):
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_392(self):
+def case_526(self):
     """mean.dim (ops.yaml:1000 sample 1)"""
     dim = [0, 2]
     keepdim = True
@@ -2221,7 +2951,7 @@ def case_392(self):
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_393(self):
+def case_527(self):
     """mean.dim (ops.yaml:1000 sample 2)"""
     dim = [1]
     keepdim = False
@@ -2229,7 +2959,7 @@ def case_393(self):
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_394(self):
+def case_528(self):
     """mean.dim (ops.yaml:1000 sample 3)"""
     dim = [0]
     keepdim = False
@@ -2237,306 +2967,306 @@ def case_394(self):
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_395(self):
+def case_529(self):
     """amax (ops.yaml:1014 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_396(self):
+def case_530(self):
     """amax (ops.yaml:1014 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_397(self):
+def case_531(self):
     """amax (ops.yaml:1014 sample 2)"""
     dim = []
     keepdim = False
     return torch.ops.aten.amax(self, dim, keepdim)
 
 
-def case_398(self):
+def case_532(self):
     """amin (ops.yaml:1027 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
-def case_399(self):
+def case_533(self):
     """amin (ops.yaml:1027 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
-def case_400(self):
+def case_534(self):
     """amin (ops.yaml:1027 sample 2)"""
     dim = [0]
     keepdim = False
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
-def case_401(self):
+def case_535(self):
     """amin (ops.yaml:1027 sample 3)"""
     dim = []
     keepdim = False
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
-def case_402(self):
+def case_536(self):
     """amin (ops.yaml:1027 sample 4)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.amin(self, dim, keepdim)
 
 
-def case_403(self):
+def case_537(self):
     """max (ops.yaml:1041 sample 0)"""
     return torch.ops.aten.max(self)
 
 
-def case_404(self):
+def case_538(self):
     """max (ops.yaml:1041 sample 1)"""
     return torch.ops.aten.max(self)
 
 
-def case_405(self):
+def case_539(self):
     """max (ops.yaml:1041 sample 2)"""
     return torch.ops.aten.max(self)
 
 
-def case_406(self):
+def case_540(self):
     """min (ops.yaml:1053 sample 0)"""
     return torch.ops.aten.min(self)
 
 
-def case_407(self):
+def case_541(self):
     """min (ops.yaml:1053 sample 1)"""
     return torch.ops.aten.min(self)
 
 
-def case_408(self):
+def case_542(self):
     """min (ops.yaml:1053 sample 2)"""
     return torch.ops.aten.min(self)
 
 
-def case_409(self):
+def case_543(self):
     """max.dim (ops.yaml:1067 sample 0 result values)"""
     dim = 1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
-def case_410(self):
+def case_544(self):
     """max.dim (ops.yaml:1067 sample 0 result indices)"""
     dim = 1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
-def case_411(self):
+def case_545(self):
     """max.dim (ops.yaml:1067 sample 1 result values)"""
     dim = 0
     keepdim = True
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
-def case_412(self):
+def case_546(self):
     """max.dim (ops.yaml:1067 sample 1 result indices)"""
     dim = 0
     keepdim = True
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
-def case_413(self):
+def case_547(self):
     """max.dim (ops.yaml:1067 sample 2 result values)"""
     dim = -1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
-def case_414(self):
+def case_548(self):
     """max.dim (ops.yaml:1067 sample 2 result indices)"""
     dim = -1
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
-def case_415(self):
+def case_549(self):
     """max.dim (ops.yaml:1067 sample 3 result values)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
-def case_416(self):
+def case_550(self):
     """max.dim (ops.yaml:1067 sample 3 result indices)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
-def case_417(self):
+def case_551(self):
     """max.dim (ops.yaml:1067 sample 4 result values)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[0]
 
 
-def case_418(self):
+def case_552(self):
     """max.dim (ops.yaml:1067 sample 4 result indices)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.max(self, dim, keepdim))[1]
 
 
-def case_419(self):
+def case_553(self):
     """min.dim (ops.yaml:1083 sample 0 result values)"""
     dim = 1
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[0]
 
 
-def case_420(self):
+def case_554(self):
     """min.dim (ops.yaml:1083 sample 0 result indices)"""
     dim = 1
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[1]
 
 
-def case_421(self):
+def case_555(self):
     """min.dim (ops.yaml:1083 sample 1 result values)"""
     dim = 0
     keepdim = True
     return (torch.ops.aten.min(self, dim, keepdim))[0]
 
 
-def case_422(self):
+def case_556(self):
     """min.dim (ops.yaml:1083 sample 1 result indices)"""
     dim = 0
     keepdim = True
     return (torch.ops.aten.min(self, dim, keepdim))[1]
 
 
-def case_423(self):
+def case_557(self):
     """min.dim (ops.yaml:1083 sample 2 result values)"""
     dim = -1
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[0]
 
 
-def case_424(self):
+def case_558(self):
     """min.dim (ops.yaml:1083 sample 2 result indices)"""
     dim = -1
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[1]
 
 
-def case_425(self):
+def case_559(self):
     """min.dim (ops.yaml:1083 sample 3 result values)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[0]
 
 
-def case_426(self):
+def case_560(self):
     """min.dim (ops.yaml:1083 sample 3 result indices)"""
     dim = 0
     keepdim = False
     return (torch.ops.aten.min(self, dim, keepdim))[1]
 
 
-def case_427(self):
+def case_561(self):
     """argmax (ops.yaml:1097 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
-def case_428(self):
+def case_562(self):
     """argmax (ops.yaml:1097 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
-def case_429(self):
+def case_563(self):
     """argmax (ops.yaml:1097 sample 2)"""
     dim = -1
     keepdim = False
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
-def case_430(self):
+def case_564(self):
     """argmax (ops.yaml:1097 sample 3)"""
     dim = None
     keepdim = False
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
-def case_431(self):
+def case_565(self):
     """argmax (ops.yaml:1097 sample 4)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.argmax(self, dim, keepdim)
 
 
-def case_432(self):
+def case_566(self):
     """argmin (ops.yaml:1112 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
-def case_433(self):
+def case_567(self):
     """argmin (ops.yaml:1112 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
-def case_434(self):
+def case_568(self):
     """argmin (ops.yaml:1112 sample 2)"""
     dim = -1
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
-def case_435(self):
+def case_569(self):
     """argmin (ops.yaml:1112 sample 3)"""
     dim = None
     keepdim = False
     return torch.ops.aten.argmin(self, dim, keepdim)
 
 
-def case_436(self):
+def case_570(self):
     """prod (ops.yaml:1126 sample 0)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
-def case_437(self):
+def case_571(self):
     """prod (ops.yaml:1126 sample 1)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
-def case_438(self):
+def case_572(self):
     """prod (ops.yaml:1126 sample 2)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
-def case_439(self):
+def case_573(self):
     """prod (ops.yaml:1126 sample 3)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
-def case_440(self):
+def case_574(self):
     """prod.dim_int (ops.yaml:1141 sample 0)"""
     dim = 1
     keepdim = False
@@ -2544,7 +3274,7 @@ def case_440(self):
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_441(self):
+def case_575(self):
     """prod.dim_int (ops.yaml:1141 sample 1)"""
     dim = 0
     keepdim = True
@@ -2552,7 +3282,7 @@ def case_441(self):
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_442(self):
+def case_576(self):
     """prod.dim_int (ops.yaml:1141 sample 2)"""
     dim = -1
     keepdim = False
@@ -2560,7 +3290,7 @@ def case_442(self):
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_443(self):
+def case_577(self):
     """prod.dim_int (ops.yaml:1141 sample 3)"""
     dim = 0
     keepdim = False
@@ -2568,146 +3298,146 @@ def case_443(self):
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_444(self):
+def case_578(self):
     """all (ops.yaml:1155 sample 0)"""
     return torch.ops.aten.all(self)
 
 
-def case_445(self):
+def case_579(self):
     """all (ops.yaml:1155 sample 1)"""
     return torch.ops.aten.all(self)
 
 
-def case_446(self):
+def case_580(self):
     """all.dim (ops.yaml:1168 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.all(self, dim, keepdim)
 
 
-def case_447(self):
+def case_581(self):
     """all.dim (ops.yaml:1168 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.all(self, dim, keepdim)
 
 
-def case_448(self):
+def case_582(self):
     """all.dim (ops.yaml:1168 sample 2)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.all(self, dim, keepdim)
 
 
-def case_449(self):
+def case_583(self):
     """any (ops.yaml:1181 sample 0)"""
     return torch.ops.aten.any(self)
 
 
-def case_450(self):
+def case_584(self):
     """any (ops.yaml:1181 sample 1)"""
     return torch.ops.aten.any(self)
 
 
-def case_451(self):
+def case_585(self):
     """any.dim (ops.yaml:1194 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.any(self, dim, keepdim)
 
 
-def case_452(self):
+def case_586(self):
     """any.dim (ops.yaml:1194 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.any(self, dim, keepdim)
 
 
-def case_453(self):
+def case_587(self):
     """any.dim (ops.yaml:1194 sample 2)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.any(self, dim, keepdim)
 
 
-def case_454(self):
+def case_588(self):
     """cumsum (ops.yaml:1207 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_455(self):
+def case_589(self):
     """cumsum (ops.yaml:1207 sample 1)"""
     dim = 1
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_456(self):
+def case_590(self):
     """cumsum (ops.yaml:1207 sample 2)"""
     dim = 0
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_457(self):
+def case_591(self):
     """cumsum (ops.yaml:1207 sample 3)"""
     dim = 0
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_458(self):
+def case_592(self):
     """cumsum (ops.yaml:1207 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_459(self):
+def case_593(self):
     """logsumexp (ops.yaml:1223 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_460(self):
+def case_594(self):
     """logsumexp (ops.yaml:1223 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_461(self):
+def case_595(self):
     """logsumexp (ops.yaml:1223 sample 2)"""
     dim = [0]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_462(self):
+def case_596(self):
     """logsumexp (ops.yaml:1223 sample 3)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_463(self):
+def case_597(self):
     """logsumexp (ops.yaml:1223 sample 4)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_464(self):
+def case_598(self):
     """logsumexp (ops.yaml:1223 sample 5)"""
     dim = [0, 1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_465(self):
+def case_599(self):
     """var.correction (ops.yaml:1239 sample 0)"""
     dim = [1]
     correction = None
@@ -2715,7 +3445,7 @@ def case_465(self):
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_466(self):
+def case_600(self):
     """var.correction (ops.yaml:1239 sample 1)"""
     dim = [0, 2]
     correction = None
@@ -2723,7 +3453,7 @@ def case_466(self):
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_467(self):
+def case_601(self):
     """var.correction (ops.yaml:1239 sample 2)"""
     dim = [0]
     correction = 0
@@ -2731,7 +3461,7 @@ def case_467(self):
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_468(self):
+def case_602(self):
     """var.correction (ops.yaml:1239 sample 3)"""
     dim = []
     correction = None
@@ -2739,7 +3469,7 @@ def case_468(self):
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_469(self):
+def case_603(self):
     """std.correction (ops.yaml:1254 sample 0)"""
     dim = [1]
     correction = None
@@ -2747,7 +3477,7 @@ def case_469(self):
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_470(self):
+def case_604(self):
     """std.correction (ops.yaml:1254 sample 1)"""
     dim = [0, 2]
     correction = None
@@ -2755,7 +3485,7 @@ def case_470(self):
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_471(self):
+def case_605(self):
     """std.correction (ops.yaml:1254 sample 2)"""
     dim = [0]
     correction = 0
@@ -2763,7 +3493,7 @@ def case_471(self):
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_472(self):
+def case_606(self):
     """linalg_vector_norm (ops.yaml:1272 sample 0)"""
     ord = 2
     dim = [1]
@@ -2772,7 +3502,7 @@ def case_472(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_473(self):
+def case_607(self):
     """linalg_vector_norm (ops.yaml:1272 sample 1)"""
     ord = 1
     dim = [0, 2]
@@ -2781,7 +3511,7 @@ def case_473(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_474(self):
+def case_608(self):
     """linalg_vector_norm (ops.yaml:1272 sample 2)"""
     ord = 2
     dim = [0]
@@ -2790,7 +3520,7 @@ def case_474(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_475(self):
+def case_609(self):
     """linalg_vector_norm (ops.yaml:1272 sample 3)"""
     ord = 2
     dim = []
@@ -2799,502 +3529,502 @@ def case_475(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_476(grad_output):
+def case_610(grad_output):
     """cumsum_backward (ops.yaml:1308 sample 0)"""
     dim = 1
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_477(grad_output):
+def case_611(grad_output):
     """cumsum_backward (ops.yaml:1308 sample 1)"""
     dim = -2
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_478(grad_output):
+def case_612(grad_output):
     """cumsum_backward (ops.yaml:1308 sample 2)"""
     dim = 0
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_479(grad_output):
+def case_613(grad_output):
     """cumsum_backward (ops.yaml:1308 sample 3)"""
     dim = 0
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_480(grad_output):
+def case_614(grad_output):
     """cumsum_backward (ops.yaml:1308 sample 4)"""
     dim = 0
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_481(self, mat2):
+def case_615(self, mat2):
     """mm (ops.yaml:1368 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_482(self, mat2):
+def case_616(self, mat2):
     """mm (ops.yaml:1368 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_483(self, mat2):
+def case_617(self, mat2):
     """mm (ops.yaml:1368 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_484(self, mat2):
+def case_618(self, mat2):
     """mm (ops.yaml:1368 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_485(self, mat2):
+def case_619(self, mat2):
     """mm (ops.yaml:1368 sample 4)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_486(self, mat2):
+def case_620(self, mat2):
     """mm (ops.yaml:1368 sample 5)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_487(self, mat2):
+def case_621(self, mat2):
     """mm (ops.yaml:1368 sample 6)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_488(self, other):
+def case_622(self, other):
     """matmul (ops.yaml:1389 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_489(self, other):
+def case_623(self, other):
     """matmul (ops.yaml:1389 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_490(self, other):
+def case_624(self, other):
     """matmul (ops.yaml:1389 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_491(self, other):
+def case_625(self, other):
     """matmul (ops.yaml:1389 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_492(self, other):
+def case_626(self, other):
     """matmul (ops.yaml:1389 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_493(self, other):
+def case_627(self, other):
     """matmul (ops.yaml:1389 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_494(self, other):
+def case_628(self, other):
     """matmul (ops.yaml:1389 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_495(self, other):
+def case_629(self, other):
     """matmul (ops.yaml:1389 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_496(self, other):
+def case_630(self, other):
     """matmul (ops.yaml:1389 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_497(self, other):
+def case_631(self, other):
     """matmul (ops.yaml:1389 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_498(self, other):
+def case_632(self, other):
     """matmul (ops.yaml:1389 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_499(self, other):
+def case_633(self, other):
     """matmul (ops.yaml:1389 sample 11)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_500(self, mat2):
+def case_634(self, mat2):
     """bmm (ops.yaml:1420 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_501(self, mat2):
+def case_635(self, mat2):
     """bmm (ops.yaml:1420 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_502(self, mat2):
+def case_636(self, mat2):
     """bmm (ops.yaml:1420 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_503(self, mat2):
+def case_637(self, mat2):
     """bmm (ops.yaml:1420 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_504(self, mat2):
+def case_638(self, mat2):
     """bmm (ops.yaml:1420 sample 4)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_505(self, mat1, mat2):
+def case_639(self, mat1, mat2):
     """addmm (ops.yaml:1448 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_506(self, mat1, mat2):
+def case_640(self, mat1, mat2):
     """addmm (ops.yaml:1448 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_507(self, mat1, mat2):
+def case_641(self, mat1, mat2):
     """addmm (ops.yaml:1448 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_508(self, mat1, mat2):
+def case_642(self, mat1, mat2):
     """addmm (ops.yaml:1448 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_509(self, mat1, mat2):
+def case_643(self, mat1, mat2):
     """addmm (ops.yaml:1448 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_510(self, mat1, mat2):
+def case_644(self, mat1, mat2):
     """addmm (ops.yaml:1448 sample 5)"""
     beta = 2
     alpha = -3
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_511(self, mat1, mat2):
+def case_645(self, mat1, mat2):
     """addmm (ops.yaml:1448 sample 6)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_512(self, batch1, batch2):
+def case_646(self, batch1, batch2):
     """baddbmm (ops.yaml:1482 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_513(self, batch1, batch2):
+def case_647(self, batch1, batch2):
     """baddbmm (ops.yaml:1482 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_514(self, batch1, batch2):
+def case_648(self, batch1, batch2):
     """baddbmm (ops.yaml:1482 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_515(self, batch1, batch2):
+def case_649(self, batch1, batch2):
     """baddbmm (ops.yaml:1482 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_516(self, batch1, batch2):
+def case_650(self, batch1, batch2):
     """baddbmm (ops.yaml:1482 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_517(self, batch1, batch2):
+def case_651(self, batch1, batch2):
     """baddbmm (ops.yaml:1482 sample 5)"""
     beta = 0
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_518(self, tensor):
+def case_652(self, tensor):
     """dot (ops.yaml:1504 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_519(self, tensor):
+def case_653(self, tensor):
     """dot (ops.yaml:1504 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_520(self, tensor):
+def case_654(self, tensor):
     """dot (ops.yaml:1504 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_521(self, tensor):
+def case_655(self, tensor):
     """dot (ops.yaml:1504 sample 3)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_522(self, vec2):
+def case_656(self, vec2):
     """outer (ops.yaml:1522 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_523(self, vec2):
+def case_657(self, vec2):
     """outer (ops.yaml:1522 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_524(self, vec2):
+def case_658(self, vec2):
     """outer (ops.yaml:1522 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_525(self, vec2):
+def case_659(self, vec2):
     """outer (ops.yaml:1522 sample 3)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_526(input, weight, bias):
+def case_660(input, weight, bias):
     """linear (ops.yaml:1546 sample 0)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_527(input, weight, bias):
+def case_661(input, weight, bias):
     """linear (ops.yaml:1546 sample 1)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_528(input, weight):
+def case_662(input, weight):
     """linear (ops.yaml:1546 sample 2)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_529(input, weight, bias):
+def case_663(input, weight, bias):
     """linear (ops.yaml:1546 sample 3)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_530(input, weight, bias):
+def case_664(input, weight, bias):
     """linear (ops.yaml:1546 sample 4)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_531(input, weight, bias):
+def case_665(input, weight, bias):
     """linear (ops.yaml:1546 sample 5)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_532(input, weight):
+def case_666(input, weight):
     """linear (ops.yaml:1546 sample 6)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_533(input, weight):
+def case_667(input, weight):
     """linear (ops.yaml:1546 sample 7)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_534(input, weight):
+def case_668(input, weight):
     """linear (ops.yaml:1546 sample 8)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_535(input, weight):
+def case_669(input, weight):
     """linear (ops.yaml:1546 sample 9)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_536(input, weight):
+def case_670(input, weight):
     """linear (ops.yaml:1546 sample 10)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_537(input, weight, bias):
+def case_671(input, weight, bias):
     """linear (ops.yaml:1546 sample 11)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_538(input, weight, bias):
+def case_672(input, weight, bias):
     """linear (ops.yaml:1546 sample 12)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_539(grad, mat2, mat1):
+def case_673(grad, mat2, mat1):
     """mm_mat1_backward (ops.yaml:1575 sample 0)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_540(grad, mat2, mat1):
+def case_674(grad, mat2, mat1):
     """mm_mat1_backward (ops.yaml:1575 sample 1)"""
     alpha = 2
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_541(grad, mat2, mat1):
+def case_675(grad, mat2, mat1):
     """mm_mat1_backward (ops.yaml:1575 sample 2)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_542(grad, mat2, mat1):
+def case_676(grad, mat2, mat1):
     """mm_mat1_backward (ops.yaml:1575 sample 3)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_543(grad, mat1, mat2):
+def case_677(grad, mat1, mat2):
     """mm_mat2_backward (ops.yaml:1596 sample 0)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_544(grad, mat1, mat2):
+def case_678(grad, mat1, mat2):
     """mm_mat2_backward (ops.yaml:1596 sample 1)"""
     alpha = 2
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_545(grad, mat1, mat2):
+def case_679(grad, mat1, mat2):
     """mm_mat2_backward (ops.yaml:1596 sample 2)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_546(grad, mat1, mat2):
+def case_680(grad, mat1, mat2):
     """mm_mat2_backward (ops.yaml:1596 sample 3)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_547(self):
+def case_681(self):
     """t (ops.yaml:1614 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_548(self):
+def case_682(self):
     """t (ops.yaml:1614 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_549(self):
+def case_683(self):
     """transpose (ops.yaml:1625 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_550(self):
+def case_684(self):
     """transpose (ops.yaml:1625 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_551(self):
+def case_685(self):
     """permute (ops.yaml:1639 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_552(self):
+def case_686(self):
     """view (ops.yaml:1648 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_553(self):
+def case_687(self):
     """view (ops.yaml:1648 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_554(self):
+def case_688(self):
     """reshape (ops.yaml:1658 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_555(self):
+def case_689(self):
     """reshape (ops.yaml:1658 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_556(self):
+def case_690(self):
     """expand (ops.yaml:1668 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_557(self):
+def case_691(self):
     """expand (ops.yaml:1668 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_558(self):
+def case_692(self):
     """squeeze (ops.yaml:1678 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_559(self):
+def case_693(self):
     """squeeze.dim (ops.yaml:1688 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_560(self):
+def case_694(self):
     """squeeze.dim (ops.yaml:1688 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_561(self):
+def case_695(self):
     """unsqueeze (ops.yaml:1699 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_562(self):
+def case_696(self):
     """unsqueeze (ops.yaml:1699 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_563(self):
+def case_697(self):
     """slice (ops.yaml:1713 sample 0)"""
     dim = 0
     start = 1
@@ -3303,7 +4033,7 @@ def case_563(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_564(self):
+def case_698(self):
     """slice (ops.yaml:1713 sample 1)"""
     dim = 1
     start = -3
@@ -3312,113 +4042,113 @@ def case_564(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_565(self):
+def case_699(self):
     """select (ops.yaml:1724 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_566(self):
+def case_700(self):
     """select (ops.yaml:1724 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_567(self):
+def case_701(self):
     """contiguous (ops.yaml:1734 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_568(self):
+def case_702(self):
     """flatten.using_ints (ops.yaml:1747 sample 0)"""
     start_dim = 1
     end_dim = 2
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_569(self):
+def case_703(self):
     """flatten.using_ints (ops.yaml:1747 sample 1)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_570(self):
+def case_704(self):
     """flatten.using_ints (ops.yaml:1747 sample 2)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_571(self):
+def case_705(self):
     """flatten.using_ints (ops.yaml:1747 sample 3)"""
     start_dim = 0
     end_dim = 1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_572(self):
+def case_706(self):
     """flatten.using_ints (ops.yaml:1747 sample 4)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_573(self):
+def case_707(self):
     """unflatten.int (ops.yaml:1766 sample 0)"""
     dim = 1
     sizes = [2, 3]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_574(self):
+def case_708(self):
     """unflatten.int (ops.yaml:1766 sample 1)"""
     dim = 0
     sizes = [-1, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_575(self):
+def case_709(self):
     """unflatten.int (ops.yaml:1766 sample 2)"""
     dim = 1
     sizes = [3, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_576(self):
+def case_710(self):
     """unflatten.int (ops.yaml:1766 sample 3)"""
     dim = 0
     sizes = [0, 5]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_577(self):
+def case_711(self):
     """broadcast_to (ops.yaml:1778 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_578(self):
+def case_712(self):
     """broadcast_to (ops.yaml:1778 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_579(self):
+def case_713(self):
     """broadcast_to (ops.yaml:1778 sample 2)"""
     size = [2, 3, 5]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_580(self):
+def case_714(self):
     """broadcast_to (ops.yaml:1778 sample 3)"""
     size = [2, 0]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_581(self):
+def case_715(self):
     """narrow (ops.yaml:1796 sample 0)"""
     dim = 0
     start = 1
@@ -3426,7 +4156,7 @@ def case_581(self):
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_582(self):
+def case_716(self):
     """narrow (ops.yaml:1796 sample 1)"""
     dim = 1
     start = -3
@@ -3434,7 +4164,7 @@ def case_582(self):
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_583(self):
+def case_717(self):
     """narrow (ops.yaml:1796 sample 2)"""
     dim = 0
     start = 2
@@ -3442,7 +4172,7 @@ def case_583(self):
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_584(self):
+def case_718(self):
     """narrow (ops.yaml:1796 sample 3)"""
     dim = 1
     start = 3
@@ -3450,168 +4180,168 @@ def case_584(self):
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_585(self):
+def case_719(self):
     """repeat (ops.yaml:1811 sample 0)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_586(self):
+def case_720(self):
     """repeat (ops.yaml:1811 sample 1)"""
     repeats = [2, 1, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_587(self):
+def case_721(self):
     """repeat (ops.yaml:1811 sample 2)"""
     repeats = [1, 3]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_588(self):
+def case_722(self):
     """repeat (ops.yaml:1811 sample 3)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_589(self):
+def case_723(self):
     """repeat (ops.yaml:1811 sample 4)"""
     repeats = [3]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_590(self):
+def case_724(self):
     """repeat (ops.yaml:1811 sample 5)"""
     repeats = [0]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_591(self):
+def case_725(self):
     """flip (ops.yaml:1826 sample 0)"""
     dims = [0]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_592(self):
+def case_726(self):
     """flip (ops.yaml:1826 sample 1)"""
     dims = [0, -1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_593(self):
+def case_727(self):
     """flip (ops.yaml:1826 sample 2)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_594(self):
+def case_728(self):
     """flip (ops.yaml:1826 sample 3)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_595(self):
+def case_729(self):
     """flip (ops.yaml:1826 sample 4)"""
     dims = []
     return torch.ops.aten.flip(self, dims)
 
 
-def case_596(self):
+def case_730(self):
     """roll (ops.yaml:1843 sample 0)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_597(self):
+def case_731(self):
     """roll (ops.yaml:1843 sample 1)"""
     shifts = [-5]
     dims = []
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_598(self):
+def case_732(self):
     """roll (ops.yaml:1843 sample 2)"""
     shifts = [1, 2]
     dims = [0, 2]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_599(self):
+def case_733(self):
     """roll (ops.yaml:1843 sample 3)"""
     shifts = [2]
     dims = [0]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_600(self):
+def case_734(self):
     """roll (ops.yaml:1843 sample 4)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_601(self):
+def case_735(self):
     """tril (ops.yaml:1867 sample 0)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_602(self):
+def case_736(self):
     """tril (ops.yaml:1867 sample 1)"""
     diagonal = 1
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_603(self):
+def case_737(self):
     """tril (ops.yaml:1867 sample 2)"""
     diagonal = -1
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_604(self):
+def case_738(self):
     """tril (ops.yaml:1867 sample 3)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_605(self):
+def case_739(self):
     """tril (ops.yaml:1867 sample 4)"""
     diagonal = -7
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_606(self):
+def case_740(self):
     """triu (ops.yaml:1883 sample 0)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_607(self):
+def case_741(self):
     """triu (ops.yaml:1883 sample 1)"""
     diagonal = 1
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_608(self):
+def case_742(self):
     """triu (ops.yaml:1883 sample 2)"""
     diagonal = -1
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_609(self):
+def case_743(self):
     """triu (ops.yaml:1883 sample 3)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_610(self):
+def case_744(self):
     """triu (ops.yaml:1883 sample 4)"""
     diagonal = 9
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_611(self):
+def case_745(self):
     """pad (ops.yaml:1897 sample 0)"""
     pad = [1, 2]
     mode = 'constant'
@@ -3619,7 +4349,7 @@ def case_611(self):
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_612(self):
+def case_746(self):
     """pad (ops.yaml:1897 sample 1)"""
     pad = [1, 0, -1, 2]
     mode = 'constant'
@@ -3627,7 +4357,7 @@ def case_612(self):
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_613(self):
+def case_747(self):
     """pad (ops.yaml:1897 sample 2)"""
     pad = [2, 1, 1, 1]
     mode = 'constant'
@@ -3635,7 +4365,7 @@ def case_613(self):
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_614(self):
+def case_748(self):
     """pad (ops.yaml:1897 sample 3)"""
     pad = [1, 1]
     mode = 'constant'
@@ -3643,7 +4373,7 @@ def case_614(self):
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_615(self):
+def case_749(self):
     """pad (ops.yaml:1897 sample 4)"""
     pad = [2, 1]
     mode = 'reflect'
@@ -3651,7 +4381,7 @@ def case_615(self):
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_616(self):
+def case_750(self):
     """pad (ops.yaml:1897 sample 5)"""
     pad = [1, 2, 3, 1]
     mode = 'reflect'
@@ -3659,7 +4389,7 @@ def case_616(self):
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_617(self):
+def case_751(self):
     """pad (ops.yaml:1897 sample 6)"""
     pad = [2, 3]
     mode = 'replicate'
@@ -3667,7 +4397,7 @@ def case_617(self):
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_618(self):
+def case_752(self):
     """pad (ops.yaml:1897 sample 7)"""
     pad = [1, 2]
     mode = 'replicate'
@@ -3675,7 +4405,7 @@ def case_618(self):
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_619(self):
+def case_753(self):
     """pad (ops.yaml:1897 sample 8)"""
     pad = [-2, 1]
     mode = 'reflect'
@@ -3683,7 +4413,7 @@ def case_619(self):
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_620(self):
+def case_754(self):
     """pad (ops.yaml:1897 sample 9)"""
     pad = [-1, 1, 1, -1]
     mode = 'reflect'
@@ -3691,7 +4421,7 @@ def case_620(self):
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_621(self):
+def case_755(self):
     """pad (ops.yaml:1897 sample 10)"""
     pad = [2, -3]
     mode = 'replicate'
@@ -3699,384 +4429,384 @@ def case_621(self):
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_622(tensors_0, tensors_1):
+def case_756(tensors_0, tensors_1):
     """cat (ops.yaml:1920 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_623(tensors_0, tensors_1, tensors_2):
+def case_757(tensors_0, tensors_1, tensors_2):
     """cat (ops.yaml:1920 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_624(tensors_0, tensors_1):
+def case_758(tensors_0, tensors_1):
     """cat (ops.yaml:1920 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_625(tensors_0, tensors_1, tensors_2):
+def case_759(tensors_0, tensors_1, tensors_2):
     """cat (ops.yaml:1920 sample 3)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_626(tensors_0, tensors_1):
+def case_760(tensors_0, tensors_1):
     """cat (ops.yaml:1920 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_627(tensors_0, tensors_1):
+def case_761(tensors_0, tensors_1):
     """stack (ops.yaml:1941 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_628(tensors_0, tensors_1, tensors_2):
+def case_762(tensors_0, tensors_1, tensors_2):
     """stack (ops.yaml:1941 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_629(tensors_0, tensors_1):
+def case_763(tensors_0, tensors_1):
     """stack (ops.yaml:1941 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_630(tensors_0, tensors_1):
+def case_764(tensors_0, tensors_1):
     """stack (ops.yaml:1941 sample 3)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_631(tensors_0, tensors_1):
+def case_765(tensors_0, tensors_1):
     """stack (ops.yaml:1941 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_632(self):
+def case_766(self):
     """split.Tensor (ops.yaml:1955 sample 0)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_633(self):
+def case_767(self):
     """split.Tensor (ops.yaml:1955 sample 1)"""
     split_size = 3
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_634(self):
+def case_768(self):
     """split.Tensor (ops.yaml:1955 sample 2)"""
     split_size = 4
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_635(self):
+def case_769(self):
     """split.Tensor (ops.yaml:1955 sample 3)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_636(self):
+def case_770(self):
     """split_with_sizes (ops.yaml:1968 sample 0)"""
     split_sizes = [2, 3]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_637(self):
+def case_771(self):
     """split_with_sizes (ops.yaml:1968 sample 1)"""
     split_sizes = [1, 0, 5]
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_638(self):
+def case_772(self):
     """split_with_sizes (ops.yaml:1968 sample 2)"""
     split_sizes = [1, 3]
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_639(self):
+def case_773(self):
     """split_with_sizes (ops.yaml:1968 sample 3)"""
     split_sizes = [0, 0]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_640(self):
+def case_774(self):
     """chunk (ops.yaml:1981 sample 0)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_641(self):
+def case_775(self):
     """chunk (ops.yaml:1981 sample 1)"""
     chunks = 4
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_642(self):
+def case_776(self):
     """chunk (ops.yaml:1981 sample 2)"""
     chunks = 3
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_643(self):
+def case_777(self):
     """chunk (ops.yaml:1981 sample 3)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_644(self):
+def case_778(self):
     """unbind.int (ops.yaml:1994 sample 0)"""
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_645(self):
+def case_779(self):
     """unbind.int (ops.yaml:1994 sample 1)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_646(self):
+def case_780(self):
     """unbind.int (ops.yaml:1994 sample 2)"""
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_647(self):
+def case_781(self):
     """unbind.int (ops.yaml:1994 sample 3)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_648(self, index):
+def case_782(self, index):
     """index_select (ops.yaml:2011 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_649(self, index):
+def case_783(self, index):
     """index_select (ops.yaml:2011 sample 1)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_650(self, index):
+def case_784(self, index):
     """index_select (ops.yaml:2011 sample 2)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_651(self, index):
+def case_785(self, index):
     """index_select (ops.yaml:2011 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_652(self, index):
+def case_786(self, index):
     """index_select (ops.yaml:2011 sample 4)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_653(self, index):
+def case_787(self, index):
     """index_select (ops.yaml:2011 sample 5)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_654(self, index, source):
+def case_788(self, index, source):
     """index_add (ops.yaml:2035 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_655(self, index, source):
+def case_789(self, index, source):
     """index_add (ops.yaml:2035 sample 1)"""
     dim = 1
     alpha = 2.5
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_656(self, index, source):
+def case_790(self, index, source):
     """index_add (ops.yaml:2035 sample 2)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_657(self, index, source):
+def case_791(self, index, source):
     """index_add (ops.yaml:2035 sample 3)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_658(self, index, source):
+def case_792(self, index, source):
     """index_add (ops.yaml:2035 sample 4)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_659(self, index, source):
+def case_793(self, index, source):
     """index_copy (ops.yaml:2050 sample 0)"""
     dim = 0
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_660(self, index, source):
+def case_794(self, index, source):
     """index_copy (ops.yaml:2050 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_661(self, index, source):
+def case_795(self, index, source):
     """index_copy (ops.yaml:2050 sample 2)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_662(self, index):
+def case_796(self, index):
     """gather (ops.yaml:2063 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_663(self, index):
+def case_797(self, index):
     """gather (ops.yaml:2063 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_664(self, index):
+def case_798(self, index):
     """gather (ops.yaml:2063 sample 2)"""
     dim = -1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_665(self, index):
+def case_799(self, index):
     """gather (ops.yaml:2063 sample 3)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_666(self, index):
+def case_800(self, index):
     """gather (ops.yaml:2063 sample 4)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_667(self, index, src):
+def case_801(self, index, src):
     """scatter.src (ops.yaml:2086 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_668(self, index, src):
+def case_802(self, index, src):
     """scatter.src (ops.yaml:2086 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_669(self, index, src):
+def case_803(self, index, src):
     """scatter.src (ops.yaml:2086 sample 2)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_670(self, index, src):
+def case_804(self, index, src):
     """scatter.src (ops.yaml:2086 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_671(self, index):
+def case_805(self, index):
     """scatter.value (ops.yaml:2107 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_672(self, index):
+def case_806(self, index):
     """scatter.value (ops.yaml:2107 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_673(self, index):
+def case_807(self, index):
     """scatter.value (ops.yaml:2107 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_674(self, index, src):
+def case_808(self, index, src):
     """scatter_add (ops.yaml:2120 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_675(self, index, src):
+def case_809(self, index, src):
     """scatter_add (ops.yaml:2120 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_676(self, index, src):
+def case_810(self, index, src):
     """scatter_add (ops.yaml:2120 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_677(self, index, src):
+def case_811(self, index, src):
     """scatter_add (ops.yaml:2120 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_678(self, index, src):
+def case_812(self, index, src):
     """scatter_add (ops.yaml:2120 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_679(weight, indices):
+def case_813(weight, indices):
     """embedding (ops.yaml:2139 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
@@ -4084,7 +4814,7 @@ def case_679(weight, indices):
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_680(weight, indices):
+def case_814(weight, indices):
     """embedding (ops.yaml:2139 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
@@ -4092,7 +4822,7 @@ def case_680(weight, indices):
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_681(weight, indices):
+def case_815(weight, indices):
     """embedding (ops.yaml:2139 sample 2)"""
     padding_idx = -1
     scale_grad_by_freq = False
@@ -4100,7 +4830,7 @@ def case_681(weight, indices):
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_682(weight, indices):
+def case_816(weight, indices):
     """embedding (ops.yaml:2139 sample 3)"""
     padding_idx = -1
     scale_grad_by_freq = False
@@ -4108,7 +4838,7 @@ def case_682(weight, indices):
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_683(grad_output, indices):
+def case_817(grad_output, indices):
     """embedding_dense_backward (ops.yaml:2153 sample 0)"""
     num_weights = 5
     padding_idx = 1
@@ -4116,7 +4846,7 @@ def case_683(grad_output, indices):
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_684(grad_output, indices):
+def case_818(grad_output, indices):
     """embedding_dense_backward (ops.yaml:2153 sample 1)"""
     num_weights = 4
     padding_idx = -1
@@ -4124,111 +4854,111 @@ def case_684(grad_output, indices):
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_685(self):
+def case_819(self):
     """one_hot (ops.yaml:2180 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_686(self):
+def case_820(self):
     """one_hot (ops.yaml:2180 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_687(self):
+def case_821(self):
     """one_hot (ops.yaml:2180 sample 2)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_688(self):
+def case_822(self):
     """one_hot (ops.yaml:2180 sample 3)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_689(self):
+def case_823(self):
     """nonzero (ops.yaml:2192 sample 0)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_690(self):
+def case_824(self):
     """nonzero (ops.yaml:2192 sample 1)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_691(self):
+def case_825(self):
     """nonzero (ops.yaml:2192 sample 2)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_692(self):
+def case_826(self):
     """nonzero (ops.yaml:2192 sample 3)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_693(self, mask):
+def case_827(self, mask):
     """masked_select (ops.yaml:2205 sample 0)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_694(self, mask):
+def case_828(self, mask):
     """masked_select (ops.yaml:2205 sample 1)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_695(self, mask):
+def case_829(self, mask):
     """masked_select (ops.yaml:2205 sample 2)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_696(self, mask):
+def case_830(self, mask):
     """masked_select (ops.yaml:2205 sample 3)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_697(self, mask):
+def case_831(self, mask):
     """masked_select (ops.yaml:2205 sample 4)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_698(self):
+def case_832(self):
     """argsort (ops.yaml:2220 sample 0)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_699(self):
+def case_833(self):
     """argsort (ops.yaml:2220 sample 1)"""
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_700(self):
+def case_834(self):
     """argsort (ops.yaml:2220 sample 2)"""
     dim = 1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_701(self):
+def case_835(self):
     """argsort (ops.yaml:2220 sample 3)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_702(self):
+def case_836(self):
     """argsort (ops.yaml:2220 sample 4)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_703(self):
+def case_837(self):
     """argsort.stable (ops.yaml:2236 sample 0)"""
     stable = True
     dim = -1
@@ -4236,7 +4966,7 @@ def case_703(self):
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_704(self):
+def case_838(self):
     """argsort.stable (ops.yaml:2236 sample 1)"""
     stable = False
     dim = 0
@@ -4244,148 +4974,148 @@ def case_704(self):
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_705(self, indices_0):
+def case_839(self, indices_0):
     """index.Tensor (ops.yaml:2247 sample 0)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_706(self, indices_1):
+def case_840(self, indices_1):
     """index.Tensor (ops.yaml:2247 sample 1)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_707(self, indices_0, indices_2):
+def case_841(self, indices_0, indices_2):
     """index.Tensor (ops.yaml:2247 sample 2)"""
     indices = [indices_0, None, indices_2]
     return torch.ops.aten.index(self, indices)
 
 
-def case_708(self, indices_0):
+def case_842(self, indices_0):
     """index.Tensor (ops.yaml:2247 sample 3)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_709(self, indices_1):
+def case_843(self, indices_1):
     """index.Tensor (ops.yaml:2247 sample 4)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_710(self, indices_1):
+def case_844(self, indices_1):
     """index.Tensor (ops.yaml:2247 sample 5)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_711(self, indices_0, values):
+def case_845(self, indices_0, values):
     """index_put (ops.yaml:2262 sample 0)"""
     indices = [indices_0]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_712(self, indices_1, values):
+def case_846(self, indices_1, values):
     """index_put (ops.yaml:2262 sample 1)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_713(self, indices_0, indices_1, values):
+def case_847(self, indices_0, indices_1, values):
     """index_put (ops.yaml:2262 sample 2)"""
     indices = [indices_0, indices_1]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_714(self, indices_0, values):
+def case_848(self, indices_0, values):
     """index_put (ops.yaml:2262 sample 3)"""
     indices = [indices_0]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_715(self, indices_1, values):
+def case_849(self, indices_1, values):
     """index_put (ops.yaml:2262 sample 4)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_716(self):
+def case_850(self):
     """sort (ops.yaml:2277 sample 0 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_717(self):
+def case_851(self):
     """sort (ops.yaml:2277 sample 0 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_718(self):
+def case_852(self):
     """sort (ops.yaml:2277 sample 1 result values)"""
     dim = 0
     descending = True
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_719(self):
+def case_853(self):
     """sort (ops.yaml:2277 sample 1 result indices)"""
     dim = 0
     descending = True
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_720(self):
+def case_854(self):
     """sort (ops.yaml:2277 sample 2 result values)"""
     dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_721(self):
+def case_855(self):
     """sort (ops.yaml:2277 sample 2 result indices)"""
     dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_722(self):
+def case_856(self):
     """sort (ops.yaml:2277 sample 3 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_723(self):
+def case_857(self):
     """sort (ops.yaml:2277 sample 3 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_724(self):
+def case_858(self):
     """sort (ops.yaml:2277 sample 4 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_725(self):
+def case_859(self):
     """sort (ops.yaml:2277 sample 4 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_726(self):
+def case_860(self):
     """sort.stable (ops.yaml:2293 sample 0 result values)"""
     stable = True
     dim = -1
@@ -4393,7 +5123,7 @@ def case_726(self):
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
 
 
-def case_727(self):
+def case_861(self):
     """sort.stable (ops.yaml:2293 sample 0 result indices)"""
     stable = True
     dim = -1
@@ -4401,7 +5131,7 @@ def case_727(self):
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
 
 
-def case_728(self):
+def case_862(self):
     """sort.stable (ops.yaml:2293 sample 1 result values)"""
     stable = True
     dim = 0
@@ -4409,7 +5139,7 @@ def case_728(self):
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
 
 
-def case_729(self):
+def case_863(self):
     """sort.stable (ops.yaml:2293 sample 1 result indices)"""
     stable = True
     dim = 0
@@ -4417,7 +5147,7 @@ def case_729(self):
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
 
 
-def case_730(self):
+def case_864(self):
     """topk (ops.yaml:2307 sample 0 result values)"""
     k = 2
     dim = -1
@@ -4426,7 +5156,7 @@ def case_730(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_731(self):
+def case_865(self):
     """topk (ops.yaml:2307 sample 0 result indices)"""
     k = 2
     dim = -1
@@ -4435,7 +5165,7 @@ def case_731(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_732(self):
+def case_866(self):
     """topk (ops.yaml:2307 sample 1 result values)"""
     k = 3
     dim = 0
@@ -4444,7 +5174,7 @@ def case_732(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_733(self):
+def case_867(self):
     """topk (ops.yaml:2307 sample 1 result indices)"""
     k = 3
     dim = 0
@@ -4453,7 +5183,7 @@ def case_733(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_734(self):
+def case_868(self):
     """topk (ops.yaml:2307 sample 2 result values)"""
     k = 1
     dim = 1
@@ -4462,7 +5192,7 @@ def case_734(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_735(self):
+def case_869(self):
     """topk (ops.yaml:2307 sample 2 result indices)"""
     k = 1
     dim = 1
@@ -4471,7 +5201,7 @@ def case_735(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_736(self):
+def case_870(self):
     """topk (ops.yaml:2307 sample 3 result values)"""
     k = 0
     dim = -1
@@ -4480,7 +5210,7 @@ def case_736(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_737(self):
+def case_871(self):
     """topk (ops.yaml:2307 sample 3 result indices)"""
     k = 0
     dim = -1
@@ -4489,7 +5219,7 @@ def case_737(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_738(self):
+def case_872(self):
     """topk (ops.yaml:2307 sample 4 result values)"""
     k = 1
     dim = -1
@@ -4498,7 +5228,7 @@ def case_738(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_739(self):
+def case_873(self):
     """topk (ops.yaml:2307 sample 4 result indices)"""
     k = 1
     dim = -1
@@ -4507,7 +5237,7 @@ def case_739(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_740(self):
+def case_874(self):
     """avg_pool2d (ops.yaml:2329 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
@@ -4518,7 +5248,7 @@ def case_740(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_741(self):
+def case_875(self):
     """avg_pool2d (ops.yaml:2329 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
@@ -4529,7 +5259,7 @@ def case_741(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_742(self):
+def case_876(self):
     """avg_pool2d (ops.yaml:2329 sample 2)"""
     kernel_size = [3]
     stride = [2]
@@ -4540,7 +5270,7 @@ def case_742(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_743(self):
+def case_877(self):
     """avg_pool2d (ops.yaml:2329 sample 3)"""
     kernel_size = [2]
     stride = []
@@ -4551,31 +5281,31 @@ def case_743(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_744(self):
+def case_878(self):
     """adaptive_avg_pool2d (ops.yaml:2348 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_745(self):
+def case_879(self):
     """adaptive_avg_pool2d (ops.yaml:2348 sample 1)"""
     output_size = [4]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_746(self):
+def case_880(self):
     """adaptive_avg_pool2d (ops.yaml:2348 sample 2)"""
     output_size = [4, 3]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_747(self):
+def case_881(self):
     """adaptive_avg_pool2d (ops.yaml:2348 sample 3)"""
     output_size = [2, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_748(grad_output, self):
+def case_882(grad_output, self):
     """avg_pool2d_backward (ops.yaml:2363 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
@@ -4586,7 +5316,7 @@ def case_748(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_749(grad_output, self):
+def case_883(grad_output, self):
     """avg_pool2d_backward (ops.yaml:2363 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
@@ -4597,13 +5327,13 @@ def case_749(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_750(grad_output, self):
+def case_884(grad_output, self):
     """adaptive_avg_pool2d_backward (ops.yaml:2376 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
-def case_751(input, weight, bias):
+def case_885(input, weight, bias):
     """conv2d (ops.yaml:2423 sample 0)"""
     stride = []
     padding = []
@@ -4612,7 +5342,7 @@ def case_751(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_752(input, weight, bias):
+def case_886(input, weight, bias):
     """conv2d (ops.yaml:2423 sample 1)"""
     stride = [2, 1]
     padding = [1, 2]
@@ -4621,7 +5351,7 @@ def case_752(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_753(input, weight, bias):
+def case_887(input, weight, bias):
     """conv2d (ops.yaml:2423 sample 2)"""
     stride = [2]
     padding = [1]
@@ -4630,7 +5360,7 @@ def case_753(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_754(input, weight, bias):
+def case_888(input, weight, bias):
     """conv2d (ops.yaml:2423 sample 3)"""
     stride = []
     padding = [1, 0]
@@ -4639,7 +5369,7 @@ def case_754(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_755(input, weight, bias):
+def case_889(input, weight, bias):
     """conv2d (ops.yaml:2423 sample 4)"""
     stride = []
     padding = []
@@ -4648,7 +5378,7 @@ def case_755(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_756(input, weight):
+def case_890(input, weight):
     """conv2d (ops.yaml:2423 sample 5)"""
     bias = None
     stride = [1, 2]
@@ -4658,7 +5388,7 @@ def case_756(input, weight):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_757(input, weight, bias):
+def case_891(input, weight, bias):
     """conv2d.padding (ops.yaml:2445 sample 0)"""
     stride = []
     padding = 'same'
@@ -4667,7 +5397,7 @@ def case_757(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_758(input, weight, bias):
+def case_892(input, weight, bias):
     """conv2d.padding (ops.yaml:2445 sample 1)"""
     stride = []
     padding = 'same'
@@ -4676,7 +5406,7 @@ def case_758(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_759(input, weight, bias):
+def case_893(input, weight, bias):
     """conv2d.padding (ops.yaml:2445 sample 2)"""
     stride = [2]
     padding = 'valid'
@@ -4685,7 +5415,7 @@ def case_759(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_760(input, weight, bias):
+def case_894(input, weight, bias):
     """conv1d (ops.yaml:2465 sample 0)"""
     stride = []
     padding = []
@@ -4694,7 +5424,7 @@ def case_760(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_761(input, weight, bias):
+def case_895(input, weight, bias):
     """conv1d (ops.yaml:2465 sample 1)"""
     stride = [2]
     padding = [1]
@@ -4703,7 +5433,7 @@ def case_761(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_762(input, weight, bias):
+def case_896(input, weight, bias):
     """conv1d (ops.yaml:2465 sample 2)"""
     stride = []
     padding = []
@@ -4712,7 +5442,7 @@ def case_762(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_763(input, weight, bias):
+def case_897(input, weight, bias):
     """conv1d.padding (ops.yaml:2484 sample 0)"""
     stride = []
     padding = 'same'
@@ -4721,7 +5451,7 @@ def case_763(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_764(input, weight, bias):
+def case_898(input, weight, bias):
     """conv_transpose2d.input (ops.yaml:2502 sample 0)"""
     stride = []
     padding = []
@@ -4731,7 +5461,7 @@ def case_764(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_765(input, weight, bias):
+def case_899(input, weight, bias):
     """conv_transpose2d.input (ops.yaml:2502 sample 1)"""
     stride = [2, 3]
     padding = [1, 2]
@@ -4741,7 +5471,7 @@ def case_765(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_766(input, weight, bias):
+def case_900(input, weight, bias):
     """conv_transpose2d.input (ops.yaml:2502 sample 2)"""
     stride = [2]
     padding = []
@@ -4751,7 +5481,7 @@ def case_766(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_767(input, weight):
+def case_901(input, weight):
     """conv_transpose2d.input (ops.yaml:2502 sample 3)"""
     bias = None
     stride = [2]
@@ -4762,7 +5492,7 @@ def case_767(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_768(input, weight, bias):
+def case_902(input, weight, bias):
     """conv_transpose2d.input (ops.yaml:2502 sample 4)"""
     stride = [1, 2]
     padding = [1, 1]
@@ -4772,7 +5502,7 @@ def case_768(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_769(input, weight):
+def case_903(input, weight):
     """conv_transpose2d.input (ops.yaml:2502 sample 5)"""
     bias = None
     stride = []
@@ -4783,7 +5513,7 @@ def case_769(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_770(grad_output, weight):
+def case_904(grad_output, weight):
     """conv2d_backward_input (ops.yaml:2521 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
@@ -4793,7 +5523,7 @@ def case_770(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_771(grad_output, weight):
+def case_905(grad_output, weight):
     """conv2d_backward_input (ops.yaml:2521 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
@@ -4803,7 +5533,7 @@ def case_771(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_772(grad_output, input):
+def case_906(grad_output, input):
     """conv2d_backward_weight (ops.yaml:2534 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
@@ -4813,7 +5543,7 @@ def case_772(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_773(grad_output, input):
+def case_907(grad_output, input):
     """conv2d_backward_weight (ops.yaml:2534 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
@@ -4823,17 +5553,17 @@ def case_773(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_774(grad_output):
+def case_908(grad_output):
     """conv2d_backward_bias (ops.yaml:2548 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_775(grad_output):
+def case_909(grad_output):
     """conv2d_backward_bias (ops.yaml:2548 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_776(self):
+def case_910(self):
     """max_pool2d_with_indices (ops.yaml:2566 sample 0 result values)"""
     kernel_size = [2, 2]
     stride = []
@@ -4843,7 +5573,7 @@ def case_776(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_777(self):
+def case_911(self):
     """max_pool2d_with_indices (ops.yaml:2566 sample 0 result indices)"""
     kernel_size = [2, 2]
     stride = []
@@ -4853,7 +5583,7 @@ def case_777(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_778(self):
+def case_912(self):
     """max_pool2d_with_indices (ops.yaml:2566 sample 1 result values)"""
     kernel_size = [3, 2]
     stride = [2, 1]
@@ -4863,7 +5593,7 @@ def case_778(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_779(self):
+def case_913(self):
     """max_pool2d_with_indices (ops.yaml:2566 sample 1 result indices)"""
     kernel_size = [3, 2]
     stride = [2, 1]
@@ -4873,7 +5603,7 @@ def case_779(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_780(self):
+def case_914(self):
     """max_pool2d_with_indices (ops.yaml:2566 sample 2 result values)"""
     kernel_size = [3]
     stride = [2]
@@ -4883,7 +5613,7 @@ def case_780(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_781(self):
+def case_915(self):
     """max_pool2d_with_indices (ops.yaml:2566 sample 2 result indices)"""
     kernel_size = [3]
     stride = [2]
@@ -4893,7 +5623,7 @@ def case_781(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_782(self):
+def case_916(self):
     """max_pool2d_with_indices (ops.yaml:2566 sample 3 result values)"""
     kernel_size = [2]
     stride = []
@@ -4903,7 +5633,7 @@ def case_782(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_783(self):
+def case_917(self):
     """max_pool2d_with_indices (ops.yaml:2566 sample 3 result indices)"""
     kernel_size = [2]
     stride = []
@@ -4913,7 +5643,7 @@ def case_783(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_784(self):
+def case_918(self):
     """max_pool2d (ops.yaml:2584 sample 0)"""
     kernel_size = [2, 2]
     stride = []
@@ -4923,7 +5653,7 @@ def case_784(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_785(self):
+def case_919(self):
     """max_pool2d (ops.yaml:2584 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
@@ -4933,7 +5663,7 @@ def case_785(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_786(self):
+def case_920(self):
     """max_pool2d (ops.yaml:2584 sample 2)"""
     kernel_size = [3]
     stride = [2]
@@ -4943,7 +5673,7 @@ def case_786(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_787(input, weight, bias):
+def case_921(input, weight, bias):
     """layer_norm (ops.yaml:2609 sample 0)"""
     normalized_shape = [4]
     eps = 1e-05
@@ -4951,7 +5681,7 @@ def case_787(input, weight, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_788(input, weight):
+def case_922(input, weight):
     """layer_norm (ops.yaml:2609 sample 1)"""
     normalized_shape = [3, 4]
     bias = None
@@ -4960,7 +5690,7 @@ def case_788(input, weight):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_789(input, bias):
+def case_923(input, bias):
     """layer_norm (ops.yaml:2609 sample 2)"""
     normalized_shape = [5]
     weight = None
@@ -4969,7 +5699,7 @@ def case_789(input, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_790(input, weight, bias):
+def case_924(input, weight, bias):
     """layer_norm (ops.yaml:2609 sample 3)"""
     normalized_shape = [4]
     eps = 1e-05
@@ -4977,7 +5707,7 @@ def case_790(input, weight, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_791(input):
+def case_925(input):
     """layer_norm (ops.yaml:2609 sample 4)"""
     normalized_shape = [5]
     weight = None
@@ -4987,7 +5717,7 @@ def case_791(input):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_792(input, weight, bias):
+def case_926(input, weight, bias):
     """group_norm (ops.yaml:2636 sample 0)"""
     num_groups = 2
     eps = 1e-05
@@ -4995,7 +5725,7 @@ def case_792(input, weight, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_793(input, weight):
+def case_927(input, weight):
     """group_norm (ops.yaml:2636 sample 1)"""
     num_groups = 3
     bias = None
@@ -5004,7 +5734,7 @@ def case_793(input, weight):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_794(input, bias):
+def case_928(input, bias):
     """group_norm (ops.yaml:2636 sample 2)"""
     num_groups = 2
     weight = None
@@ -5013,7 +5743,7 @@ def case_794(input, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_795(input, weight, bias):
+def case_929(input, weight, bias):
     """group_norm (ops.yaml:2636 sample 3)"""
     num_groups = 4
     eps = 1e-05
@@ -5021,7 +5751,7 @@ def case_795(input, weight, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_796(input):
+def case_930(input):
     """group_norm (ops.yaml:2636 sample 4)"""
     num_groups = 1
     weight = None
@@ -5031,14 +5761,14 @@ def case_796(input):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_797(input, weight):
+def case_931(input, weight):
     """rms_norm (ops.yaml:2660 sample 0)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_798(input):
+def case_932(input):
     """rms_norm (ops.yaml:2660 sample 1)"""
     normalized_shape = [3, 4]
     weight = None
@@ -5046,21 +5776,21 @@ def case_798(input):
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_799(input, weight):
+def case_933(input, weight):
     """rms_norm (ops.yaml:2660 sample 2)"""
     normalized_shape = [5]
     eps = 0.01
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_800(input, weight):
+def case_934(input, weight):
     """rms_norm (ops.yaml:2660 sample 3)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_801(input, weight, bias):
+def case_935(input, weight, bias):
     """batch_norm (ops.yaml:2694 sample 0)"""
     running_mean = None
     running_var = None
@@ -5071,7 +5801,7 @@ def case_801(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_802(input, running_mean, running_var):
+def case_936(input, running_mean, running_var):
     """batch_norm (ops.yaml:2694 sample 1)"""
     weight = None
     bias = None
@@ -5082,7 +5812,7 @@ def case_802(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_803(input, weight, running_mean, running_var):
+def case_937(input, weight, running_mean, running_var):
     """batch_norm (ops.yaml:2694 sample 2)"""
     bias = None
     training = True
@@ -5092,7 +5822,7 @@ def case_803(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_804(input, weight, running_mean, running_var):
+def case_938(input, weight, running_mean, running_var):
     """batch_norm (ops.yaml:2694 sample 3)"""
     bias = None
     training = False
@@ -5102,7 +5832,7 @@ def case_804(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_805(input, bias, running_mean, running_var):
+def case_939(input, bias, running_mean, running_var):
     """batch_norm (ops.yaml:2694 sample 4)"""
     weight = None
     training = False
@@ -5112,7 +5842,7 @@ def case_805(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_806(input, bias, running_mean, running_var):
+def case_940(input, bias, running_mean, running_var):
     """batch_norm (ops.yaml:2694 sample 5)"""
     weight = None
     training = False
@@ -5122,14 +5852,14 @@ def case_806(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_807(input, weight, bias):
+def case_941(input, weight, bias):
     """row_norm (ops.yaml:2727 sample 0)"""
     center = True
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_808(input, weight):
+def case_942(input, weight):
     """row_norm (ops.yaml:2727 sample 1)"""
     bias = None
     center = False
@@ -5137,7 +5867,7 @@ def case_808(input, weight):
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_809(input, weight, bias):
+def case_943(input, weight, bias):
     """batch_norm_training (ops.yaml:2758 sample 0)"""
     running_mean = None
     running_var = None
@@ -5146,7 +5876,7 @@ def case_809(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_810(input, running_mean, running_var):
+def case_944(input, running_mean, running_var):
     """batch_norm_training (ops.yaml:2758 sample 1)"""
     weight = None
     bias = None
@@ -5155,141 +5885,141 @@ def case_810(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_811(self):
+def case_945(self):
     """softmax.int (ops.yaml:2927 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_812(self):
+def case_946(self):
     """softmax.int (ops.yaml:2927 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_813(self):
+def case_947(self):
     """softmax.int (ops.yaml:2927 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_814(self):
+def case_948(self):
     """softmax.int (ops.yaml:2927 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_815(self):
+def case_949(self):
     """softmax.int (ops.yaml:2927 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_816(self):
+def case_950(self):
     """softmax.int (ops.yaml:2927 sample 5)"""
     dim = 1
     dtype = torch.float32
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_817(self):
+def case_951(self):
     """softmax.int (ops.yaml:2927 sample 6)"""
     dim = 0
     dtype = torch.float64
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_818(self):
+def case_952(self):
     """log_softmax.int (ops.yaml:2947 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_819(self):
+def case_953(self):
     """log_softmax.int (ops.yaml:2947 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_820(self):
+def case_954(self):
     """log_softmax.int (ops.yaml:2947 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_821(self):
+def case_955(self):
     """log_softmax.int (ops.yaml:2947 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_822(self):
+def case_956(self):
     """log_softmax.int (ops.yaml:2947 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_823(self):
+def case_957(self):
     """log_softmax.int (ops.yaml:2947 sample 5)"""
     dim = 1
     dtype = torch.float32
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_824(self):
+def case_958(self):
     """log_softmax.int (ops.yaml:2947 sample 6)"""
     dim = 0
     dtype = torch.float64
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_825(grad_output, output):
+def case_959(grad_output, output):
     """softmax_backward_data (ops.yaml:2967 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_826(grad_output, output):
+def case_960(grad_output, output):
     """softmax_backward_data (ops.yaml:2967 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_827(grad_output, output):
+def case_961(grad_output, output):
     """softmax_backward_data (ops.yaml:2967 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_828(grad_output, output):
+def case_962(grad_output, output):
     """log_softmax_backward_data (ops.yaml:2984 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_829(grad_output, output):
+def case_963(grad_output, output):
     """log_softmax_backward_data (ops.yaml:2984 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_830(grad_output, output):
+def case_964(grad_output, output):
     """log_softmax_backward_data (ops.yaml:2984 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_831(input):
+def case_965(input):
     """dropout (ops.yaml:3023 sample 0)"""
     p = 0.5
     train = True
@@ -5297,7 +6027,7 @@ def case_831(input):
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_832(input):
+def case_966(input):
     """dropout (ops.yaml:3023 sample 1)"""
     p = 0.25
     train = True
@@ -5305,7 +6035,7 @@ def case_832(input):
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_833(input):
+def case_967(input):
     """dropout (ops.yaml:3023 sample 2)"""
     p = 0.5
     train = False
@@ -5313,7 +6043,7 @@ def case_833(input):
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_834(input):
+def case_968(input):
     """dropout (ops.yaml:3023 sample 3)"""
     p = 0.5
     train = True
@@ -5321,7 +6051,7 @@ def case_834(input):
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_835(input):
+def case_969(input):
     """dropout (ops.yaml:3023 sample 4)"""
     p = 1.0
     train = True
@@ -5329,203 +6059,203 @@ def case_835(input):
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_836(self, target):
+def case_970(self, target):
     """mse_loss (ops.yaml:3037 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_837(self, target):
+def case_971(self, target):
     """mse_loss (ops.yaml:3037 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_838(self, target):
+def case_972(self, target):
     """mse_loss (ops.yaml:3037 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_839(self, target):
+def case_973(self, target):
     """mse_loss (ops.yaml:3037 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_840(self, target):
+def case_974(self, target):
     """mse_loss (ops.yaml:3037 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_841(self, target):
+def case_975(self, target):
     """l1_loss (ops.yaml:3052 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_842(self, target):
+def case_976(self, target):
     """l1_loss (ops.yaml:3052 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_843(self, target):
+def case_977(self, target):
     """l1_loss (ops.yaml:3052 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_844(self, target):
+def case_978(self, target):
     """l1_loss (ops.yaml:3052 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_845(self, target):
+def case_979(self, target):
     """l1_loss (ops.yaml:3052 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_846(self, target):
+def case_980(self, target):
     """smooth_l1_loss (ops.yaml:3067 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_847(self, target):
+def case_981(self, target):
     """smooth_l1_loss (ops.yaml:3067 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_848(self, target):
+def case_982(self, target):
     """smooth_l1_loss (ops.yaml:3067 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_849(self, target):
+def case_983(self, target):
     """smooth_l1_loss (ops.yaml:3067 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_850(self, target):
+def case_984(self, target):
     """smooth_l1_loss (ops.yaml:3067 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_851(self, target):
+def case_985(self, target):
     """smooth_l1_loss (ops.yaml:3067 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_852(self, target):
+def case_986(self, target):
     """huber_loss (ops.yaml:3083 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_853(self, target):
+def case_987(self, target):
     """huber_loss (ops.yaml:3083 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_854(self, target):
+def case_988(self, target):
     """huber_loss (ops.yaml:3083 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_855(self, target):
+def case_989(self, target):
     """huber_loss (ops.yaml:3083 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_856(self, target):
+def case_990(self, target):
     """huber_loss (ops.yaml:3083 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_857(self, target):
+def case_991(self, target):
     """binary_cross_entropy_elementwise (ops.yaml:3100 sample 0)"""
     return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
-def case_858(self, target):
+def case_992(self, target):
     """binary_cross_entropy_elementwise (ops.yaml:3100 sample 1)"""
     return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
-def case_859(self, target):
+def case_993(self, target):
     """binary_cross_entropy_elementwise (ops.yaml:3100 sample 2)"""
     return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
-def case_860(self, target):
+def case_994(self, target):
     """binary_cross_entropy_elementwise (ops.yaml:3100 sample 3)"""
     return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
-def case_861(self, target):
+def case_995(self, target):
     """binary_cross_entropy (ops.yaml:3115 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_862(self, target):
+def case_996(self, target):
     """binary_cross_entropy (ops.yaml:3115 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_863(self, target, weight):
+def case_997(self, target, weight):
     """binary_cross_entropy (ops.yaml:3115 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_864(self, target):
+def case_998(self, target):
     """binary_cross_entropy (ops.yaml:3115 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_865(self, target, weight):
+def case_999(self, target, weight):
     """binary_cross_entropy (ops.yaml:3115 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_866(self, target, weight):
+def case_1000(self, target, weight):
     """binary_cross_entropy (ops.yaml:3115 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_867(self, target):
+def case_1001(self, target):
     """binary_cross_entropy_with_logits (ops.yaml:3131 sample 0)"""
     weight = None
     pos_weight = None
@@ -5533,34 +6263,34 @@ def case_867(self, target):
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_868(self, target, weight):
+def case_1002(self, target, weight):
     """binary_cross_entropy_with_logits (ops.yaml:3131 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_869(self, target, weight, pos_weight):
+def case_1003(self, target, weight, pos_weight):
     """binary_cross_entropy_with_logits (ops.yaml:3131 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_870(self, target, pos_weight):
+def case_1004(self, target, pos_weight):
     """binary_cross_entropy_with_logits (ops.yaml:3131 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_871(self, target, pos_weight):
+def case_1005(self, target, pos_weight):
     """binary_cross_entropy_with_logits (ops.yaml:3131 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_872(self, target):
+def case_1006(self, target):
     """binary_cross_entropy_with_logits (ops.yaml:3131 sample 5)"""
     weight = None
     pos_weight = None
@@ -5568,7 +6298,7 @@ def case_872(self, target):
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_873(self, target):
+def case_1007(self, target):
     """nll_loss (ops.yaml:3154 sample 0)"""
     weight = None
     reduction = 'mean'
@@ -5576,21 +6306,21 @@ def case_873(self, target):
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_874(self, target, weight):
+def case_1008(self, target, weight):
     """nll_loss (ops.yaml:3154 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_875(self, target, weight):
+def case_1009(self, target, weight):
     """nll_loss (ops.yaml:3154 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_876(self, target):
+def case_1010(self, target):
     """nll_loss (ops.yaml:3154 sample 3)"""
     weight = None
     reduction = 'sum'
@@ -5598,14 +6328,14 @@ def case_876(self, target):
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_877(self, target, weight):
+def case_1011(self, target, weight):
     """nll_loss (ops.yaml:3154 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_878(self, target):
+def case_1012(self, target):
     """nll_loss (ops.yaml:3154 sample 5)"""
     weight = None
     reduction = 'mean'
@@ -5613,7 +6343,7 @@ def case_878(self, target):
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_879(self, target):
+def case_1013(self, target):
     """cross_entropy_loss (ops.yaml:3177 sample 0)"""
     weight = None
     reduction = 'mean'
@@ -5622,7 +6352,7 @@ def case_879(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_880(self, target, weight):
+def case_1014(self, target, weight):
     """cross_entropy_loss (ops.yaml:3177 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
@@ -5630,7 +6360,7 @@ def case_880(self, target, weight):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_881(self, target, weight):
+def case_1015(self, target, weight):
     """cross_entropy_loss (ops.yaml:3177 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
@@ -5638,7 +6368,7 @@ def case_881(self, target, weight):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_882(self, target, weight):
+def case_1016(self, target, weight):
     """cross_entropy_loss (ops.yaml:3177 sample 3)"""
     reduction = 'none'
     ignore_index = -100
@@ -5646,7 +6376,7 @@ def case_882(self, target, weight):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_883(self, target):
+def case_1017(self, target):
     """cross_entropy_loss (ops.yaml:3177 sample 4)"""
     weight = None
     reduction = 'sum'
@@ -5655,7 +6385,7 @@ def case_883(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_884(self, target):
+def case_1018(self, target):
     """cross_entropy_loss (ops.yaml:3177 sample 5)"""
     weight = None
     reduction = 'mean'
@@ -5664,7 +6394,7 @@ def case_884(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_885(self, target, weight):
+def case_1019(self, target, weight):
     """cross_entropy_loss (ops.yaml:3177 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
@@ -5672,7 +6402,7 @@ def case_885(self, target, weight):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_886(self, target):
+def case_1020(self, target):
     """cross_entropy_loss (ops.yaml:3177 sample 7)"""
     weight = None
     reduction = 'mean'
@@ -5681,7 +6411,7 @@ def case_886(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_887(self, target, weight):
+def case_1021(self, target, weight):
     """cross_entropy_loss (ops.yaml:3177 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
@@ -5689,7 +6419,7 @@ def case_887(self, target, weight):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_888(self, target, weight):
+def case_1022(self, target, weight):
     """cross_entropy_loss (ops.yaml:3177 sample 9)"""
     reduction = 'none'
     ignore_index = -100
@@ -5697,7 +6427,7 @@ def case_888(self, target, weight):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_889(self, target):
+def case_1023(self, target):
     """cross_entropy_loss (ops.yaml:3177 sample 10)"""
     weight = None
     reduction = 'mean'
@@ -5706,7 +6436,7 @@ def case_889(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_890(self, target, weight):
+def case_1024(self, target, weight):
     """cross_entropy_loss (ops.yaml:3177 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
@@ -5714,7 +6444,7 @@ def case_890(self, target, weight):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_891(self, target):
+def case_1025(self, target):
     """cross_entropy_index (ops.yaml:3203 sample 0)"""
     weight = None
     reduction = 'mean'
@@ -5723,7 +6453,7 @@ def case_891(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_892(self, target, weight):
+def case_1026(self, target, weight):
     """cross_entropy_index (ops.yaml:3203 sample 1)"""
     reduction = 'mean'
     ignore_index = 1
@@ -5731,7 +6461,7 @@ def case_892(self, target, weight):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_893(self, target):
+def case_1027(self, target):
     """cross_entropy_index (ops.yaml:3203 sample 2)"""
     weight = None
     reduction = 'none'
@@ -5740,7 +6470,7 @@ def case_893(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_894(self, target, weight):
+def case_1028(self, target, weight):
     """cross_entropy_index (ops.yaml:3203 sample 3)"""
     reduction = 'none'
     ignore_index = -100
@@ -5748,7 +6478,7 @@ def case_894(self, target, weight):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_895(self, target):
+def case_1029(self, target):
     """cross_entropy_index (ops.yaml:3203 sample 4)"""
     weight = None
     reduction = 'sum'
@@ -5757,7 +6487,7 @@ def case_895(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_896(self, target):
+def case_1030(self, target):
     """cross_entropy_index (ops.yaml:3203 sample 5)"""
     weight = None
     reduction = 'sum'
@@ -5766,7 +6496,7 @@ def case_896(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_897(self, target):
+def case_1031(self, target):
     """cross_entropy_index (ops.yaml:3203 sample 6)"""
     weight = None
     reduction = 'sum'
@@ -5775,7 +6505,7 @@ def case_897(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_898(query, key, value):
+def case_1032(query, key, value):
     """scaled_dot_product_attention (ops.yaml:3242 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
@@ -5784,7 +6514,7 @@ def case_898(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_899(query, key, value, attn_mask):
+def case_1033(query, key, value, attn_mask):
     """scaled_dot_product_attention (ops.yaml:3242 sample 1)"""
     dropout_p = 0.0
     is_causal = False
@@ -5792,7 +6522,7 @@ def case_899(query, key, value, attn_mask):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_900(query, key, value, attn_mask):
+def case_1034(query, key, value, attn_mask):
     """scaled_dot_product_attention (ops.yaml:3242 sample 2)"""
     dropout_p = 0.0
     is_causal = False
@@ -5800,7 +6530,7 @@ def case_900(query, key, value, attn_mask):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_901(query, key, value):
+def case_1035(query, key, value):
     """scaled_dot_product_attention (ops.yaml:3242 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
@@ -5809,7 +6539,7 @@ def case_901(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_902(query, key, value):
+def case_1036(query, key, value):
     """scaled_dot_product_attention (ops.yaml:3242 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
@@ -5818,7 +6548,7 @@ def case_902(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_903(query, key, value):
+def case_1037(query, key, value):
     """scaled_dot_product_attention (ops.yaml:3242 sample 5)"""
     attn_mask = None
     dropout_p = 0.0
@@ -5827,7 +6557,7 @@ def case_903(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_904(query, key, value):
+def case_1038(query, key, value):
     """scaled_dot_product_attention (ops.yaml:3242 sample 6)"""
     attn_mask = None
     dropout_p = 0.0
@@ -5836,55 +6566,55 @@ def case_904(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_905(query, key, value):
+def case_1039(query, key, value):
     """scaled_dot_product_attention_math (ops.yaml:3270 sample 0 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_906(query, key, value):
+def case_1040(query, key, value):
     """scaled_dot_product_attention_math (ops.yaml:3270 sample 0 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_907(query, key, value):
+def case_1041(query, key, value):
     """scaled_dot_product_attention_math (ops.yaml:3270 sample 1 result output)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_908(query, key, value):
+def case_1042(query, key, value):
     """scaled_dot_product_attention_math (ops.yaml:3270 sample 1 result attn)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_909(query, key, value):
+def case_1043(query, key, value):
     """scaled_dot_product_attention_math (ops.yaml:3270 sample 2 result output)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_910(query, key, value):
+def case_1044(query, key, value):
     """scaled_dot_product_attention_math (ops.yaml:3270 sample 2 result attn)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_911(query, key, value):
+def case_1045(query, key, value):
     """scaled_dot_product_attention_math (ops.yaml:3270 sample 3 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_912(query, key, value):
+def case_1046(query, key, value):
     """scaled_dot_product_attention_math (ops.yaml:3270 sample 3 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_913():
+def case_1047():
     """empty (ops.yaml:3300 sample 0)"""
     size = [2, 3]
     dtype = None
@@ -5892,7 +6622,7 @@ def case_913():
     return torch.zeros(size, dtype=dtype)
 
 
-def case_914():
+def case_1048():
     """empty (ops.yaml:3300 sample 1)"""
     size = [0, 3]
     dtype = None
@@ -5900,7 +6630,7 @@ def case_914():
     return torch.zeros(size, dtype=dtype)
 
 
-def case_915():
+def case_1049():
     """empty (ops.yaml:3300 sample 2)"""
     size = []
     dtype = None
@@ -5908,7 +6638,7 @@ def case_915():
     return torch.zeros(size, dtype=dtype)
 
 
-def case_916():
+def case_1050():
     """zeros (ops.yaml:3307 sample 0)"""
     size = [2, 3]
     dtype = None
@@ -5916,7 +6646,7 @@ def case_916():
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_917():
+def case_1051():
     """ones (ops.yaml:3315 sample 0)"""
     size = [2, 3]
     dtype = None
@@ -5924,7 +6654,7 @@ def case_917():
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_918():
+def case_1052():
     """full (ops.yaml:3330 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
@@ -5933,7 +6663,7 @@ def case_918():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_919():
+def case_1053():
     """full (ops.yaml:3330 sample 1)"""
     size = [2, 3]
     fill_value = 7
@@ -5942,7 +6672,7 @@ def case_919():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_920():
+def case_1054():
     """full (ops.yaml:3330 sample 2)"""
     size = [0]
     fill_value = 2
@@ -5951,70 +6681,70 @@ def case_920():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_921(self):
+def case_1055(self):
     """empty_like (ops.yaml:3341 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_922(self):
+def case_1056(self):
     """empty_like (ops.yaml:3341 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_923(self):
+def case_1057(self):
     """empty_like (ops.yaml:3341 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_924(self):
+def case_1058(self):
     """ones_like (ops.yaml:3361 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_925(self):
+def case_1059(self):
     """ones_like (ops.yaml:3361 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_926(self):
+def case_1060(self):
     """ones_like (ops.yaml:3361 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_927(self):
+def case_1061(self):
     """ones_like (ops.yaml:3361 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_928(self):
+def case_1062(self):
     """full_like (ops.yaml:3373 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_929(self):
+def case_1063(self):
     """full_like (ops.yaml:3373 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_930(self):
+def case_1064(self):
     """full_like (ops.yaml:3373 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_931():
+def case_1065():
     """arange (ops.yaml:3378 sample 0)"""
     start = 1.5
     end = 1.5
@@ -6024,7 +6754,7 @@ def case_931():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_932():
+def case_1066():
     """linspace (ops.yaml:3393 sample 0)"""
     start = 0
     end = 1
@@ -6034,7 +6764,7 @@ def case_932():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_933():
+def case_1067():
     """linspace (ops.yaml:3393 sample 1)"""
     start = -2.5
     end = 3
@@ -6044,7 +6774,7 @@ def case_933():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_934():
+def case_1068():
     """linspace (ops.yaml:3393 sample 2)"""
     start = 0
     end = 1
@@ -6054,7 +6784,7 @@ def case_934():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_935():
+def case_1069():
     """eye (ops.yaml:3405 sample 0)"""
     n = 3
     dtype = None
@@ -6062,7 +6792,7 @@ def case_935():
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_936():
+def case_1070():
     """eye (ops.yaml:3405 sample 1)"""
     n = 0
     dtype = None
@@ -6070,7 +6800,7 @@ def case_936():
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_937():
+def case_1071():
     """eye.m (ops.yaml:3416 sample 0)"""
     n = 2
     m = 4
@@ -6079,7 +6809,7 @@ def case_937():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_938():
+def case_1072():
     """eye.m (ops.yaml:3416 sample 1)"""
     n = 4
     m = 2
@@ -6088,7 +6818,7 @@ def case_938():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_939():
+def case_1073():
     """rand (ops.yaml:3420 sample 0)"""
     size = [2, 3]
     generator = None
@@ -6097,7 +6827,7 @@ def case_939():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_940():
+def case_1074():
     """randn (ops.yaml:3431 sample 0)"""
     size = [2, 3]
     generator = None
@@ -6106,35 +6836,35 @@ def case_940():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_941(self):
+def case_1075(self):
     """rand_like (ops.yaml:3448 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_942(self):
+def case_1076(self):
     """rand_like (ops.yaml:3448 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_943(self):
+def case_1077(self):
     """randn_like (ops.yaml:3458 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_944(self):
+def case_1078(self):
     """randn_like (ops.yaml:3458 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_945():
+def case_1079():
     """randint (ops.yaml:3469 sample 0)"""
     high = 10
     size = [3, 4]
@@ -6144,7 +6874,7 @@ def case_945():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_946():
+def case_1080():
     """randint (ops.yaml:3469 sample 1)"""
     high = 10
     size = [0]
@@ -6154,7 +6884,7 @@ def case_946():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_947():
+def case_1081():
     """randint.low (ops.yaml:3480 sample 0)"""
     low = -5
     high = 5
@@ -6165,7 +6895,7 @@ def case_947():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_948():
+def case_1082():
     """randperm (ops.yaml:3490 sample 0)"""
     n = 10
     generator = None
@@ -6174,7 +6904,7 @@ def case_948():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_949():
+def case_1083():
     """randperm (ops.yaml:3490 sample 1)"""
     n = 0
     generator = None
@@ -6183,28 +6913,28 @@ def case_949():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_950(self):
+def case_1084(self):
     """bernoulli.p (ops.yaml:3507 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_951(self):
+def case_1085(self):
     """bernoulli.p (ops.yaml:3507 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_952(self):
+def case_1086(self):
     """bernoulli.p (ops.yaml:3507 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_953(self):
+def case_1087(self):
     """normal (ops.yaml:3518 sample 0)"""
     mean = 1.0
     std = 2.0
@@ -6212,7 +6942,7 @@ def case_953(self):
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_954(self):
+def case_1088(self):
     """normal (ops.yaml:3518 sample 1)"""
     mean = 0.0
     std = 1.0
@@ -6220,7 +6950,7 @@ def case_954(self):
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_955(self):
+def case_1089(self):
     """normal (ops.yaml:3518 sample 2)"""
     mean = 0.0
     std = 1.0
@@ -6228,7 +6958,7 @@ def case_955(self):
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_956(self):
+def case_1090(self):
     """uniform (ops.yaml:3530 sample 0)"""
     from_ = -1.0
     to = 3.0
@@ -6236,7 +6966,7 @@ def case_956(self):
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_957(self):
+def case_1091(self):
     """uniform (ops.yaml:3530 sample 1)"""
     from_ = 0.0
     to = 1.0
@@ -6244,7 +6974,7 @@ def case_957(self):
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_958(self):
+def case_1092(self):
     """uniform (ops.yaml:3530 sample 2)"""
     from_ = 0.0
     to = 1.0
@@ -6252,25 +6982,25 @@ def case_958(self):
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_959(self):
+def case_1093(self):
     """maybe_multiply (ops.yaml:3543 sample 0)"""
     other = 2.5
     return self * other
 
 
-def case_960(self):
+def case_1094(self):
     """maybe_multiply (ops.yaml:3543 sample 1)"""
     other = 1
     return self * other
 
 
-def case_961(self):
+def case_1095(self):
     """sum_to (ops.yaml:3554 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_962(self):
+def case_1096(self):
     """sum_to (ops.yaml:3554 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
@@ -6302,4792 +7032,5462 @@ CASES = [
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="add.Scalar", where="ops.yaml:17 sample 0", fn=case_5, tensors=["self"],
+    dict(op="add.Tensor", where="ops.yaml:8 sample 5", fn=case_5, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="add.Tensor", where="ops.yaml:8 sample 6", fn=case_6, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="add.Scalar", where="ops.yaml:17 sample 0", fn=case_7, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="add.Scalar", where="ops.yaml:17 sample 1", fn=case_6, tensors=["self"],
+    dict(op="add.Scalar", where="ops.yaml:17 sample 1", fn=case_8, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="add.Scalar", where="ops.yaml:17 sample 2", fn=case_7, tensors=["self"],
+    dict(op="add.Scalar", where="ops.yaml:17 sample 2", fn=case_9, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="add.Scalar", where="ops.yaml:17 sample 3", fn=case_8, tensors=["self"],
+    dict(op="add.Scalar", where="ops.yaml:17 sample 3", fn=case_10, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Tensor", where="ops.yaml:25 sample 0", fn=case_9, tensors=["self", "other"],
+    dict(op="add.Scalar", where="ops.yaml:17 sample 4", fn=case_11, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="add.Scalar", where="ops.yaml:17 sample 5", fn=case_12, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 0", fn=case_13, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Tensor", where="ops.yaml:25 sample 1", fn=case_10, tensors=["self", "other"],
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 1", fn=case_14, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Tensor", where="ops.yaml:25 sample 2", fn=case_11, tensors=["self", "other"],
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 2", fn=case_15, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Tensor", where="ops.yaml:25 sample 3", fn=case_12, tensors=["self", "other"],
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 3", fn=case_16, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Tensor", where="ops.yaml:25 sample 4", fn=case_13, tensors=["self", "other"],
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 4", fn=case_17, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Scalar", where="ops.yaml:34 sample 0", fn=case_14, tensors=["self"],
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 5", fn=case_18, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 6", fn=case_19, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sub.Scalar", where="ops.yaml:34 sample 0", fn=case_20, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Scalar", where="ops.yaml:34 sample 1", fn=case_15, tensors=["self"],
+    dict(op="sub.Scalar", where="ops.yaml:34 sample 1", fn=case_21, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Scalar", where="ops.yaml:34 sample 2", fn=case_16, tensors=["self"],
+    dict(op="sub.Scalar", where="ops.yaml:34 sample 2", fn=case_22, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Scalar", where="ops.yaml:34 sample 3", fn=case_17, tensors=["self"],
+    dict(op="sub.Scalar", where="ops.yaml:34 sample 3", fn=case_23, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsub.Scalar", where="ops.yaml:42 sample 0", fn=case_18, tensors=["self"],
+    dict(op="sub.Scalar", where="ops.yaml:34 sample 4", fn=case_24, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsub.Scalar", where="ops.yaml:42 sample 1", fn=case_19, tensors=["self"],
+    dict(op="sub.Scalar", where="ops.yaml:34 sample 5", fn=case_25, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsub.Scalar", where="ops.yaml:42 sample 0", fn=case_26, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsub.Scalar", where="ops.yaml:42 sample 1", fn=case_27, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsub.Scalar", where="ops.yaml:42 sample 2", fn=case_20, tensors=["self"],
+    dict(op="rsub.Scalar", where="ops.yaml:42 sample 2", fn=case_28, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsub.Scalar", where="ops.yaml:42 sample 3", fn=case_21, tensors=["self"],
+    dict(op="rsub.Scalar", where="ops.yaml:42 sample 3", fn=case_29, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Tensor", where="ops.yaml:50 sample 0", fn=case_22, tensors=["self", "other"],
+    dict(op="rsub.Scalar", where="ops.yaml:42 sample 4", fn=case_30, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsub.Scalar", where="ops.yaml:42 sample 5", fn=case_31, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 0", fn=case_32, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Tensor", where="ops.yaml:50 sample 1", fn=case_23, tensors=["self", "other"],
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 1", fn=case_33, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Tensor", where="ops.yaml:50 sample 2", fn=case_24, tensors=["self", "other"],
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 2", fn=case_34, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Tensor", where="ops.yaml:50 sample 3", fn=case_25, tensors=["self", "other"],
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 3", fn=case_35, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Tensor", where="ops.yaml:50 sample 4", fn=case_26, tensors=["self", "other"],
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 4", fn=case_36, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Scalar", where="ops.yaml:59 sample 0", fn=case_27, tensors=["self"],
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 5", fn=case_37, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 6", fn=case_38, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mul.Scalar", where="ops.yaml:59 sample 0", fn=case_39, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Scalar", where="ops.yaml:59 sample 1", fn=case_28, tensors=["self"],
+    dict(op="mul.Scalar", where="ops.yaml:59 sample 1", fn=case_40, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Scalar", where="ops.yaml:59 sample 2", fn=case_29, tensors=["self"],
+    dict(op="mul.Scalar", where="ops.yaml:59 sample 2", fn=case_41, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Scalar", where="ops.yaml:59 sample 3", fn=case_30, tensors=["self"],
+    dict(op="mul.Scalar", where="ops.yaml:59 sample 3", fn=case_42, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor", where="ops.yaml:67 sample 0", fn=case_31, tensors=["self", "other"],
+    dict(op="mul.Scalar", where="ops.yaml:59 sample 4", fn=case_43, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mul.Scalar", where="ops.yaml:59 sample 5", fn=case_44, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="div.Tensor", where="ops.yaml:67 sample 0", fn=case_45, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor", where="ops.yaml:67 sample 1", fn=case_32, tensors=["self", "other"],
+    dict(op="div.Tensor", where="ops.yaml:67 sample 1", fn=case_46, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor", where="ops.yaml:67 sample 2", fn=case_33, tensors=["self", "other"],
+    dict(op="div.Tensor", where="ops.yaml:67 sample 2", fn=case_47, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor", where="ops.yaml:67 sample 3", fn=case_34, tensors=["self", "other"],
+    dict(op="div.Tensor", where="ops.yaml:67 sample 3", fn=case_48, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor", where="ops.yaml:67 sample 4", fn=case_35, tensors=["self", "other"],
+    dict(op="div.Tensor", where="ops.yaml:67 sample 4", fn=case_49, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar", where="ops.yaml:77 sample 0", fn=case_36, tensors=["self"],
+    dict(op="div.Tensor", where="ops.yaml:67 sample 5", fn=case_50, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="div.Tensor", where="ops.yaml:67 sample 6", fn=case_51, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="div.Scalar", where="ops.yaml:77 sample 0", fn=case_52, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar", where="ops.yaml:77 sample 1", fn=case_37, tensors=["self"],
+    dict(op="div.Scalar", where="ops.yaml:77 sample 1", fn=case_53, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar", where="ops.yaml:77 sample 2", fn=case_38, tensors=["self"],
+    dict(op="div.Scalar", where="ops.yaml:77 sample 2", fn=case_54, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar", where="ops.yaml:77 sample 3", fn=case_39, tensors=["self"],
+    dict(op="div.Scalar", where="ops.yaml:77 sample 3", fn=case_55, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="neg", where="ops.yaml:86 sample 0", fn=case_40, tensors=["self"],
+    dict(op="div.Scalar", where="ops.yaml:77 sample 4", fn=case_56, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="div.Scalar", where="ops.yaml:77 sample 5", fn=case_57, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="neg", where="ops.yaml:86 sample 0", fn=case_58, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="neg", where="ops.yaml:86 sample 1", fn=case_41, tensors=["self"],
+    dict(op="neg", where="ops.yaml:86 sample 1", fn=case_59, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="neg", where="ops.yaml:86 sample 2", fn=case_42, tensors=["self"],
+    dict(op="neg", where="ops.yaml:86 sample 2", fn=case_60, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="neg", where="ops.yaml:86 sample 3", fn=case_43, tensors=["self"],
+    dict(op="neg", where="ops.yaml:86 sample 3", fn=case_61, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 0", fn=case_44, tensors=["self"],
+    dict(op="neg", where="ops.yaml:86 sample 4", fn=case_62, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="neg", where="ops.yaml:86 sample 5", fn=case_63, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 0", fn=case_64, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 1", fn=case_45, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 1", fn=case_65, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 2", fn=case_46, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 2", fn=case_66, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 3", fn=case_47, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 3", fn=case_67, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 4", fn=case_48, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 4", fn=case_68, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 0", fn=case_49, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 0", fn=case_69, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 1", fn=case_50, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 1", fn=case_70, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 2", fn=case_51, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 2", fn=case_71, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 3", fn=case_52, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 3", fn=case_72, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 4", fn=case_53, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 4", fn=case_73, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:127 sample 0", fn=case_54, tensors=["exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 5", fn=case_74, tensors=["self", "exponent"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 6", fn=case_75, tensors=["self", "exponent"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 0", fn=case_76, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:127 sample 1", fn=case_55, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 1", fn=case_77, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:127 sample 2", fn=case_56, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 2", fn=case_78, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:127 sample 3", fn=case_57, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 3", fn=case_79, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:127 sample 4", fn=case_58, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 4", fn=case_80, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:127 sample 5", fn=case_59, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 5", fn=case_81, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:135 sample 0", fn=case_60, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 0", fn=case_82, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:135 sample 1", fn=case_61, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 1", fn=case_83, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:135 sample 2", fn=case_62, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 2", fn=case_84, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:135 sample 3", fn=case_63, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 3", fn=case_85, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:135 sample 4", fn=case_64, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 4", fn=case_86, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:144 sample 0", fn=case_65, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 5", fn=case_87, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:144 sample 1", fn=case_66, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 6", fn=case_88, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:144 sample 2", fn=case_67, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 0", fn=case_89, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="minimum", where="ops.yaml:144 sample 1", fn=case_90, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="minimum", where="ops.yaml:144 sample 2", fn=case_91, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:144 sample 3", fn=case_68, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 3", fn=case_92, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:144 sample 4", fn=case_69, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 4", fn=case_93, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:153 sample 0", fn=case_70, tensors=["self"],
+    dict(op="minimum", where="ops.yaml:144 sample 5", fn=case_94, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="minimum", where="ops.yaml:144 sample 6", fn=case_95, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min", where="ops.yaml:153 sample 0", fn=case_96, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:153 sample 1", fn=case_71, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 1", fn=case_97, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:153 sample 2", fn=case_72, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 2", fn=case_98, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:153 sample 3", fn=case_73, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 3", fn=case_99, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:161 sample 0", fn=case_74, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 4", fn=case_100, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:161 sample 1", fn=case_75, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 5", fn=case_101, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max", where="ops.yaml:161 sample 0", fn=case_102, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max", where="ops.yaml:161 sample 1", fn=case_103, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:161 sample 2", fn=case_76, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 2", fn=case_104, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:161 sample 3", fn=case_77, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 3", fn=case_105, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 0", fn=case_78, tensors=["self", "min"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 1", fn=case_79, tensors=["self", "min"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 2", fn=case_80, tensors=["self", "min"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 3", fn=case_81, tensors=["self", "min"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 4", fn=case_82, tensors=["self", "min"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 0", fn=case_83, tensors=["self", "max"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 1", fn=case_84, tensors=["self", "max"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 2", fn=case_85, tensors=["self", "max"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 3", fn=case_86, tensors=["self", "max"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 4", fn=case_87, tensors=["self", "max"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:187 sample 0", fn=case_88, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:187 sample 1", fn=case_89, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:187 sample 2", fn=case_90, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:187 sample 3", fn=case_91, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:187 sample 4", fn=case_92, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:197 sample 0", fn=case_93, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 4", fn=case_106, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:197 sample 1", fn=case_94, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 5", fn=case_107, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 0", fn=case_108, tensors=["self", "min"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 1", fn=case_109, tensors=["self", "min"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 2", fn=case_110, tensors=["self", "min"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 3", fn=case_111, tensors=["self", "min"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 4", fn=case_112, tensors=["self", "min"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 5", fn=case_113, tensors=["self", "min"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 6", fn=case_114, tensors=["self", "min"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 0", fn=case_115, tensors=["self", "max"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 1", fn=case_116, tensors=["self", "max"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 2", fn=case_117, tensors=["self", "max"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 3", fn=case_118, tensors=["self", "max"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 4", fn=case_119, tensors=["self", "max"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 5", fn=case_120, tensors=["self", "max"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 6", fn=case_121, tensors=["self", "max"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 0", fn=case_122, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 1", fn=case_123, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 2", fn=case_124, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 3", fn=case_125, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 4", fn=case_126, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 5", fn=case_127, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 6", fn=case_128, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 0", fn=case_129, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 1", fn=case_130, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:197 sample 2", fn=case_95, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 2", fn=case_131, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:197 sample 3", fn=case_96, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 3", fn=case_132, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:205 sample 0", fn=case_97, tensors=["self", "other"],
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 4", fn=case_133, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 5", fn=case_134, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor_divide", where="ops.yaml:205 sample 0", fn=case_135, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:205 sample 1", fn=case_98, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 1", fn=case_136, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:205 sample 2", fn=case_99, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 2", fn=case_137, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:205 sample 3", fn=case_100, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 3", fn=case_138, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:205 sample 4", fn=case_101, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 4", fn=case_139, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:215 sample 0", fn=case_102, tensors=["self", "end"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 5", fn=case_140, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor_divide", where="ops.yaml:205 sample 6", fn=case_141, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 0", fn=case_142, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:215 sample 1", fn=case_103, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 1", fn=case_143, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:215 sample 2", fn=case_104, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 2", fn=case_144, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:215 sample 3", fn=case_105, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 3", fn=case_145, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:215 sample 4", fn=case_106, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 4", fn=case_146, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:232 sample 0", fn=case_107, tensors=["self", "end", "weight"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 5", fn=case_147, tensors=["self", "end"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 6", fn=case_148, tensors=["self", "end"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Tensor", where="ops.yaml:232 sample 0", fn=case_149, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:232 sample 1", fn=case_108, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:232 sample 1", fn=case_150, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:232 sample 2", fn=case_109, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:232 sample 2", fn=case_151, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:232 sample 3", fn=case_110, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:232 sample 3", fn=case_152, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:246 sample 0", fn=case_111, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:246 sample 0", fn=case_153, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:246 sample 1", fn=case_112, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:246 sample 1", fn=case_154, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:246 sample 2", fn=case_113, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:246 sample 2", fn=case_155, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:246 sample 3", fn=case_114, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:246 sample 3", fn=case_156, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:261 sample 0", fn=case_115, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:261 sample 0", fn=case_157, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:261 sample 1", fn=case_116, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:261 sample 1", fn=case_158, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:261 sample 2", fn=case_117, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:261 sample 2", fn=case_159, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:261 sample 3", fn=case_118, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:261 sample 3", fn=case_160, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 0", fn=case_119, tensors=["grad_output", "exponent", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 0", fn=case_161, tensors=["grad_output", "exponent", "output"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 1", fn=case_120, tensors=["grad_output", "exponent", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 1", fn=case_162, tensors=["grad_output", "exponent", "output"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 2", fn=case_121, tensors=["grad_output", "exponent", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 2", fn=case_163, tensors=["grad_output", "exponent", "output"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 3", fn=case_122, tensors=["grad_output", "exponent", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 3", fn=case_164, tensors=["grad_output", "exponent", "output"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 0", fn=case_123, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 0", fn=case_165, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 1", fn=case_124, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 1", fn=case_166, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 2", fn=case_125, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 2", fn=case_167, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 3", fn=case_126, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 3", fn=case_168, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 4", fn=case_127, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 4", fn=case_169, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 5", fn=case_128, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 5", fn=case_170, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 6", fn=case_129, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 6", fn=case_171, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 0", fn=case_130, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 0", fn=case_172, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 1", fn=case_131, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 1", fn=case_173, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 2", fn=case_132, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 2", fn=case_174, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 3", fn=case_133, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 3", fn=case_175, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 4", fn=case_134, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 4", fn=case_176, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:329 sample 0", fn=case_135, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 0", fn=case_177, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:329 sample 1", fn=case_136, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 1", fn=case_178, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:329 sample 2", fn=case_137, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 2", fn=case_179, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:329 sample 3", fn=case_138, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 3", fn=case_180, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:329 sample 4", fn=case_139, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 4", fn=case_181, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:347 sample 0", fn=case_140, tensors=["self", "min", "max"],
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 0", fn=case_182, tensors=["self", "min", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:347 sample 1", fn=case_141, tensors=["self", "min"],
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 1", fn=case_183, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:347 sample 2", fn=case_142, tensors=["self", "max"],
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 2", fn=case_184, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:347 sample 3", fn=case_143, tensors=["self", "min", "max"],
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 3", fn=case_185, tensors=["self", "min", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_backward", where="ops.yaml:361 sample 0", fn=case_144, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:361 sample 0", fn=case_186, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_backward", where="ops.yaml:361 sample 1", fn=case_145, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:361 sample 1", fn=case_187, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_backward", where="ops.yaml:361 sample 2", fn=case_146, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:361 sample 2", fn=case_188, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward", where="ops.yaml:375 sample 0", fn=case_147, tensors=["grad_output", "self", "min", "max"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:375 sample 0", fn=case_189, tensors=["grad_output", "self", "min", "max"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward", where="ops.yaml:375 sample 1", fn=case_148, tensors=["grad_output", "self", "min"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:375 sample 1", fn=case_190, tensors=["grad_output", "self", "min"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward", where="ops.yaml:375 sample 2", fn=case_149, tensors=["grad_output", "self", "max"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:375 sample 2", fn=case_191, tensors=["grad_output", "self", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_min", where="ops.yaml:389 sample 0", fn=case_150, tensors=["grad_output", "self", "min", "max"],
+    dict(op="clamp_tensor_backward_min", where="ops.yaml:389 sample 0", fn=case_192, tensors=["grad_output", "self", "min", "max"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_min", where="ops.yaml:389 sample 1", fn=case_151, tensors=["grad_output", "self", "min"],
+    dict(op="clamp_tensor_backward_min", where="ops.yaml:389 sample 1", fn=case_193, tensors=["grad_output", "self", "min"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_max", where="ops.yaml:402 sample 0", fn=case_152, tensors=["grad_output", "self", "min", "max"],
+    dict(op="clamp_tensor_backward_max", where="ops.yaml:402 sample 0", fn=case_194, tensors=["grad_output", "self", "min", "max"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_max", where="ops.yaml:402 sample 1", fn=case_153, tensors=["grad_output", "self", "max"],
+    dict(op="clamp_tensor_backward_max", where="ops.yaml:402 sample 1", fn=case_195, tensors=["grad_output", "self", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div_rounding_backward", where="ops.yaml:414 sample 0", fn=case_154, tensors=["grad_output"],
+    dict(op="div_rounding_backward", where="ops.yaml:414 sample 0", fn=case_196, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div_rounding_backward", where="ops.yaml:414 sample 1", fn=case_155, tensors=["grad_output"],
+    dict(op="div_rounding_backward", where="ops.yaml:414 sample 1", fn=case_197, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:422 sample 0", fn=case_156, tensors=["self"],
+    dict(op="exp", where="ops.yaml:422 sample 0", fn=case_198, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:422 sample 1", fn=case_157, tensors=["self"],
+    dict(op="exp", where="ops.yaml:422 sample 1", fn=case_199, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:422 sample 2", fn=case_158, tensors=["self"],
+    dict(op="exp", where="ops.yaml:422 sample 2", fn=case_200, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:422 sample 3", fn=case_159, tensors=["self"],
+    dict(op="exp", where="ops.yaml:422 sample 3", fn=case_201, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:430 sample 0", fn=case_160, tensors=["self"],
+    dict(op="exp", where="ops.yaml:422 sample 4", fn=case_202, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:430 sample 1", fn=case_161, tensors=["self"],
+    dict(op="exp", where="ops.yaml:422 sample 5", fn=case_203, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log", where="ops.yaml:430 sample 0", fn=case_204, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log", where="ops.yaml:430 sample 1", fn=case_205, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:430 sample 2", fn=case_162, tensors=["self"],
+    dict(op="log", where="ops.yaml:430 sample 2", fn=case_206, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:430 sample 3", fn=case_163, tensors=["self"],
+    dict(op="log", where="ops.yaml:430 sample 3", fn=case_207, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:439 sample 0", fn=case_164, tensors=["self"],
+    dict(op="log", where="ops.yaml:430 sample 4", fn=case_208, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:439 sample 1", fn=case_165, tensors=["self"],
+    dict(op="log", where="ops.yaml:430 sample 5", fn=case_209, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sqrt", where="ops.yaml:439 sample 0", fn=case_210, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sqrt", where="ops.yaml:439 sample 1", fn=case_211, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:439 sample 2", fn=case_166, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:439 sample 2", fn=case_212, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:439 sample 3", fn=case_167, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:439 sample 3", fn=case_213, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:448 sample 0", fn=case_168, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:439 sample 4", fn=case_214, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sqrt", where="ops.yaml:439 sample 5", fn=case_215, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="relu", where="ops.yaml:448 sample 0", fn=case_216, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:448 sample 1", fn=case_169, tensors=["self"],
+    dict(op="relu", where="ops.yaml:448 sample 1", fn=case_217, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:448 sample 2", fn=case_170, tensors=["self"],
+    dict(op="relu", where="ops.yaml:448 sample 2", fn=case_218, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:448 sample 3", fn=case_171, tensors=["self"],
+    dict(op="relu", where="ops.yaml:448 sample 3", fn=case_219, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="threshold_backward", where="ops.yaml:464 sample 0", fn=case_172, tensors=["grad_output", "self"],
+    dict(op="relu", where="ops.yaml:448 sample 4", fn=case_220, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="relu", where="ops.yaml:448 sample 5", fn=case_221, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="threshold_backward", where="ops.yaml:464 sample 0", fn=case_222, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="threshold_backward", where="ops.yaml:464 sample 1", fn=case_173, tensors=["grad_output", "self"],
+    dict(op="threshold_backward", where="ops.yaml:464 sample 1", fn=case_223, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:469 sample 0", fn=case_174, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:469 sample 0", fn=case_224, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:469 sample 1", fn=case_175, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:469 sample 1", fn=case_225, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:469 sample 2", fn=case_176, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:469 sample 2", fn=case_226, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:469 sample 3", fn=case_177, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:469 sample 3", fn=case_227, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:477 sample 0", fn=case_178, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:469 sample 4", fn=case_228, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:477 sample 1", fn=case_179, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:469 sample 5", fn=case_229, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tanh", where="ops.yaml:477 sample 0", fn=case_230, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tanh", where="ops.yaml:477 sample 1", fn=case_231, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:477 sample 2", fn=case_180, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:477 sample 2", fn=case_232, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:477 sample 3", fn=case_181, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:477 sample 3", fn=case_233, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:485 sample 0", fn=case_182, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:477 sample 4", fn=case_234, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="tanh", where="ops.yaml:477 sample 5", fn=case_235, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="softplus", where="ops.yaml:485 sample 0", fn=case_236, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:485 sample 1", fn=case_183, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:485 sample 1", fn=case_237, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:485 sample 2", fn=case_184, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:485 sample 2", fn=case_238, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:485 sample 3", fn=case_185, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:485 sample 3", fn=case_239, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:492 sample 0", fn=case_186, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:492 sample 1", fn=case_187, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:492 sample 2", fn=case_188, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:492 sample 3", fn=case_189, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:507 sample 0", fn=case_190, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:507 sample 1", fn=case_191, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:507 sample 2", fn=case_192, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:507 sample 3", fn=case_193, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sign", where="ops.yaml:515 sample 0", fn=case_194, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sign", where="ops.yaml:515 sample 1", fn=case_195, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sign", where="ops.yaml:515 sample 2", fn=case_196, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sign", where="ops.yaml:515 sample 3", fn=case_197, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:522 sample 0", fn=case_198, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:522 sample 1", fn=case_199, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:522 sample 2", fn=case_200, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:522 sample 3", fn=case_201, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:531 sample 0", fn=case_202, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:531 sample 1", fn=case_203, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:531 sample 2", fn=case_204, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:531 sample 3", fn=case_205, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:540 sample 0", fn=case_206, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:540 sample 1", fn=case_207, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:540 sample 2", fn=case_208, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:540 sample 3", fn=case_209, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:549 sample 0", fn=case_210, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:549 sample 1", fn=case_211, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:549 sample 2", fn=case_212, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:549 sample 3", fn=case_213, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:557 sample 0", fn=case_214, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:557 sample 1", fn=case_215, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:557 sample 2", fn=case_216, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:557 sample 3", fn=case_217, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:566 sample 0", fn=case_218, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:566 sample 1", fn=case_219, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:566 sample 2", fn=case_220, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:566 sample 3", fn=case_221, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:575 sample 0", fn=case_222, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:575 sample 1", fn=case_223, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:575 sample 2", fn=case_224, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:575 sample 3", fn=case_225, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:583 sample 0", fn=case_226, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:583 sample 1", fn=case_227, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:583 sample 2", fn=case_228, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:583 sample 3", fn=case_229, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:591 sample 0", fn=case_230, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:591 sample 1", fn=case_231, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:591 sample 2", fn=case_232, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:591 sample 3", fn=case_233, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="floor", where="ops.yaml:599 sample 0", fn=case_234, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="floor", where="ops.yaml:599 sample 1", fn=case_235, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="floor", where="ops.yaml:599 sample 2", fn=case_236, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="floor", where="ops.yaml:599 sample 3", fn=case_237, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ceil", where="ops.yaml:606 sample 0", fn=case_238, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ceil", where="ops.yaml:606 sample 1", fn=case_239, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ceil", where="ops.yaml:606 sample 2", fn=case_240, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ceil", where="ops.yaml:606 sample 3", fn=case_241, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="round", where="ops.yaml:613 sample 0", fn=case_242, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="round", where="ops.yaml:613 sample 1", fn=case_243, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="round", where="ops.yaml:613 sample 2", fn=case_244, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="round", where="ops.yaml:613 sample 3", fn=case_245, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="trunc", where="ops.yaml:620 sample 0", fn=case_246, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="trunc", where="ops.yaml:620 sample 1", fn=case_247, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="trunc", where="ops.yaml:620 sample 2", fn=case_248, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="trunc", where="ops.yaml:620 sample 3", fn=case_249, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="leaky_relu", where="ops.yaml:627 sample 0", fn=case_250, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:485 sample 4", fn=case_240, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:627 sample 1", fn=case_251, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:485 sample 5", fn=case_241, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:492 sample 0", fn=case_242, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:492 sample 1", fn=case_243, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:492 sample 2", fn=case_244, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:492 sample 3", fn=case_245, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:492 sample 4", fn=case_246, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clone", where="ops.yaml:492 sample 5", fn=case_247, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:507 sample 0", fn=case_248, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:507 sample 1", fn=case_249, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:507 sample 2", fn=case_250, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:507 sample 3", fn=case_251, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:507 sample 4", fn=case_252, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="abs", where="ops.yaml:507 sample 5", fn=case_253, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:515 sample 0", fn=case_254, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:515 sample 1", fn=case_255, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:515 sample 2", fn=case_256, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:515 sample 3", fn=case_257, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:515 sample 4", fn=case_258, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:515 sample 5", fn=case_259, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:522 sample 0", fn=case_260, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:522 sample 1", fn=case_261, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:522 sample 2", fn=case_262, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:522 sample 3", fn=case_263, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:522 sample 4", fn=case_264, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:522 sample 5", fn=case_265, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:531 sample 0", fn=case_266, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:531 sample 1", fn=case_267, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:531 sample 2", fn=case_268, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:531 sample 3", fn=case_269, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:531 sample 4", fn=case_270, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:531 sample 5", fn=case_271, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:540 sample 0", fn=case_272, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:540 sample 1", fn=case_273, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:540 sample 2", fn=case_274, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:540 sample 3", fn=case_275, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:540 sample 4", fn=case_276, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:540 sample 5", fn=case_277, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:549 sample 0", fn=case_278, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:549 sample 1", fn=case_279, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:549 sample 2", fn=case_280, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:549 sample 3", fn=case_281, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:549 sample 4", fn=case_282, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:549 sample 5", fn=case_283, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:557 sample 0", fn=case_284, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:557 sample 1", fn=case_285, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:557 sample 2", fn=case_286, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:557 sample 3", fn=case_287, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:557 sample 4", fn=case_288, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:557 sample 5", fn=case_289, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:566 sample 0", fn=case_290, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:566 sample 1", fn=case_291, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:566 sample 2", fn=case_292, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:566 sample 3", fn=case_293, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:566 sample 4", fn=case_294, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:566 sample 5", fn=case_295, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:575 sample 0", fn=case_296, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:575 sample 1", fn=case_297, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:575 sample 2", fn=case_298, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:575 sample 3", fn=case_299, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:575 sample 4", fn=case_300, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:575 sample 5", fn=case_301, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:583 sample 0", fn=case_302, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:583 sample 1", fn=case_303, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:583 sample 2", fn=case_304, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:583 sample 3", fn=case_305, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:583 sample 4", fn=case_306, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:583 sample 5", fn=case_307, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:591 sample 0", fn=case_308, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:591 sample 1", fn=case_309, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:591 sample 2", fn=case_310, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:591 sample 3", fn=case_311, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:591 sample 4", fn=case_312, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:591 sample 5", fn=case_313, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:599 sample 0", fn=case_314, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:599 sample 1", fn=case_315, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:599 sample 2", fn=case_316, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:599 sample 3", fn=case_317, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:599 sample 4", fn=case_318, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:599 sample 5", fn=case_319, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:606 sample 0", fn=case_320, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:606 sample 1", fn=case_321, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:606 sample 2", fn=case_322, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:606 sample 3", fn=case_323, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:606 sample 4", fn=case_324, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ceil", where="ops.yaml:606 sample 5", fn=case_325, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:613 sample 0", fn=case_326, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:613 sample 1", fn=case_327, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:613 sample 2", fn=case_328, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:613 sample 3", fn=case_329, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:613 sample 4", fn=case_330, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="round", where="ops.yaml:613 sample 5", fn=case_331, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:620 sample 0", fn=case_332, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:620 sample 1", fn=case_333, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:620 sample 2", fn=case_334, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:620 sample 3", fn=case_335, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:620 sample 4", fn=case_336, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:620 sample 5", fn=case_337, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:627 sample 0", fn=case_338, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:627 sample 1", fn=case_339, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:627 sample 2", fn=case_252, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:627 sample 2", fn=case_340, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:627 sample 3", fn=case_253, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:627 sample 3", fn=case_341, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 0", fn=case_254, tensors=["grad_output", "self"],
+    dict(op="leaky_relu", where="ops.yaml:627 sample 4", fn=case_342, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:627 sample 5", fn=case_343, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 0", fn=case_344, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 1", fn=case_255, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 1", fn=case_345, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 2", fn=case_256, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 2", fn=case_346, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 3", fn=case_257, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 3", fn=case_347, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 4", fn=case_258, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 4", fn=case_348, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:646 sample 0", fn=case_259, tensors=["self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 5", fn=case_349, tensors=["grad_output", "self"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 6", fn=case_350, tensors=["grad_output", "self"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu", where="ops.yaml:646 sample 0", fn=case_351, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:646 sample 1", fn=case_260, tensors=["self"],
+    dict(op="elu", where="ops.yaml:646 sample 1", fn=case_352, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:646 sample 2", fn=case_261, tensors=["self"],
+    dict(op="elu", where="ops.yaml:646 sample 2", fn=case_353, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:646 sample 3", fn=case_262, tensors=["self"],
+    dict(op="elu", where="ops.yaml:646 sample 3", fn=case_354, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:654 sample 0", fn=case_263, tensors=["grad_output", "self"],
+    dict(op="elu", where="ops.yaml:646 sample 4", fn=case_355, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu", where="ops.yaml:646 sample 5", fn=case_356, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:654 sample 0", fn=case_357, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:654 sample 1", fn=case_264, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:654 sample 1", fn=case_358, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:654 sample 2", fn=case_265, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:654 sample 2", fn=case_359, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:654 sample 3", fn=case_266, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:654 sample 3", fn=case_360, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:654 sample 4", fn=case_267, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:654 sample 4", fn=case_361, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:665 sample 0", fn=case_268, tensors=["self"],
+    dict(op="elu_backward", where="ops.yaml:654 sample 5", fn=case_362, tensors=["grad_output", "self"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="elu_backward", where="ops.yaml:654 sample 6", fn=case_363, tensors=["grad_output", "self"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:665 sample 0", fn=case_364, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:665 sample 1", fn=case_269, tensors=["self"],
+    dict(op="silu", where="ops.yaml:665 sample 1", fn=case_365, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:665 sample 2", fn=case_270, tensors=["self"],
+    dict(op="silu", where="ops.yaml:665 sample 2", fn=case_366, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:665 sample 3", fn=case_271, tensors=["self"],
+    dict(op="silu", where="ops.yaml:665 sample 3", fn=case_367, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:672 sample 0", fn=case_272, tensors=["self"],
+    dict(op="silu", where="ops.yaml:665 sample 4", fn=case_368, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="silu", where="ops.yaml:665 sample 5", fn=case_369, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isnan", where="ops.yaml:672 sample 0", fn=case_370, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:672 sample 1", fn=case_273, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:672 sample 1", fn=case_371, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:672 sample 2", fn=case_274, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:672 sample 2", fn=case_372, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:672 sample 3", fn=case_275, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:672 sample 3", fn=case_373, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:681 sample 0", fn=case_276, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:672 sample 4", fn=case_374, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:681 sample 1", fn=case_277, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:672 sample 5", fn=case_375, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isfinite", where="ops.yaml:681 sample 0", fn=case_376, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isfinite", where="ops.yaml:681 sample 1", fn=case_377, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:681 sample 2", fn=case_278, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:681 sample 2", fn=case_378, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:681 sample 3", fn=case_279, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:681 sample 3", fn=case_379, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:697 sample 0", fn=case_280, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:681 sample 4", fn=case_380, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="isfinite", where="ops.yaml:681 sample 5", fn=case_381, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gelu", where="ops.yaml:697 sample 0", fn=case_382, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:697 sample 1", fn=case_281, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:697 sample 1", fn=case_383, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:697 sample 2", fn=case_282, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:697 sample 2", fn=case_384, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:697 sample 3", fn=case_283, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:697 sample 3", fn=case_385, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:697 sample 4", fn=case_284, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:697 sample 4", fn=case_386, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:713 sample 0", fn=case_285, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:713 sample 0", fn=case_387, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:713 sample 1", fn=case_286, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:713 sample 1", fn=case_388, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:713 sample 2", fn=case_287, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:713 sample 2", fn=case_389, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:713 sample 3", fn=case_288, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:713 sample 3", fn=case_390, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:713 sample 4", fn=case_289, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:713 sample 4", fn=case_391, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:734 sample 0", fn=case_290, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:734 sample 0", fn=case_392, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:734 sample 1", fn=case_291, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:734 sample 1", fn=case_393, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:734 sample 2", fn=case_292, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:734 sample 2", fn=case_394, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:734 sample 3", fn=case_293, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:734 sample 3", fn=case_395, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:743 sample 0", fn=case_294, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:743 sample 0", fn=case_396, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:743 sample 1", fn=case_295, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:743 sample 1", fn=case_397, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:743 sample 2", fn=case_296, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:743 sample 2", fn=case_398, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:743 sample 3", fn=case_297, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:743 sample 3", fn=case_399, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:743 sample 4", fn=case_298, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:743 sample 4", fn=case_400, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:753 sample 0", fn=case_299, tensors=["self"],
+    dict(op="eq.Tensor", where="ops.yaml:743 sample 5", fn=case_401, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="eq.Tensor", where="ops.yaml:743 sample 6", fn=case_402, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="eq.Scalar", where="ops.yaml:753 sample 0", fn=case_403, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:753 sample 1", fn=case_300, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:753 sample 1", fn=case_404, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:753 sample 2", fn=case_301, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:753 sample 2", fn=case_405, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:753 sample 3", fn=case_302, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:753 sample 3", fn=case_406, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:762 sample 0", fn=case_303, tensors=["self", "other"],
+    dict(op="eq.Scalar", where="ops.yaml:753 sample 4", fn=case_407, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="eq.Scalar", where="ops.yaml:753 sample 5", fn=case_408, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lt.Tensor", where="ops.yaml:762 sample 0", fn=case_409, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:762 sample 1", fn=case_304, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:762 sample 1", fn=case_410, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:762 sample 2", fn=case_305, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:762 sample 2", fn=case_411, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:762 sample 3", fn=case_306, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:762 sample 3", fn=case_412, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:762 sample 4", fn=case_307, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:762 sample 4", fn=case_413, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:772 sample 0", fn=case_308, tensors=["self"],
+    dict(op="lt.Tensor", where="ops.yaml:762 sample 5", fn=case_414, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lt.Tensor", where="ops.yaml:762 sample 6", fn=case_415, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lt.Scalar", where="ops.yaml:772 sample 0", fn=case_416, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:772 sample 1", fn=case_309, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:772 sample 1", fn=case_417, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:772 sample 2", fn=case_310, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:772 sample 2", fn=case_418, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:772 sample 3", fn=case_311, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:772 sample 3", fn=case_419, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:781 sample 0", fn=case_312, tensors=["self", "other"],
+    dict(op="lt.Scalar", where="ops.yaml:772 sample 4", fn=case_420, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lt.Scalar", where="ops.yaml:772 sample 5", fn=case_421, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gt.Tensor", where="ops.yaml:781 sample 0", fn=case_422, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:781 sample 1", fn=case_313, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:781 sample 1", fn=case_423, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:781 sample 2", fn=case_314, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:781 sample 2", fn=case_424, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:781 sample 3", fn=case_315, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:781 sample 3", fn=case_425, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:781 sample 4", fn=case_316, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:781 sample 4", fn=case_426, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:791 sample 0", fn=case_317, tensors=["self"],
+    dict(op="gt.Tensor", where="ops.yaml:781 sample 5", fn=case_427, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gt.Tensor", where="ops.yaml:781 sample 6", fn=case_428, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gt.Scalar", where="ops.yaml:791 sample 0", fn=case_429, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:791 sample 1", fn=case_318, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:791 sample 1", fn=case_430, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:791 sample 2", fn=case_319, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:791 sample 2", fn=case_431, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:791 sample 3", fn=case_320, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:791 sample 3", fn=case_432, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:808 sample 0", fn=case_321, tensors=["condition", "self", "other"],
+    dict(op="gt.Scalar", where="ops.yaml:791 sample 4", fn=case_433, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gt.Scalar", where="ops.yaml:791 sample 5", fn=case_434, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="where", where="ops.yaml:808 sample 0", fn=case_435, tensors=["condition", "self", "other"],
          free=[False, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:808 sample 1", fn=case_322, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:808 sample 1", fn=case_436, tensors=["condition", "self", "other"],
          free=[False, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:808 sample 2", fn=case_323, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:808 sample 2", fn=case_437, tensors=["condition", "self", "other"],
          free=[False, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:813 sample 0", fn=case_324, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:813 sample 0", fn=case_438, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:813 sample 1", fn=case_325, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:813 sample 1", fn=case_439, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:813 sample 2", fn=case_326, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:813 sample 2", fn=case_440, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:813 sample 3", fn=case_327, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:813 sample 3", fn=case_441, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:813 sample 4", fn=case_328, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:813 sample 4", fn=case_442, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:823 sample 0", fn=case_329, tensors=["self"],
+    dict(op="ne.Tensor", where="ops.yaml:813 sample 5", fn=case_443, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Tensor", where="ops.yaml:813 sample 6", fn=case_444, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Scalar", where="ops.yaml:823 sample 0", fn=case_445, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:823 sample 1", fn=case_330, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:823 sample 1", fn=case_446, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:823 sample 2", fn=case_331, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:823 sample 2", fn=case_447, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:823 sample 3", fn=case_332, tensors=["self"],
+    dict(op="ne.Scalar", where="ops.yaml:823 sample 3", fn=case_448, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:832 sample 0", fn=case_333, tensors=["self", "other"],
+    dict(op="ne.Scalar", where="ops.yaml:823 sample 4", fn=case_449, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Scalar", where="ops.yaml:823 sample 5", fn=case_450, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:832 sample 0", fn=case_451, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:832 sample 1", fn=case_334, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:832 sample 1", fn=case_452, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:832 sample 2", fn=case_335, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:832 sample 2", fn=case_453, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:832 sample 3", fn=case_336, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:832 sample 3", fn=case_454, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Tensor", where="ops.yaml:832 sample 4", fn=case_337, tensors=["self", "other"],
+    dict(op="le.Tensor", where="ops.yaml:832 sample 4", fn=case_455, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:842 sample 0", fn=case_338, tensors=["self"],
+    dict(op="le.Tensor", where="ops.yaml:832 sample 5", fn=case_456, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:832 sample 6", fn=case_457, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Scalar", where="ops.yaml:842 sample 0", fn=case_458, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:842 sample 1", fn=case_339, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:842 sample 1", fn=case_459, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:842 sample 2", fn=case_340, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:842 sample 2", fn=case_460, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="le.Scalar", where="ops.yaml:842 sample 3", fn=case_341, tensors=["self"],
+    dict(op="le.Scalar", where="ops.yaml:842 sample 3", fn=case_461, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:851 sample 0", fn=case_342, tensors=["self", "other"],
+    dict(op="le.Scalar", where="ops.yaml:842 sample 4", fn=case_462, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Scalar", where="ops.yaml:842 sample 5", fn=case_463, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:851 sample 0", fn=case_464, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:851 sample 1", fn=case_343, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:851 sample 1", fn=case_465, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:851 sample 2", fn=case_344, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:851 sample 2", fn=case_466, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:851 sample 3", fn=case_345, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:851 sample 3", fn=case_467, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Tensor", where="ops.yaml:851 sample 4", fn=case_346, tensors=["self", "other"],
+    dict(op="ge.Tensor", where="ops.yaml:851 sample 4", fn=case_468, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:861 sample 0", fn=case_347, tensors=["self"],
+    dict(op="ge.Tensor", where="ops.yaml:851 sample 5", fn=case_469, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:851 sample 6", fn=case_470, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:861 sample 0", fn=case_471, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:861 sample 1", fn=case_348, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:861 sample 1", fn=case_472, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:861 sample 2", fn=case_349, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:861 sample 2", fn=case_473, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ge.Scalar", where="ops.yaml:861 sample 3", fn=case_350, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:861 sample 3", fn=case_474, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_and", where="ops.yaml:870 sample 0", fn=case_351, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_and", where="ops.yaml:870 sample 1", fn=case_352, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_and", where="ops.yaml:870 sample 2", fn=case_353, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_and", where="ops.yaml:870 sample 3", fn=case_354, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_and", where="ops.yaml:870 sample 4", fn=case_355, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_or", where="ops.yaml:880 sample 0", fn=case_356, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_or", where="ops.yaml:880 sample 1", fn=case_357, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_or", where="ops.yaml:880 sample 2", fn=case_358, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_or", where="ops.yaml:880 sample 3", fn=case_359, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_or", where="ops.yaml:880 sample 4", fn=case_360, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_xor", where="ops.yaml:890 sample 0", fn=case_361, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_xor", where="ops.yaml:890 sample 1", fn=case_362, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_xor", where="ops.yaml:890 sample 2", fn=case_363, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_xor", where="ops.yaml:890 sample 3", fn=case_364, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_xor", where="ops.yaml:890 sample 4", fn=case_365, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_not", where="ops.yaml:900 sample 0", fn=case_366, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:861 sample 4", fn=case_475, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:900 sample 1", fn=case_367, tensors=["self"],
+    dict(op="ge.Scalar", where="ops.yaml:861 sample 5", fn=case_476, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:870 sample 0", fn=case_477, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:870 sample 1", fn=case_478, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:870 sample 2", fn=case_479, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:870 sample 3", fn=case_480, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:870 sample 4", fn=case_481, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:870 sample 5", fn=case_482, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:870 sample 6", fn=case_483, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:880 sample 0", fn=case_484, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:880 sample 1", fn=case_485, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:880 sample 2", fn=case_486, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:880 sample 3", fn=case_487, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:880 sample 4", fn=case_488, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:880 sample 5", fn=case_489, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:880 sample 6", fn=case_490, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:890 sample 0", fn=case_491, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:890 sample 1", fn=case_492, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:890 sample 2", fn=case_493, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:890 sample 3", fn=case_494, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:890 sample 4", fn=case_495, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:890 sample 5", fn=case_496, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:890 sample 6", fn=case_497, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:900 sample 0", fn=case_498, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:900 sample 1", fn=case_499, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:900 sample 2", fn=case_368, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:900 sample 2", fn=case_500, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logical_not", where="ops.yaml:900 sample 3", fn=case_369, tensors=["self"],
+    dict(op="logical_not", where="ops.yaml:900 sample 3", fn=case_501, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 0", fn=case_370, tensors=["self", "mask"],
+    dict(op="logical_not", where="ops.yaml:900 sample 4", fn=case_502, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:900 sample 5", fn=case_503, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 0", fn=case_504, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 1", fn=case_371, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 1", fn=case_505, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 2", fn=case_372, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 2", fn=case_506, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 3", fn=case_373, tensors=["self", "mask"],
+    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 3", fn=case_507, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 0", fn=case_374, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 0", fn=case_508, tensors=["self", "mask", "value"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 1", fn=case_375, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 1", fn=case_509, tensors=["self", "mask", "value"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 2", fn=case_376, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 2", fn=case_510, tensors=["self", "mask", "value"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 3", fn=case_377, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 3", fn=case_511, tensors=["self", "mask", "value"],
          free=[True, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 4", fn=case_378, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 4", fn=case_512, tensors=["self", "mask", "value"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="sum", where="ops.yaml:950 sample 0", fn=case_379, tensors=["self"],
+    dict(op="sum", where="ops.yaml:950 sample 0", fn=case_513, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:950 sample 1", fn=case_380, tensors=["self"],
+    dict(op="sum", where="ops.yaml:950 sample 1", fn=case_514, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:950 sample 2", fn=case_381, tensors=["self"],
+    dict(op="sum", where="ops.yaml:950 sample 2", fn=case_515, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:950 sample 3", fn=case_382, tensors=["self"],
+    dict(op="sum", where="ops.yaml:950 sample 3", fn=case_516, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:965 sample 0", fn=case_383, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:965 sample 0", fn=case_517, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:965 sample 1", fn=case_384, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:965 sample 1", fn=case_518, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:965 sample 2", fn=case_385, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:965 sample 2", fn=case_519, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:965 sample 3", fn=case_386, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:965 sample 3", fn=case_520, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:982 sample 0", fn=case_387, tensors=["self"],
+    dict(op="mean", where="ops.yaml:982 sample 0", fn=case_521, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:982 sample 1", fn=case_388, tensors=["self"],
+    dict(op="mean", where="ops.yaml:982 sample 1", fn=case_522, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:982 sample 2", fn=case_389, tensors=["self"],
+    dict(op="mean", where="ops.yaml:982 sample 2", fn=case_523, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:982 sample 3", fn=case_390, tensors=["self"],
+    dict(op="mean", where="ops.yaml:982 sample 3", fn=case_524, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:1000 sample 0", fn=case_391, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:1000 sample 0", fn=case_525, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:1000 sample 1", fn=case_392, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:1000 sample 1", fn=case_526, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:1000 sample 2", fn=case_393, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:1000 sample 2", fn=case_527, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:1000 sample 3", fn=case_394, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:1000 sample 3", fn=case_528, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="amax", where="ops.yaml:1014 sample 0", fn=case_395, tensors=["self"],
+    dict(op="amax", where="ops.yaml:1014 sample 0", fn=case_529, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:1014 sample 1", fn=case_396, tensors=["self"],
+    dict(op="amax", where="ops.yaml:1014 sample 1", fn=case_530, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:1014 sample 2", fn=case_397, tensors=["self"],
+    dict(op="amax", where="ops.yaml:1014 sample 2", fn=case_531, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1027 sample 0", fn=case_398, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1027 sample 0", fn=case_532, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1027 sample 1", fn=case_399, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1027 sample 1", fn=case_533, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1027 sample 2", fn=case_400, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1027 sample 2", fn=case_534, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1027 sample 3", fn=case_401, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1027 sample 3", fn=case_535, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1027 sample 4", fn=case_402, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1027 sample 4", fn=case_536, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1041 sample 0", fn=case_403, tensors=["self"],
+    dict(op="max", where="ops.yaml:1041 sample 0", fn=case_537, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1041 sample 1", fn=case_404, tensors=["self"],
+    dict(op="max", where="ops.yaml:1041 sample 1", fn=case_538, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1041 sample 2", fn=case_405, tensors=["self"],
+    dict(op="max", where="ops.yaml:1041 sample 2", fn=case_539, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1053 sample 0", fn=case_406, tensors=["self"],
+    dict(op="min", where="ops.yaml:1053 sample 0", fn=case_540, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1053 sample 1", fn=case_407, tensors=["self"],
+    dict(op="min", where="ops.yaml:1053 sample 1", fn=case_541, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1053 sample 2", fn=case_408, tensors=["self"],
+    dict(op="min", where="ops.yaml:1053 sample 2", fn=case_542, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 0 result values", fn=case_409, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 0 result values", fn=case_543, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 0 result indices", fn=case_410, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 0 result indices", fn=case_544, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 1 result values", fn=case_411, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 1 result values", fn=case_545, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 1 result indices", fn=case_412, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 1 result indices", fn=case_546, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 2 result values", fn=case_413, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 2 result values", fn=case_547, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 2 result indices", fn=case_414, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 2 result indices", fn=case_548, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 3 result values", fn=case_415, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 3 result values", fn=case_549, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 3 result indices", fn=case_416, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 3 result indices", fn=case_550, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 4 result values", fn=case_417, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 4 result values", fn=case_551, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 4 result indices", fn=case_418, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1067 sample 4 result indices", fn=case_552, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 0 result values", fn=case_419, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 0 result values", fn=case_553, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 0 result indices", fn=case_420, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 0 result indices", fn=case_554, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 1 result values", fn=case_421, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 1 result values", fn=case_555, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 1 result indices", fn=case_422, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 1 result indices", fn=case_556, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 2 result values", fn=case_423, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 2 result values", fn=case_557, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 2 result indices", fn=case_424, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 2 result indices", fn=case_558, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 3 result values", fn=case_425, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 3 result values", fn=case_559, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 3 result indices", fn=case_426, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1083 sample 3 result indices", fn=case_560, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1097 sample 0", fn=case_427, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1097 sample 0", fn=case_561, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1097 sample 1", fn=case_428, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1097 sample 1", fn=case_562, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1097 sample 2", fn=case_429, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1097 sample 2", fn=case_563, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1097 sample 3", fn=case_430, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1097 sample 3", fn=case_564, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1097 sample 4", fn=case_431, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1097 sample 4", fn=case_565, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1112 sample 0", fn=case_432, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1112 sample 0", fn=case_566, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1112 sample 1", fn=case_433, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1112 sample 1", fn=case_567, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1112 sample 2", fn=case_434, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1112 sample 2", fn=case_568, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1112 sample 3", fn=case_435, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1112 sample 3", fn=case_569, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1126 sample 0", fn=case_436, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1126 sample 0", fn=case_570, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1126 sample 1", fn=case_437, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1126 sample 1", fn=case_571, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1126 sample 2", fn=case_438, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1126 sample 2", fn=case_572, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1126 sample 3", fn=case_439, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1126 sample 3", fn=case_573, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1141 sample 0", fn=case_440, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1141 sample 0", fn=case_574, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1141 sample 1", fn=case_441, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1141 sample 1", fn=case_575, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1141 sample 2", fn=case_442, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1141 sample 2", fn=case_576, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1141 sample 3", fn=case_443, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1141 sample 3", fn=case_577, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all", where="ops.yaml:1155 sample 0", fn=case_444, tensors=["self"],
+    dict(op="all", where="ops.yaml:1155 sample 0", fn=case_578, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all", where="ops.yaml:1155 sample 1", fn=case_445, tensors=["self"],
+    dict(op="all", where="ops.yaml:1155 sample 1", fn=case_579, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1168 sample 0", fn=case_446, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1168 sample 0", fn=case_580, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1168 sample 1", fn=case_447, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1168 sample 1", fn=case_581, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1168 sample 2", fn=case_448, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1168 sample 2", fn=case_582, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any", where="ops.yaml:1181 sample 0", fn=case_449, tensors=["self"],
+    dict(op="any", where="ops.yaml:1181 sample 0", fn=case_583, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any", where="ops.yaml:1181 sample 1", fn=case_450, tensors=["self"],
+    dict(op="any", where="ops.yaml:1181 sample 1", fn=case_584, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1194 sample 0", fn=case_451, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1194 sample 0", fn=case_585, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1194 sample 1", fn=case_452, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1194 sample 1", fn=case_586, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1194 sample 2", fn=case_453, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1194 sample 2", fn=case_587, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1207 sample 0", fn=case_454, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1207 sample 0", fn=case_588, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1207 sample 1", fn=case_455, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1207 sample 1", fn=case_589, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1207 sample 2", fn=case_456, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1207 sample 2", fn=case_590, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1207 sample 3", fn=case_457, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1207 sample 3", fn=case_591, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1207 sample 4", fn=case_458, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1207 sample 4", fn=case_592, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1223 sample 0", fn=case_459, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1223 sample 0", fn=case_593, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1223 sample 1", fn=case_460, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1223 sample 1", fn=case_594, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1223 sample 2", fn=case_461, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1223 sample 2", fn=case_595, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1223 sample 3", fn=case_462, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1223 sample 3", fn=case_596, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1223 sample 4", fn=case_463, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1223 sample 4", fn=case_597, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1223 sample 5", fn=case_464, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1223 sample 5", fn=case_598, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1239 sample 0", fn=case_465, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1239 sample 0", fn=case_599, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1239 sample 1", fn=case_466, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1239 sample 1", fn=case_600, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1239 sample 2", fn=case_467, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1239 sample 2", fn=case_601, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1239 sample 3", fn=case_468, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1239 sample 3", fn=case_602, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1254 sample 0", fn=case_469, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1254 sample 0", fn=case_603, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1254 sample 1", fn=case_470, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1254 sample 1", fn=case_604, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1254 sample 2", fn=case_471, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1254 sample 2", fn=case_605, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 0", fn=case_472, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 0", fn=case_606, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 1", fn=case_473, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 1", fn=case_607, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 2", fn=case_474, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 2", fn=case_608, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 3", fn=case_475, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 3", fn=case_609, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1308 sample 0", fn=case_476, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1308 sample 0", fn=case_610, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1308 sample 1", fn=case_477, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1308 sample 1", fn=case_611, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1308 sample 2", fn=case_478, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1308 sample 2", fn=case_612, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1308 sample 3", fn=case_479, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1308 sample 3", fn=case_613, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1308 sample 4", fn=case_480, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1308 sample 4", fn=case_614, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 0", fn=case_481, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1368 sample 0", fn=case_615, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 1", fn=case_482, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1368 sample 1", fn=case_616, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 2", fn=case_483, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 3", fn=case_484, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1368 sample 2", fn=case_617, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 4", fn=case_485, tensors=["self", "mat2"],
-         free=[False, False],
-         no_grad=[False, False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 5", fn=case_486, tensors=["self", "mat2"],
-         free=[False, False],
-         no_grad=[False, False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 6", fn=case_487, tensors=["self", "mat2"],
-         free=[False, False],
-         no_grad=[False, False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 0", fn=case_488, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 1", fn=case_489, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 2", fn=case_490, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 3", fn=case_491, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 4", fn=case_492, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 5", fn=case_493, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 6", fn=case_494, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 7", fn=case_495, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 8", fn=case_496, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 9", fn=case_497, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 10", fn=case_498, tensors=["self", "other"],
+    dict(op="mm", where="ops.yaml:1368 sample 3", fn=case_618, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 11", fn=case_499, tensors=["self", "other"],
+    dict(op="mm", where="ops.yaml:1368 sample 4", fn=case_619, tensors=["self", "mat2"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="bmm", where="ops.yaml:1420 sample 0", fn=case_500, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1420 sample 1", fn=case_501, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1420 sample 2", fn=case_502, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1420 sample 3", fn=case_503, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1420 sample 4", fn=case_504, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1368 sample 5", fn=case_620, tensors=["self", "mat2"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 0", fn=case_505, tensors=["self", "mat1", "mat2"],
+    dict(op="mm", where="ops.yaml:1368 sample 6", fn=case_621, tensors=["self", "mat2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 0", fn=case_622, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 1", fn=case_623, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 2", fn=case_624, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 3", fn=case_625, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 4", fn=case_626, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 5", fn=case_627, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 6", fn=case_628, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 7", fn=case_629, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 8", fn=case_630, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 9", fn=case_631, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 10", fn=case_632, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1389 sample 11", fn=case_633, tensors=["self", "other"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1420 sample 0", fn=case_634, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1420 sample 1", fn=case_635, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1420 sample 2", fn=case_636, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1420 sample 3", fn=case_637, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1420 sample 4", fn=case_638, tensors=["self", "mat2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1448 sample 0", fn=case_639, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 1", fn=case_506, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1448 sample 1", fn=case_640, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 2", fn=case_507, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1448 sample 2", fn=case_641, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 3", fn=case_508, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1448 sample 3", fn=case_642, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 4", fn=case_509, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1448 sample 4", fn=case_643, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 5", fn=case_510, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1448 sample 5", fn=case_644, tensors=["self", "mat1", "mat2"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 6", fn=case_511, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1448 sample 6", fn=case_645, tensors=["self", "mat1", "mat2"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1482 sample 0", fn=case_512, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1482 sample 0", fn=case_646, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1482 sample 1", fn=case_513, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1482 sample 1", fn=case_647, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1482 sample 2", fn=case_514, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1482 sample 2", fn=case_648, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1482 sample 3", fn=case_515, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1482 sample 3", fn=case_649, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1482 sample 4", fn=case_516, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1482 sample 4", fn=case_650, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1482 sample 5", fn=case_517, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1482 sample 5", fn=case_651, tensors=["self", "batch1", "batch2"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="dot", where="ops.yaml:1504 sample 0", fn=case_518, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1504 sample 0", fn=case_652, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1504 sample 1", fn=case_519, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1504 sample 1", fn=case_653, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1504 sample 2", fn=case_520, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1504 sample 2", fn=case_654, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1504 sample 3", fn=case_521, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1504 sample 3", fn=case_655, tensors=["self", "tensor"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="outer", where="ops.yaml:1522 sample 0", fn=case_522, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1522 sample 0", fn=case_656, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1522 sample 1", fn=case_523, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1522 sample 1", fn=case_657, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1522 sample 2", fn=case_524, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1522 sample 2", fn=case_658, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1522 sample 3", fn=case_525, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1522 sample 3", fn=case_659, tensors=["self", "vec2"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 0", fn=case_526, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 0", fn=case_660, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 1", fn=case_527, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 1", fn=case_661, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 2", fn=case_528, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1546 sample 2", fn=case_662, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 3", fn=case_529, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 3", fn=case_663, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 4", fn=case_530, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 4", fn=case_664, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 5", fn=case_531, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 5", fn=case_665, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 6", fn=case_532, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1546 sample 6", fn=case_666, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 7", fn=case_533, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1546 sample 7", fn=case_667, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 8", fn=case_534, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1546 sample 8", fn=case_668, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 9", fn=case_535, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1546 sample 9", fn=case_669, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 10", fn=case_536, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1546 sample 10", fn=case_670, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 11", fn=case_537, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 11", fn=case_671, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 12", fn=case_538, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1546 sample 12", fn=case_672, tensors=["input", "weight", "bias"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 0", fn=case_539, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 0", fn=case_673, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 1", fn=case_540, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 1", fn=case_674, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 2", fn=case_541, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 2", fn=case_675, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 3", fn=case_542, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 3", fn=case_676, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 0", fn=case_543, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 0", fn=case_677, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 1", fn=case_544, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 1", fn=case_678, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 2", fn=case_545, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 2", fn=case_679, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 3", fn=case_546, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 3", fn=case_680, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1614 sample 0", fn=case_547, tensors=["self"],
+    dict(op="t", where="ops.yaml:1614 sample 0", fn=case_681, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1614 sample 1", fn=case_548, tensors=["self"],
+    dict(op="t", where="ops.yaml:1614 sample 1", fn=case_682, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1625 sample 0", fn=case_549, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1625 sample 0", fn=case_683, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1625 sample 1", fn=case_550, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1625 sample 1", fn=case_684, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1639 sample 0", fn=case_551, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1639 sample 0", fn=case_685, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1648 sample 0", fn=case_552, tensors=["self"],
+    dict(op="view", where="ops.yaml:1648 sample 0", fn=case_686, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1648 sample 1", fn=case_553, tensors=["self"],
+    dict(op="view", where="ops.yaml:1648 sample 1", fn=case_687, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1658 sample 0", fn=case_554, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1658 sample 0", fn=case_688, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1658 sample 1", fn=case_555, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1658 sample 1", fn=case_689, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1668 sample 0", fn=case_556, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1668 sample 0", fn=case_690, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1668 sample 1", fn=case_557, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1668 sample 1", fn=case_691, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1678 sample 0", fn=case_558, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1678 sample 0", fn=case_692, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1688 sample 0", fn=case_559, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1688 sample 0", fn=case_693, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1688 sample 1", fn=case_560, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1688 sample 1", fn=case_694, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1699 sample 0", fn=case_561, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1699 sample 0", fn=case_695, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1699 sample 1", fn=case_562, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1699 sample 1", fn=case_696, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1713 sample 0", fn=case_563, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1713 sample 0", fn=case_697, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1713 sample 1", fn=case_564, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1713 sample 1", fn=case_698, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1724 sample 0", fn=case_565, tensors=["self"],
+    dict(op="select", where="ops.yaml:1724 sample 0", fn=case_699, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1724 sample 1", fn=case_566, tensors=["self"],
+    dict(op="select", where="ops.yaml:1724 sample 1", fn=case_700, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1734 sample 0", fn=case_567, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1734 sample 0", fn=case_701, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 0", fn=case_568, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 0", fn=case_702, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 1", fn=case_569, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 1", fn=case_703, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 2", fn=case_570, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 2", fn=case_704, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 3", fn=case_571, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 3", fn=case_705, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 4", fn=case_572, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 4", fn=case_706, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1766 sample 0", fn=case_573, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1766 sample 0", fn=case_707, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1766 sample 1", fn=case_574, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1766 sample 1", fn=case_708, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1766 sample 2", fn=case_575, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1766 sample 2", fn=case_709, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1766 sample 3", fn=case_576, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1766 sample 3", fn=case_710, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1778 sample 0", fn=case_577, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1778 sample 0", fn=case_711, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1778 sample 1", fn=case_578, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1778 sample 1", fn=case_712, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1778 sample 2", fn=case_579, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1778 sample 2", fn=case_713, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1778 sample 3", fn=case_580, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1778 sample 3", fn=case_714, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1796 sample 0", fn=case_581, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1796 sample 0", fn=case_715, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1796 sample 1", fn=case_582, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1796 sample 1", fn=case_716, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1796 sample 2", fn=case_583, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1796 sample 2", fn=case_717, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1796 sample 3", fn=case_584, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1796 sample 3", fn=case_718, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1811 sample 0", fn=case_585, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1811 sample 0", fn=case_719, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1811 sample 1", fn=case_586, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1811 sample 1", fn=case_720, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1811 sample 2", fn=case_587, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1811 sample 2", fn=case_721, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1811 sample 3", fn=case_588, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1811 sample 3", fn=case_722, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1811 sample 4", fn=case_589, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1811 sample 4", fn=case_723, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1811 sample 5", fn=case_590, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1811 sample 5", fn=case_724, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1826 sample 0", fn=case_591, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1826 sample 0", fn=case_725, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1826 sample 1", fn=case_592, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1826 sample 1", fn=case_726, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1826 sample 2", fn=case_593, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1826 sample 2", fn=case_727, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1826 sample 3", fn=case_594, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1826 sample 3", fn=case_728, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1826 sample 4", fn=case_595, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1826 sample 4", fn=case_729, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1843 sample 0", fn=case_596, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1843 sample 0", fn=case_730, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1843 sample 1", fn=case_597, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1843 sample 1", fn=case_731, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1843 sample 2", fn=case_598, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1843 sample 2", fn=case_732, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1843 sample 3", fn=case_599, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1843 sample 3", fn=case_733, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1843 sample 4", fn=case_600, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1843 sample 4", fn=case_734, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1867 sample 0", fn=case_601, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1867 sample 0", fn=case_735, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1867 sample 1", fn=case_602, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1867 sample 1", fn=case_736, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1867 sample 2", fn=case_603, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1867 sample 2", fn=case_737, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1867 sample 3", fn=case_604, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1867 sample 3", fn=case_738, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1867 sample 4", fn=case_605, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1867 sample 4", fn=case_739, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1883 sample 0", fn=case_606, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1883 sample 0", fn=case_740, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1883 sample 1", fn=case_607, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1883 sample 1", fn=case_741, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1883 sample 2", fn=case_608, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1883 sample 2", fn=case_742, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1883 sample 3", fn=case_609, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1883 sample 3", fn=case_743, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1883 sample 4", fn=case_610, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1883 sample 4", fn=case_744, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 0", fn=case_611, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 0", fn=case_745, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 1", fn=case_612, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 1", fn=case_746, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 2", fn=case_613, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 2", fn=case_747, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 3", fn=case_614, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 3", fn=case_748, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 4", fn=case_615, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 4", fn=case_749, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 5", fn=case_616, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 5", fn=case_750, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 6", fn=case_617, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 6", fn=case_751, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 7", fn=case_618, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 7", fn=case_752, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 8", fn=case_619, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 8", fn=case_753, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 9", fn=case_620, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 9", fn=case_754, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 10", fn=case_621, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1897 sample 10", fn=case_755, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="cat", where="ops.yaml:1920 sample 0", fn=case_622, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1920 sample 0", fn=case_756, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1920 sample 1", fn=case_623, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1920 sample 1", fn=case_757, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1920 sample 2", fn=case_624, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1920 sample 2", fn=case_758, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1920 sample 3", fn=case_625, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1920 sample 3", fn=case_759, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1920 sample 4", fn=case_626, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1920 sample 4", fn=case_760, tensors=["tensors_0", "tensors_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1941 sample 0", fn=case_627, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1941 sample 0", fn=case_761, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1941 sample 1", fn=case_628, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="stack", where="ops.yaml:1941 sample 1", fn=case_762, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1941 sample 2", fn=case_629, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1941 sample 2", fn=case_763, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1941 sample 3", fn=case_630, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1941 sample 3", fn=case_764, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1941 sample 4", fn=case_631, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1941 sample 4", fn=case_765, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1955 sample 0", fn=case_632, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1955 sample 0", fn=case_766, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1955 sample 1", fn=case_633, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1955 sample 1", fn=case_767, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1955 sample 2", fn=case_634, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1955 sample 2", fn=case_768, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1955 sample 3", fn=case_635, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1955 sample 3", fn=case_769, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1968 sample 0", fn=case_636, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1968 sample 0", fn=case_770, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1968 sample 1", fn=case_637, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1968 sample 1", fn=case_771, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1968 sample 2", fn=case_638, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1968 sample 2", fn=case_772, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1968 sample 3", fn=case_639, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1968 sample 3", fn=case_773, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1981 sample 0", fn=case_640, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1981 sample 0", fn=case_774, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1981 sample 1", fn=case_641, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1981 sample 1", fn=case_775, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1981 sample 2", fn=case_642, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1981 sample 2", fn=case_776, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1981 sample 3", fn=case_643, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1981 sample 3", fn=case_777, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1994 sample 0", fn=case_644, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1994 sample 0", fn=case_778, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1994 sample 1", fn=case_645, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1994 sample 1", fn=case_779, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1994 sample 2", fn=case_646, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1994 sample 2", fn=case_780, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1994 sample 3", fn=case_647, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1994 sample 3", fn=case_781, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2011 sample 0", fn=case_648, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2011 sample 0", fn=case_782, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2011 sample 1", fn=case_649, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2011 sample 1", fn=case_783, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2011 sample 2", fn=case_650, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2011 sample 2", fn=case_784, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2011 sample 3", fn=case_651, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2011 sample 3", fn=case_785, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2011 sample 4", fn=case_652, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2011 sample 4", fn=case_786, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2011 sample 5", fn=case_653, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2011 sample 5", fn=case_787, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2035 sample 0", fn=case_654, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2035 sample 0", fn=case_788, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2035 sample 1", fn=case_655, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2035 sample 1", fn=case_789, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2035 sample 2", fn=case_656, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2035 sample 2", fn=case_790, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2035 sample 3", fn=case_657, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2035 sample 3", fn=case_791, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2035 sample 4", fn=case_658, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2035 sample 4", fn=case_792, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2050 sample 0", fn=case_659, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2050 sample 0", fn=case_793, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2050 sample 1", fn=case_660, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2050 sample 1", fn=case_794, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2050 sample 2", fn=case_661, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2050 sample 2", fn=case_795, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2063 sample 0", fn=case_662, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2063 sample 0", fn=case_796, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2063 sample 1", fn=case_663, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2063 sample 1", fn=case_797, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2063 sample 2", fn=case_664, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2063 sample 2", fn=case_798, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2063 sample 3", fn=case_665, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2063 sample 3", fn=case_799, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2063 sample 4", fn=case_666, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2063 sample 4", fn=case_800, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2086 sample 0", fn=case_667, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2086 sample 0", fn=case_801, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2086 sample 1", fn=case_668, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2086 sample 1", fn=case_802, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2086 sample 2", fn=case_669, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2086 sample 2", fn=case_803, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2086 sample 3", fn=case_670, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2086 sample 3", fn=case_804, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2107 sample 0", fn=case_671, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2107 sample 0", fn=case_805, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2107 sample 1", fn=case_672, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2107 sample 1", fn=case_806, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2107 sample 2", fn=case_673, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2107 sample 2", fn=case_807, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2120 sample 0", fn=case_674, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2120 sample 0", fn=case_808, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2120 sample 1", fn=case_675, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2120 sample 1", fn=case_809, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2120 sample 2", fn=case_676, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2120 sample 2", fn=case_810, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2120 sample 3", fn=case_677, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2120 sample 3", fn=case_811, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2120 sample 4", fn=case_678, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2120 sample 4", fn=case_812, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2139 sample 0", fn=case_679, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2139 sample 0", fn=case_813, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2139 sample 1", fn=case_680, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2139 sample 1", fn=case_814, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2139 sample 2", fn=case_681, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2139 sample 2", fn=case_815, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2139 sample 3", fn=case_682, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2139 sample 3", fn=case_816, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2153 sample 0", fn=case_683, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2153 sample 0", fn=case_817, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2153 sample 1", fn=case_684, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2153 sample 1", fn=case_818, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2180 sample 0", fn=case_685, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2180 sample 0", fn=case_819, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2180 sample 1", fn=case_686, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2180 sample 1", fn=case_820, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2180 sample 2", fn=case_687, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2180 sample 2", fn=case_821, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2180 sample 3", fn=case_688, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2180 sample 3", fn=case_822, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2192 sample 0", fn=case_689, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2192 sample 0", fn=case_823, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2192 sample 1", fn=case_690, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2192 sample 1", fn=case_824, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2192 sample 2", fn=case_691, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2192 sample 2", fn=case_825, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2192 sample 3", fn=case_692, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2192 sample 3", fn=case_826, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2205 sample 0", fn=case_693, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2205 sample 0", fn=case_827, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2205 sample 1", fn=case_694, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2205 sample 1", fn=case_828, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2205 sample 2", fn=case_695, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2205 sample 2", fn=case_829, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2205 sample 3", fn=case_696, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2205 sample 3", fn=case_830, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2205 sample 4", fn=case_697, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2205 sample 4", fn=case_831, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2220 sample 0", fn=case_698, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2220 sample 0", fn=case_832, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2220 sample 1", fn=case_699, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2220 sample 1", fn=case_833, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2220 sample 2", fn=case_700, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2220 sample 2", fn=case_834, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2220 sample 3", fn=case_701, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2220 sample 3", fn=case_835, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2220 sample 4", fn=case_702, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2220 sample 4", fn=case_836, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2236 sample 0", fn=case_703, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2236 sample 0", fn=case_837, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2236 sample 1", fn=case_704, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2236 sample 1", fn=case_838, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2247 sample 0", fn=case_705, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2247 sample 0", fn=case_839, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2247 sample 1", fn=case_706, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2247 sample 1", fn=case_840, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2247 sample 2", fn=case_707, tensors=["self", "indices_0", "indices_2"],
+    dict(op="index.Tensor", where="ops.yaml:2247 sample 2", fn=case_841, tensors=["self", "indices_0", "indices_2"],
          free=[True, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2247 sample 3", fn=case_708, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2247 sample 3", fn=case_842, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2247 sample 4", fn=case_709, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2247 sample 4", fn=case_843, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2247 sample 5", fn=case_710, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2247 sample 5", fn=case_844, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2262 sample 0", fn=case_711, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2262 sample 0", fn=case_845, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2262 sample 1", fn=case_712, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2262 sample 1", fn=case_846, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2262 sample 2", fn=case_713, tensors=["self", "indices_0", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2262 sample 2", fn=case_847, tensors=["self", "indices_0", "indices_1", "values"],
          free=[True, False, False, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2262 sample 3", fn=case_714, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2262 sample 3", fn=case_848, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2262 sample 4", fn=case_715, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2262 sample 4", fn=case_849, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 0 result values", fn=case_716, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 0 result values", fn=case_850, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 0 result indices", fn=case_717, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 0 result indices", fn=case_851, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 1 result values", fn=case_718, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 1 result values", fn=case_852, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 1 result indices", fn=case_719, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 1 result indices", fn=case_853, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 2 result values", fn=case_720, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 2 result values", fn=case_854, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 2 result indices", fn=case_721, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 2 result indices", fn=case_855, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 3 result values", fn=case_722, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 3 result values", fn=case_856, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 3 result indices", fn=case_723, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 3 result indices", fn=case_857, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 4 result values", fn=case_724, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 4 result values", fn=case_858, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 4 result indices", fn=case_725, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2277 sample 4 result indices", fn=case_859, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2293 sample 0 result values", fn=case_726, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2293 sample 0 result values", fn=case_860, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2293 sample 0 result indices", fn=case_727, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2293 sample 0 result indices", fn=case_861, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2293 sample 1 result values", fn=case_728, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2293 sample 1 result values", fn=case_862, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2293 sample 1 result indices", fn=case_729, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2293 sample 1 result indices", fn=case_863, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 0 result values", fn=case_730, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 0 result values", fn=case_864, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 0 result indices", fn=case_731, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 0 result indices", fn=case_865, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 1 result values", fn=case_732, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 1 result values", fn=case_866, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 1 result indices", fn=case_733, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 1 result indices", fn=case_867, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 2 result values", fn=case_734, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 2 result values", fn=case_868, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 2 result indices", fn=case_735, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 2 result indices", fn=case_869, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 3 result values", fn=case_736, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 3 result values", fn=case_870, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 3 result indices", fn=case_737, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 3 result indices", fn=case_871, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 4 result values", fn=case_738, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 4 result values", fn=case_872, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 4 result indices", fn=case_739, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2307 sample 4 result indices", fn=case_873, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2329 sample 0", fn=case_740, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2329 sample 0", fn=case_874, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2329 sample 1", fn=case_741, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2329 sample 1", fn=case_875, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2329 sample 2", fn=case_742, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2329 sample 2", fn=case_876, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2329 sample 3", fn=case_743, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2329 sample 3", fn=case_877, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 0", fn=case_744, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 0", fn=case_878, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 1", fn=case_745, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 1", fn=case_879, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 2", fn=case_746, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 2", fn=case_880, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 3", fn=case_747, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 3", fn=case_881, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2363 sample 0", fn=case_748, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2363 sample 0", fn=case_882, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2363 sample 1", fn=case_749, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2363 sample 1", fn=case_883, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2376 sample 0", fn=case_750, tensors=["grad_output", "self"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2376 sample 0", fn=case_884, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2423 sample 0", fn=case_751, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2423 sample 0", fn=case_885, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2423 sample 1", fn=case_752, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2423 sample 1", fn=case_886, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2423 sample 2", fn=case_753, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2423 sample 2", fn=case_887, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2423 sample 3", fn=case_754, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2423 sample 3", fn=case_888, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2423 sample 4", fn=case_755, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2423 sample 4", fn=case_889, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2423 sample 5", fn=case_756, tensors=["input", "weight"],
+    dict(op="conv2d", where="ops.yaml:2423 sample 5", fn=case_890, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2445 sample 0", fn=case_757, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2445 sample 0", fn=case_891, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2445 sample 1", fn=case_758, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2445 sample 1", fn=case_892, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2445 sample 2", fn=case_759, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2445 sample 2", fn=case_893, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2465 sample 0", fn=case_760, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2465 sample 0", fn=case_894, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2465 sample 1", fn=case_761, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2465 sample 1", fn=case_895, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2465 sample 2", fn=case_762, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2465 sample 2", fn=case_896, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d.padding", where="ops.yaml:2484 sample 0", fn=case_763, tensors=["input", "weight", "bias"],
+    dict(op="conv1d.padding", where="ops.yaml:2484 sample 0", fn=case_897, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 0", fn=case_764, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 0", fn=case_898, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 1", fn=case_765, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 1", fn=case_899, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 2", fn=case_766, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 2", fn=case_900, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 3", fn=case_767, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 3", fn=case_901, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 4", fn=case_768, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 4", fn=case_902, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 5", fn=case_769, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 5", fn=case_903, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2521 sample 0", fn=case_770, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2521 sample 0", fn=case_904, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2521 sample 1", fn=case_771, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2521 sample 1", fn=case_905, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2534 sample 0", fn=case_772, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2534 sample 0", fn=case_906, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2534 sample 1", fn=case_773, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2534 sample 1", fn=case_907, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2548 sample 0", fn=case_774, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2548 sample 0", fn=case_908, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2548 sample 1", fn=case_775, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2548 sample 1", fn=case_909, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 0 result values", fn=case_776, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 0 result values", fn=case_910, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 0 result indices", fn=case_777, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 0 result indices", fn=case_911, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 1 result values", fn=case_778, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 1 result values", fn=case_912, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 1 result indices", fn=case_779, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 1 result indices", fn=case_913, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 2 result values", fn=case_780, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 2 result values", fn=case_914, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 2 result indices", fn=case_781, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 2 result indices", fn=case_915, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 3 result values", fn=case_782, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 3 result values", fn=case_916, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 3 result indices", fn=case_783, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 3 result indices", fn=case_917, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2584 sample 0", fn=case_784, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2584 sample 0", fn=case_918, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2584 sample 1", fn=case_785, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2584 sample 1", fn=case_919, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2584 sample 2", fn=case_786, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2584 sample 2", fn=case_920, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2609 sample 0", fn=case_787, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2609 sample 0", fn=case_921, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2609 sample 1", fn=case_788, tensors=["input", "weight"],
+    dict(op="layer_norm", where="ops.yaml:2609 sample 1", fn=case_922, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2609 sample 2", fn=case_789, tensors=["input", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2609 sample 2", fn=case_923, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2609 sample 3", fn=case_790, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2609 sample 3", fn=case_924, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2609 sample 4", fn=case_791, tensors=["input"],
+    dict(op="layer_norm", where="ops.yaml:2609 sample 4", fn=case_925, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2636 sample 0", fn=case_792, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2636 sample 0", fn=case_926, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2636 sample 1", fn=case_793, tensors=["input", "weight"],
+    dict(op="group_norm", where="ops.yaml:2636 sample 1", fn=case_927, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2636 sample 2", fn=case_794, tensors=["input", "bias"],
+    dict(op="group_norm", where="ops.yaml:2636 sample 2", fn=case_928, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2636 sample 3", fn=case_795, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2636 sample 3", fn=case_929, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2636 sample 4", fn=case_796, tensors=["input"],
+    dict(op="group_norm", where="ops.yaml:2636 sample 4", fn=case_930, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2660 sample 0", fn=case_797, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2660 sample 0", fn=case_931, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2660 sample 1", fn=case_798, tensors=["input"],
+    dict(op="rms_norm", where="ops.yaml:2660 sample 1", fn=case_932, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2660 sample 2", fn=case_799, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2660 sample 2", fn=case_933, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2660 sample 3", fn=case_800, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2660 sample 3", fn=case_934, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2694 sample 0", fn=case_801, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm", where="ops.yaml:2694 sample 0", fn=case_935, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2694 sample 1", fn=case_802, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2694 sample 1", fn=case_936, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2694 sample 2", fn=case_803, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2694 sample 2", fn=case_937, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2694 sample 3", fn=case_804, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2694 sample 3", fn=case_938, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2694 sample 4", fn=case_805, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2694 sample 4", fn=case_939, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2694 sample 5", fn=case_806, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2694 sample 5", fn=case_940, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2727 sample 0", fn=case_807, tensors=["input", "weight", "bias"],
+    dict(op="row_norm", where="ops.yaml:2727 sample 0", fn=case_941, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2727 sample 1", fn=case_808, tensors=["input", "weight"],
+    dict(op="row_norm", where="ops.yaml:2727 sample 1", fn=case_942, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2758 sample 0", fn=case_809, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm_training", where="ops.yaml:2758 sample 0", fn=case_943, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2758 sample 1", fn=case_810, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm_training", where="ops.yaml:2758 sample 1", fn=case_944, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 0", fn=case_811, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 0", fn=case_945, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 1", fn=case_812, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 1", fn=case_946, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 2", fn=case_813, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 2", fn=case_947, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 3", fn=case_814, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 4", fn=case_815, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 5", fn=case_816, tensors=["self"],
-         free=[False],
-         no_grad=[False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 6", fn=case_817, tensors=["self"],
-         free=[False],
-         no_grad=[False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 0", fn=case_818, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 1", fn=case_819, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 2", fn=case_820, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 3", fn=case_821, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 3", fn=case_948, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 4", fn=case_822, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 4", fn=case_949, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 5", fn=case_823, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 5", fn=case_950, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 6", fn=case_824, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2927 sample 6", fn=case_951, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2967 sample 0", fn=case_825, tensors=["grad_output", "output"],
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 0", fn=case_952, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 1", fn=case_953, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 2", fn=case_954, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 3", fn=case_955, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 4", fn=case_956, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 5", fn=case_957, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2947 sample 6", fn=case_958, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2967 sample 0", fn=case_959, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2967 sample 1", fn=case_826, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2967 sample 1", fn=case_960, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2967 sample 2", fn=case_827, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2967 sample 2", fn=case_961, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2984 sample 0", fn=case_828, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2984 sample 0", fn=case_962, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2984 sample 1", fn=case_829, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2984 sample 1", fn=case_963, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2984 sample 2", fn=case_830, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2984 sample 2", fn=case_964, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:3023 sample 0", fn=case_831, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3023 sample 0", fn=case_965, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3023 sample 1", fn=case_832, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3023 sample 1", fn=case_966, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3023 sample 2", fn=case_833, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3023 sample 2", fn=case_967, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3023 sample 3", fn=case_834, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3023 sample 3", fn=case_968, tensors=["input"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3023 sample 4", fn=case_835, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3023 sample 4", fn=case_969, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:3037 sample 0", fn=case_836, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3037 sample 0", fn=case_970, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3037 sample 1", fn=case_837, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3037 sample 1", fn=case_971, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3037 sample 2", fn=case_838, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3037 sample 2", fn=case_972, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3037 sample 3", fn=case_839, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3037 sample 3", fn=case_973, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3037 sample 4", fn=case_840, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3037 sample 4", fn=case_974, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3052 sample 0", fn=case_841, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3052 sample 0", fn=case_975, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3052 sample 1", fn=case_842, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3052 sample 1", fn=case_976, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3052 sample 2", fn=case_843, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3052 sample 2", fn=case_977, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3052 sample 3", fn=case_844, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3052 sample 3", fn=case_978, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3052 sample 4", fn=case_845, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3052 sample 4", fn=case_979, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 0", fn=case_846, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 0", fn=case_980, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 1", fn=case_847, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 1", fn=case_981, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 2", fn=case_848, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 2", fn=case_982, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 3", fn=case_849, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 3", fn=case_983, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 4", fn=case_850, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 4", fn=case_984, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 5", fn=case_851, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 5", fn=case_985, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3083 sample 0", fn=case_852, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3083 sample 0", fn=case_986, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3083 sample 1", fn=case_853, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3083 sample 1", fn=case_987, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3083 sample 2", fn=case_854, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3083 sample 2", fn=case_988, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3083 sample 3", fn=case_855, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3083 sample 3", fn=case_989, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3083 sample 4", fn=case_856, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3083 sample 4", fn=case_990, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 0", fn=case_857, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 0", fn=case_991, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 1", fn=case_858, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 1", fn=case_992, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 2", fn=case_859, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 2", fn=case_993, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 3", fn=case_860, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 3", fn=case_994, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 0", fn=case_861, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 0", fn=case_995, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 1", fn=case_862, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 1", fn=case_996, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 2", fn=case_863, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 2", fn=case_997, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 3", fn=case_864, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 3", fn=case_998, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 4", fn=case_865, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 4", fn=case_999, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 5", fn=case_866, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 5", fn=case_1000, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 0", fn=case_867, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 0", fn=case_1001, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 1", fn=case_868, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 1", fn=case_1002, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 2", fn=case_869, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 2", fn=case_1003, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 3", fn=case_870, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 3", fn=case_1004, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 4", fn=case_871, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 4", fn=case_1005, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 5", fn=case_872, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 5", fn=case_1006, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3154 sample 0", fn=case_873, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3154 sample 0", fn=case_1007, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3154 sample 1", fn=case_874, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3154 sample 1", fn=case_1008, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3154 sample 2", fn=case_875, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3154 sample 2", fn=case_1009, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3154 sample 3", fn=case_876, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3154 sample 3", fn=case_1010, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3154 sample 4", fn=case_877, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3154 sample 4", fn=case_1011, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3154 sample 5", fn=case_878, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3154 sample 5", fn=case_1012, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 0", fn=case_879, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 0", fn=case_1013, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 1", fn=case_880, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 1", fn=case_1014, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 2", fn=case_881, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 2", fn=case_1015, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 3", fn=case_882, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 3", fn=case_1016, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 4", fn=case_883, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 4", fn=case_1017, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 5", fn=case_884, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 5", fn=case_1018, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 6", fn=case_885, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 6", fn=case_1019, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 7", fn=case_886, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 7", fn=case_1020, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 8", fn=case_887, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 8", fn=case_1021, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 9", fn=case_888, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 9", fn=case_1022, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 10", fn=case_889, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 10", fn=case_1023, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 11", fn=case_890, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 11", fn=case_1024, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 0", fn=case_891, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 0", fn=case_1025, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 1", fn=case_892, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 1", fn=case_1026, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 2", fn=case_893, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 2", fn=case_1027, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 3", fn=case_894, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 3", fn=case_1028, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 4", fn=case_895, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 4", fn=case_1029, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 5", fn=case_896, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 5", fn=case_1030, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 6", fn=case_897, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 6", fn=case_1031, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 0", fn=case_898, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 0", fn=case_1032, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 1", fn=case_899, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 1", fn=case_1033, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 2", fn=case_900, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 2", fn=case_1034, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 3", fn=case_901, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 3", fn=case_1035, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 4", fn=case_902, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 4", fn=case_1036, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 5", fn=case_903, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 5", fn=case_1037, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 6", fn=case_904, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 6", fn=case_1038, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 0 result output", fn=case_905, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 0 result output", fn=case_1039, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 0 result attn", fn=case_906, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 0 result attn", fn=case_1040, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 1 result output", fn=case_907, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 1 result output", fn=case_1041, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 1 result attn", fn=case_908, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 1 result attn", fn=case_1042, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 2 result output", fn=case_909, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 2 result output", fn=case_1043, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 2 result attn", fn=case_910, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 2 result attn", fn=case_1044, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 3 result output", fn=case_911, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 3 result output", fn=case_1045, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 3 result attn", fn=case_912, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 3 result attn", fn=case_1046, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3300 sample 0", fn=case_913, tensors=[],
+    dict(op="empty", where="ops.yaml:3300 sample 0", fn=case_1047, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3300 sample 1", fn=case_914, tensors=[],
+    dict(op="empty", where="ops.yaml:3300 sample 1", fn=case_1048, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3300 sample 2", fn=case_915, tensors=[],
+    dict(op="empty", where="ops.yaml:3300 sample 2", fn=case_1049, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3307 sample 0", fn=case_916, tensors=[],
+    dict(op="zeros", where="ops.yaml:3307 sample 0", fn=case_1050, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3315 sample 0", fn=case_917, tensors=[],
+    dict(op="ones", where="ops.yaml:3315 sample 0", fn=case_1051, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3330 sample 0", fn=case_918, tensors=[],
+    dict(op="full", where="ops.yaml:3330 sample 0", fn=case_1052, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3330 sample 1", fn=case_919, tensors=[],
+    dict(op="full", where="ops.yaml:3330 sample 1", fn=case_1053, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3330 sample 2", fn=case_920, tensors=[],
+    dict(op="full", where="ops.yaml:3330 sample 2", fn=case_1054, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3341 sample 0", fn=case_921, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3341 sample 0", fn=case_1055, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3341 sample 1", fn=case_922, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3341 sample 1", fn=case_1056, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3341 sample 2", fn=case_923, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3341 sample 2", fn=case_1057, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3361 sample 0", fn=case_924, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3361 sample 0", fn=case_1058, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3361 sample 1", fn=case_925, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3361 sample 1", fn=case_1059, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3361 sample 2", fn=case_926, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3361 sample 2", fn=case_1060, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3361 sample 3", fn=case_927, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3361 sample 3", fn=case_1061, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3373 sample 0", fn=case_928, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3373 sample 0", fn=case_1062, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3373 sample 1", fn=case_929, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3373 sample 1", fn=case_1063, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3373 sample 2", fn=case_930, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3373 sample 2", fn=case_1064, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3378 sample 0", fn=case_931, tensors=[],
+    dict(op="arange", where="ops.yaml:3378 sample 0", fn=case_1065, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3393 sample 0", fn=case_932, tensors=[],
+    dict(op="linspace", where="ops.yaml:3393 sample 0", fn=case_1066, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3393 sample 1", fn=case_933, tensors=[],
+    dict(op="linspace", where="ops.yaml:3393 sample 1", fn=case_1067, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3393 sample 2", fn=case_934, tensors=[],
+    dict(op="linspace", where="ops.yaml:3393 sample 2", fn=case_1068, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3405 sample 0", fn=case_935, tensors=[],
+    dict(op="eye", where="ops.yaml:3405 sample 0", fn=case_1069, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3405 sample 1", fn=case_936, tensors=[],
+    dict(op="eye", where="ops.yaml:3405 sample 1", fn=case_1070, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3416 sample 0", fn=case_937, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3416 sample 0", fn=case_1071, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3416 sample 1", fn=case_938, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3416 sample 1", fn=case_1072, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3420 sample 0", fn=case_939, tensors=[],
+    dict(op="rand", where="ops.yaml:3420 sample 0", fn=case_1073, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3431 sample 0", fn=case_940, tensors=[],
+    dict(op="randn", where="ops.yaml:3431 sample 0", fn=case_1074, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3448 sample 0", fn=case_941, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3448 sample 0", fn=case_1075, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3448 sample 1", fn=case_942, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3448 sample 1", fn=case_1076, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3458 sample 0", fn=case_943, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3458 sample 0", fn=case_1077, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3458 sample 1", fn=case_944, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3458 sample 1", fn=case_1078, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3469 sample 0", fn=case_945, tensors=[],
+    dict(op="randint", where="ops.yaml:3469 sample 0", fn=case_1079, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3469 sample 1", fn=case_946, tensors=[],
+    dict(op="randint", where="ops.yaml:3469 sample 1", fn=case_1080, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3480 sample 0", fn=case_947, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3480 sample 0", fn=case_1081, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3490 sample 0", fn=case_948, tensors=[],
+    dict(op="randperm", where="ops.yaml:3490 sample 0", fn=case_1082, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3490 sample 1", fn=case_949, tensors=[],
+    dict(op="randperm", where="ops.yaml:3490 sample 1", fn=case_1083, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3507 sample 0", fn=case_950, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3507 sample 0", fn=case_1084, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3507 sample 1", fn=case_951, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3507 sample 1", fn=case_1085, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3507 sample 2", fn=case_952, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3507 sample 2", fn=case_1086, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3518 sample 0", fn=case_953, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3518 sample 0", fn=case_1087, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3518 sample 1", fn=case_954, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3518 sample 1", fn=case_1088, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3518 sample 2", fn=case_955, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3518 sample 2", fn=case_1089, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3530 sample 0", fn=case_956, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3530 sample 0", fn=case_1090, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3530 sample 1", fn=case_957, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3530 sample 1", fn=case_1091, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3530 sample 2", fn=case_958, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3530 sample 2", fn=case_1092, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="maybe_multiply", where="ops.yaml:3543 sample 0", fn=case_959, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3543 sample 0", fn=case_1093, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maybe_multiply", where="ops.yaml:3543 sample 1", fn=case_960, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3543 sample 1", fn=case_1094, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3554 sample 0", fn=case_961, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3554 sample 0", fn=case_1095, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3554 sample 1", fn=case_962, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3554 sample 1", fn=case_1096, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],

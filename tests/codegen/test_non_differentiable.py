@@ -169,7 +169,7 @@ def test_a_composite_entry_takes_no_formulas():
     ("{self: [3], weight: {shape: [3], no_grad: 1}}", "ops.yaml:7: pick: 'no_grad' of tensor sample 'weight' "
      "must be true or false"),
     ("{self: [3], weight: {shape: [3], no_gard: true}}", "ops.yaml:7: pick: tensor sample 'weight' must be a size "
-     "list or {shape: [...], dtype: NAME, transpose: BOOL, high: N, no_grad: BOOL}"),
+     "list or {shape: [...], dtype: NAME, transpose: BOOL, step: N, high: N, no_grad: BOOL}"),
 ])
 def test_sample_no_grad_errors(sample, message):
     ops = yaml_text("""

@@ -287,9 +287,14 @@ def neg_with(*extra: str, drop: str = "") -> str:
     (neg_with("  samples:", "    - {self: [2], other: [2]}"), "ops.yaml:7: neg: sample names unknown argument 'other'"),
     (neg_with("  samples:", "    - {self: [-1]}"),
      "ops.yaml:7: neg: tensor sample 'self' must be a size list or {shape: [...], dtype: NAME, transpose: BOOL, "
-     "high: N, no_grad: BOOL}"),
+     "step: N, high: N, no_grad: BOOL}"),
     (neg_with("  samples:", "    - {self: {shape: [2], dtype: f99}}"), "ops.yaml:7: neg: unknown dtype 'f99' in sample"),
     (neg_with("  samples:", "    - {self: {shape: [2], transpose: true}}"), "ops.yaml:7: neg: 'transpose' needs at least 2 dims"),
+    *[(neg_with("  samples:", f"    - {{self: {spec}}}"),
+       "ops.yaml:7: neg: 'step' of tensor sample 'self' (every Nth element along the last dim) must be an int "
+       ">= 2, on a tensor of at least 1 dim that is not transposed")
+      for spec in ("{shape: [2], step: 1}", "{shape: [2], step: true}", "{shape: [2], step: 2.5}",
+                   "{shape: [], step: 2}", "{shape: [2, 3], step: 2, transpose: true}")],
     (neg_with("  samples:", "    - {}"), "ops.yaml:7: neg: sample gives no value for argument 'self', which has no default"),
     (neg_with("  checks:", "    - check: self.dim == 2", "      bad: {self: [3], self2: [1]}"),
      "ops.yaml:8: neg: sample names unknown argument 'self2' (did you mean 'self'?)"),

@@ -70,15 +70,30 @@ make_tensor(const int64_t *sizes, int dim, yt_dtype dtype, uint64_t *state, cons
     return t;
 }
 
+/* The input a case's spec describes. A stepped input is a view of a wider contiguous tensor,
+ * returned in *wide (NULL otherwise; released by the caller): the runner writes that one, and
+ * PyTorch takes the same step itself, so that its inputs do not come through yaten's stepped
+ * copies (runtime/stepped_copy.c), which the op under test uses too. */
 static yt_tensor *
-make_input(const yt_case_tensor *spec, yt_dtype dtype, uint64_t *state, const char *domain)
+make_input(const yt_case_tensor *spec, yt_dtype dtype, uint64_t *state, const char *domain,
+           yt_tensor **wide)
 {
-    yt_tensor *t = make_tensor(spec->sizes, spec->dim, dtype, state, spec->high > 0 ? NULL : domain,
-                               spec->high);
+    *wide = NULL;
+    const int64_t step = spec->step > 1 ? spec->step : 1;
+    int64_t sizes[YT_MAX_DIM];
+    for (int i = 0; i < spec->dim; i++)
+        sizes[i] = spec->sizes[i] * (i == spec->dim - 1 ? step : 1);
+    yt_tensor *t =
+        make_tensor(sizes, spec->dim, dtype, state, spec->high > 0 ? NULL : domain, spec->high);
     if (t != NULL && spec->transpose) {
         yt_tensor *view = yt_transpose(t, -2, -1);
         yt_release(t);
         t = view;
+    }
+    if (t != NULL && step > 1) {
+        const int last = spec->dim - 1;
+        *wide = t;
+        t = yt_slice_ex(t, last, 0, sizes[last], step);
     }
     return t;
 }
@@ -112,9 +127,10 @@ npy_descr(yt_dtype dtype)
     }
 }
 
-/* Writes `t` as a version 1.0 .npy file (C order) and records it in meta. */
+/* Writes `t` as a version 1.0 .npy file (C order) and records it in meta ("NAME DTYPE", and
+ * "step N" after it when the input is every Nth element of t along its last dim). */
 static int
-write_npy(FILE *meta, const char *dir, const char *name, yt_tensor *t)
+write_npy(FILE *meta, const char *dir, const char *name, yt_tensor *t, int64_t step)
 {
     yt_dtype dtype = yt_tensor_dtype(t);
     char header[512];
@@ -150,7 +166,10 @@ write_npy(FILE *meta, const char *dir, const char *name, yt_tensor *t)
     fwrite(data, 1, bytes, f);
     free(data);
     fclose(f);
-    fprintf(meta, "%s %s\n", name, yt_dtype_name(dtype));
+    if (step > 1)
+        fprintf(meta, "%s %s step %lld\n", name, yt_dtype_name(dtype), (long long)step);
+    else
+        fprintf(meta, "%s %s\n", name, yt_dtype_name(dtype));
     return 0;
 }
 
@@ -174,28 +193,31 @@ run_job(const yt_op_case *c, yt_dtype dtype, unsigned free_mask, int refuse, con
     for (int i = 0; i < c->n_inputs; i++) {
         const yt_case_tensor *spec = &c->inputs[i];
         yt_dtype d = (free_mask >> i) & 1u ? dtype : spec->dtype;
-        inputs[i] = make_input(spec, d, &state, c->domain);
+        yt_tensor *wide;
+        inputs[i] = make_input(spec, d, &state, c->domain, &wide);
         if (inputs[i] == NULL) {
             fprintf(meta, "error input %d: %s\n", i, yt_errmsg());
+            yt_release(wide);
             goto done;
         }
         if (yt_dtype_is_floating(d) && (!spec->no_grad || i == refuse))
             yt_set_requires_grad(inputs[i], true);
         char name[16];
         snprintf(name, sizeof name, "in%d", i);
-        write_npy(meta, dir, name, inputs[i]);
+        write_npy(meta, dir, name, wide != NULL ? wide : inputs[i], wide != NULL ? spec->step : 1);
+        yt_release(wide);
     }
     out = c->call(inputs, NULL);
     if (out == NULL) {
         fprintf(meta, "error %s\n", yt_errmsg());
         goto done;
     }
-    write_npy(meta, dir, "out", out);
+    write_npy(meta, dir, "out", out, 1);
     if (!yt_requires_grad(out))
         goto done;
     gout = make_tensor(yt_tensor_sizes(out), yt_tensor_dim(out), yt_tensor_dtype(out), &state, NULL,
                        0);
-    write_npy(meta, dir, "gout", gout);
+    write_npy(meta, dir, "gout", gout, 1);
     if (yt_backward(out, gout, NULL) != YT_OK) {
         fprintf(meta, "error backward: %s\n", yt_errmsg());
         goto done;
@@ -206,7 +228,7 @@ run_job(const yt_op_case *c, yt_dtype dtype, unsigned free_mask, int refuse, con
             continue;
         char name[16];
         snprintf(name, sizeof name, "grad%d", i);
-        write_npy(meta, dir, name, g);
+        write_npy(meta, dir, name, g, 1);
         yt_release(g);
     }
 done:

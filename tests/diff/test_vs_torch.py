@@ -87,20 +87,23 @@ def results(tmp_path_factory):
 
 
 def load_job(folder):
-    """The runner's files for one job: {name: tensor}, and the error line if the op failed."""
+    """The runner's files for one job: {name: tensor}, and the error line if the op failed. An
+    input the runner marks "step N" is every Nth element along the last dim of the file's tensor,
+    taken here by PyTorch (not through yaten's stepped copies)."""
     tensors, error = {}, None
     for line in (folder / "meta.txt").read_text().splitlines():
         if line.startswith("error"):
             error = line
             continue
-        name, dtype = line.split()
+        name, dtype, *rest = line.split()
+        step = int(rest[1]) if rest[:1] == ["step"] else 1
         array = np.load(folder / f"{name}.npy")
         if dtype == "bf16":
             widened = np.array(array.astype(np.uint32) << np.uint32(16)).view(np.float32)
             t = torch.from_numpy(widened).to(torch.bfloat16)
         else:
             t = torch.from_numpy(np.array(array))
-        tensors[name] = t
+        tensors[name] = t[..., ::step] if step > 1 else t
     return tensors, error
 
 

@@ -14,6 +14,8 @@ typedef struct yt_case_tensor {
     int64_t sizes[YT_MAX_DIM];
     yt_dtype dtype;
     bool transpose; /* the transpose of a contiguous tensor of `sizes`: non-contiguous */
+    int64_t step;   /* > 1: every step-th element along the last dim of a contiguous tensor step
+                       times wider: non-contiguous (0 or 1: contiguous) */
     int64_t high;   /* > 0: integer values drawn from [0, high) (index tensors) */
     bool optional;  /* a Tensor? argument: NULL is None, not an error */
     bool no_grad;   /* never made to require grad: the op is not differentiable with respect to it

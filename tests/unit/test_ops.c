@@ -33,9 +33,13 @@ value_at(uint64_t *state, const char *domain)
 static yt_tensor *
 make_input(const yt_case_tensor *spec, uint64_t *state, const char *domain, bool requires_grad)
 {
-    int64_t numel = 1;
-    for (int i = 0; i < spec->dim; i++)
-        numel *= spec->sizes[i];
+    /* a stepped input: its values made over the wider tensor it is a view of */
+    const int64_t step = spec->step > 1 ? spec->step : 1;
+    int64_t sizes[YT_MAX_DIM], numel = 1;
+    for (int i = 0; i < spec->dim; i++) {
+        sizes[i] = spec->sizes[i] * (i == spec->dim - 1 ? step : 1);
+        numel *= sizes[i];
+    }
     double *values = malloc(sizeof(double) * (size_t)(numel > 0 ? numel : 1));
     for (int64_t i = 0; i < numel; i++) {
         double v = value_at(state, spec->high > 0 ? NULL : domain);
@@ -47,12 +51,18 @@ make_input(const yt_case_tensor *spec, uint64_t *state, const char *domain, bool
             v = floor(v * 3);
         values[i] = v;
     }
-    yt_tensor *f64 = yt_tensor_from_data(values, spec->sizes, spec->dim, YT_DTYPE_F64);
+    yt_tensor *f64 = yt_tensor_from_data(values, sizes, spec->dim, YT_DTYPE_F64);
     free(values);
     yt_tensor *t = spec->dtype == YT_DTYPE_F64 ? yt_retain(f64) : yt_to(f64, spec->dtype);
     yt_release(f64);
     if (t != NULL && spec->transpose) {
         yt_tensor *view = yt_transpose(t, -2, -1);
+        yt_release(t);
+        t = view;
+    }
+    if (t != NULL && step > 1) {
+        const int last = spec->dim - 1;
+        yt_tensor *view = yt_slice_ex(t, last, 0, sizes[last], step);
         yt_release(t);
         t = view;
     }
