@@ -202,7 +202,7 @@ run_block(const iter *it, char **data, int64_t n, const int64_t *row_strides, in
  * against contiguous add: + [N, 1] column 0.14-0.36x -> 0.81-0.86x, 4 of 8 of [N, 8] + 2
  * 0.15-0.40x -> 0.50-0.59x. Rows of a whole line (16 f32) ran as fast row by row (0.58x with a
  * column, staged 0.53x), so they are not staged. */
-enum { SHORT_ROW_BYTES = 64, STAGE_BYTES = 4096 };
+enum { SHORT_ROW_BYTES = 64, STAGE_BYTES = 4096, STAGED_STEPPED_ROW_BYTES = 1024 };
 
 /* Whether input k runs flat over whole rows, as the output does: contiguous along the row and
  * from one row to the next. */
@@ -222,12 +222,29 @@ widest_element(const iter *it)
     return widest;
 }
 
-/* Whether the rows are short for every operand (a bool result of an f64 comparison is 8 times
- * narrower than its inputs) and the output's run flat, so that run_staged takes whole rows. */
-static bool
-stages_short_rows(const iter *it)
+/* Bit k set when operand k steps over elements along the rows (see run_gathered). */
+static unsigned
+stepping_operands(const iter *it)
 {
-    return it->dim >= 2 && it->sizes[0] * widest_element(it) < SHORT_ROW_BYTES && flat_rows(it, 0);
+    unsigned stepping = 0;
+    for (int k = 0; k < it->n_ops; k++)
+        if (it->strides[0][k] != 0 && it->strides[0][k] != it->esize[k])
+            stepping |= 1u << k;
+    return stepping;
+}
+
+/* Whether run_staged takes whole rows: the output's run flat, and the rows are short for every
+ * operand (a bool result of an f64 comparison is 8 times narrower than its inputs), or, with an
+ * input that steps over elements, shorter than STAGED_STEPPED_ROW_BYTES: such a row costs a call
+ * to gather it wherever it runs, but staged the loop runs once per buffer, not once per row. */
+static bool
+stages_rows(const iter *it)
+{
+    if (it->dim < 2 || !flat_rows(it, 0))
+        return false;
+    const int64_t bytes = it->sizes[0] * widest_element(it);
+    return bytes < SHORT_ROW_BYTES ||
+           (bytes < STAGED_STEPPED_ROW_BYTES && (stepping_operands(it) & ~1u) != 0);
 }
 
 #ifdef __AVX2__
@@ -319,8 +336,11 @@ stage_rows(char *dst, const char *src, int64_t s0, int64_t s1, int64_t es, int64
             break;
         }
         /* otherwise two moves of the largest power of two below: the row's first bytes and its
-         * last, overlapping */
-        if (bytes > 32)
+         * last, overlapping (rows under SHORT_ROW_BYTES; longer ones, staged beside a stepped
+         * input, in one move) */
+        if (bytes >= SHORT_ROW_BYTES)
+            COPY_ROWS(bytes);
+        else if (bytes > 32)
             COPY_ENDS(32);
         else if (bytes > 16)
             COPY_ENDS(16);
@@ -334,7 +354,7 @@ stage_rows(char *dst, const char *src, int64_t s0, int64_t s1, int64_t es, int64
     }
     if (s0 == 0) { /* one element repeated along the row: a broadcast column */
 #ifdef __AVX2__
-        if ((es == 4 || es == 8) && s1 == es && rows >= 32 / es) {
+        if ((es == 4 || es == 8) && s1 == es && rows >= 32 / es && bytes < SHORT_ROW_BYTES) {
             const int64_t done = fill_columns(dst, src, es, n, rows);
             dst += done * bytes;
             src += done * s1;
@@ -365,7 +385,7 @@ stage_rows(char *dst, const char *src, int64_t s0, int64_t s1, int64_t es, int64
         yt__gather_elements(dst + r * bytes, src + r * s1, s0, es, n);
 }
 
-/* Runs `rows` whole rows from data[] on (stages_short_rows holds) as flat rows of up to
+/* Runs `rows` whole rows from data[] on (stages_rows holds) as flat rows of up to
  * STAGE_BYTES of the widest operand: the inputs whose rows do not run flat are copied into
  * buffers first.
  * Each row's inputs are read before its output is written, as in the row-by-row loops. */
@@ -395,15 +415,9 @@ run_staged(const iter *it, char *const *data, int64_t rows, yt__loop_fn loop, co
  * runs in pieces of up to STAGE_BYTES of the widest operand, such inputs' pieces first gathered
  * into a buffer (yt__gather_elements), such an output's computed into one and then stored
  * (yt__scatter_elements), so that the loop takes its vector path. */
-static unsigned
-stepping_operands(const iter *it)
-{
-    unsigned stepping = 0;
-    for (int k = 0; k < it->n_ops; k++)
-        if (it->strides[0][k] != 0 && it->strides[0][k] != it->esize[k])
-            stepping |= 1u << k;
-    return stepping;
-}
+/* Shorter rows, when not staged, run through the loops' element-by-element path: gathering
+ * costs a few calls a row. */
+enum { MIN_GATHERED_ROW = 128 };
 
 /* Bytes of the widest operand run_gathered takes at a time: STAGE_BYTES, but half that when it
  * scatters an output that comes from memory (a[:, ::2] *= 1 on [10000, 2000] f32: 0.27-0.30x of
@@ -1049,8 +1063,10 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
         run_split(&it, numel, strips, loop, blocks, ctx);
         return YT_OK;
     }
-    it.staged = stages_short_rows(&it);
-    it.gathered = it.staged ? 0 : stepping_operands(&it) & (writes_out ? ~0u : ~1u);
+    it.staged = stages_rows(&it);
+    it.gathered = it.staged || it.sizes[0] < MIN_GATHERED_ROW
+                      ? 0
+                      : stepping_operands(&it) & (writes_out ? ~0u : ~1u);
     it.gather_piece = gather_piece_bytes(&it, bytes) / widest_element(&it);
     it.streams = bytes > cached_bytes() && !it.staged && !it.gathered ? row_streams(&it) : 0;
     run_split(&it, numel, numel, loop, NULL, ctx);

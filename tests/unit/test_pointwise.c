@@ -943,6 +943,86 @@ Test(pointwise, stepped_operands_through_a_buffer)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* Rows up to 1 KiB with an input that steps over elements run many at a time through the staging
+ * buffer (runtime/pointwise.c, stages_rows), where the other inputs are laid out row after row
+ * too: a narrowed input (rows contiguous but apart), a broadcast column, a broadcast row and a
+ * 0-d tensor, each beside every other element of a wider input, [R, n] for n across the
+ * short-row and vector sizes up to past the staging limit. */
+static void
+check_staged_beside_stepped(yt_dtype dtype, int64_t n)
+{
+    enum { R = 37, MAX_N = 300, PAD = 5 };
+    static double wide[R * 2 * MAX_N], padded[R * (MAX_N + PAD)], colv[R], rowv[MAX_N];
+    static double want[R * MAX_N];
+    for (int64_t i = 0; i < R * 2 * n; i++)
+        wide[i] = (double)(i % 53);
+    for (int64_t i = 0; i < R * (n + PAD); i++)
+        padded[i] = (double)(i % 41);
+    for (int64_t r = 0; r < R; r++)
+        colv[r] = (double)(r % 11);
+    for (int64_t j = 0; j < n; j++)
+        rowv[j] = (double)(j % 13);
+    const double scalar = 3;
+    int64_t ws[2] = {R, 2 * n}, ps[2] = {R, n + PAD}, cs[2] = {R, 1}, rs[1] = {n};
+    yt_tensor *w64 = yt_tensor_from_data(wide, ws, 2, YT_DTYPE_F64);
+    yt_tensor *p64 = yt_tensor_from_data(padded, ps, 2, YT_DTYPE_F64);
+    yt_tensor *c64 = yt_tensor_from_data(colv, cs, 2, YT_DTYPE_F64);
+    yt_tensor *r64 = yt_tensor_from_data(rowv, rs, 1, YT_DTYPE_F64);
+    yt_tensor *s64 = yt_tensor_from_data(&scalar, NULL, 0, YT_DTYPE_F64);
+    yt_tensor *w = yt_to(w64, dtype), *p = yt_to(p64, dtype), *col = yt_to(c64, dtype);
+    yt_tensor *row = yt_to(r64, dtype), *s0d = yt_to(s64, dtype);
+    yt_tensor *every_other = yt_slice_ex(w, 1, 0, 2 * n, 2), *front = yt_narrow(p, 1, 0, n);
+    cr_assert_not_null(every_other, "%s", yt_errmsg());
+    cr_assert_not_null(front, "%s", yt_errmsg());
+    char what[64];
+#define EXPECT(call, label, value)                                                                 \
+    do {                                                                                           \
+        for (int64_t r = 0; r < R; r++)                                                            \
+            for (int64_t j = 0; j < n; j++)                                                        \
+                want[r * n + j] = wide[r * 2 * n + 2 * j] + (value);                               \
+        snprintf(what, sizeof what, "%s, n %lld", label, (long long)n);                            \
+        expect_grid(call, want, R, n, what, dtype, 0);                                             \
+    } while (0)
+    EXPECT(yt_add(every_other, front), "w[:, ::2] + p[:, :n]", padded[r * (n + PAD) + j]);
+    EXPECT(yt_add(front, every_other), "p[:, :n] + w[:, ::2]", padded[r * (n + PAD) + j]);
+    EXPECT(yt_add(every_other, col), "w[:, ::2] + col", colv[r]);
+    EXPECT(yt_add(col, every_other), "col + w[:, ::2]", colv[r]);
+    EXPECT(yt_add(every_other, row), "w[:, ::2] + row", rowv[j]);
+    EXPECT(yt_add(every_other, s0d), "w[:, ::2] + 0-d", scalar);
+#undef EXPECT
+
+    yt_release(front);
+    yt_release(every_other);
+    yt_release(s0d);
+    yt_release(row);
+    yt_release(col);
+    yt_release(p);
+    yt_release(w);
+    yt_release(s64);
+    yt_release(r64);
+    yt_release(c64);
+    yt_release(p64);
+    yt_release(w64);
+}
+
+Test(pointwise, rows_beside_a_stepped_input_staged)
+{
+    const yt_dtype dtypes[] = {YT_DTYPE_U8, YT_DTYPE_I16, YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
+    const int64_t lengths[] = {3,   9,   15,  16,  17,  31,  33,  64,
+                               100, 127, 128, 129, 200, 255, 256, 300};
+    int threads_before = yt_get_num_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        cr_assert_eq(yt_set_num_threads(threads), YT_OK);
+        yt__parallel_set_always(threads > 1);
+        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+            for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+                check_staged_beside_stepped(dtypes[d], lengths[l]);
+    }
+    yt__parallel_set_always(false);
+    cr_assert_eq(yt_set_num_threads(threads_before), YT_OK);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* Integer floor_divide and remainder first scan the divisor for zeros (yt__pointwise_scan). A
  * divisor that steps over elements is read through a buffer there, and must not be stored back
  * to: the scan writes nothing, so a stored-back buffer would be garbage. */
