@@ -172,6 +172,24 @@ gather_odd_step(char *dst, const char *src, int m, int64_t es, int64_t n)
 }
 #endif
 
+/* An element's bits as a float or a double (through memcpy: the element may be any 4- or 8-byte
+ * dtype); moves only, so NaN payloads and integers come through exactly. */
+static inline float
+load_f32(const char *at)
+{
+    float v;
+    memcpy(&v, at, 4);
+    return v;
+}
+
+static inline double
+load_f64(const char *at)
+{
+    double v;
+    memcpy(&v, at, 8);
+    return v;
+}
+
 void
 yt__gather_elements(char *dst, const char *src, int64_t step, int64_t es, int64_t n)
 {
@@ -206,7 +224,7 @@ yt__gather_elements(char *dst, const char *src, int64_t step, int64_t es, int64_
     } else if (es == 4) {
         for (; j + 8 <= n; j += 8) {
             const char *at = src + j * step;
-#define AT(u) (*(const float *)(at + (u)*step))
+#define AT(u) load_f32(at + (u)*step)
             _mm256_storeu_ps((float *)(dst + j * 4), _mm256_setr_ps(AT(0), AT(1), AT(2), AT(3),
                                                                     AT(4), AT(5), AT(6), AT(7)));
 #undef AT
@@ -214,7 +232,7 @@ yt__gather_elements(char *dst, const char *src, int64_t step, int64_t es, int64_
     } else if (es == 8) {
         for (; j + 4 <= n; j += 4) {
             const char *at = src + j * step;
-#define AT(u) (*(const double *)(at + (u)*step))
+#define AT(u) load_f64(at + (u)*step)
             _mm256_storeu_pd((double *)(dst + j * 8), _mm256_setr_pd(AT(0), AT(1), AT(2), AT(3)));
 #undef AT
         }
@@ -241,14 +259,21 @@ yt__scatter_elements(char *dst, int64_t step, const char *src, int64_t es, int64
             const __m256 v = _mm256_loadu_ps((const float *)(src + j * 4));
             const __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
             char *at = dst + j * step;
-            _mm_store_ss((float *)at, lo);
-            *(int32_t *)(at + step) = _mm_extract_ps(lo, 1);
-            *(int32_t *)(at + 2 * step) = _mm_extract_ps(lo, 2);
-            *(int32_t *)(at + 3 * step) = _mm_extract_ps(lo, 3);
-            _mm_store_ss((float *)(at + 4 * step), hi);
-            *(int32_t *)(at + 5 * step) = _mm_extract_ps(hi, 1);
-            *(int32_t *)(at + 6 * step) = _mm_extract_ps(hi, 2);
-            *(int32_t *)(at + 7 * step) = _mm_extract_ps(hi, 3);
+            /* lane bits through memcpy: the elements may be any 4-byte dtype */
+#define LANE(u, half, l)                                                                           \
+    do {                                                                                           \
+        const int32_t bits = _mm_extract_ps(half, l);                                              \
+        memcpy(at + (u)*step, &bits, 4);                                                           \
+    } while (0)
+            LANE(0, lo, 0);
+            LANE(1, lo, 1);
+            LANE(2, lo, 2);
+            LANE(3, lo, 3);
+            LANE(4, hi, 0);
+            LANE(5, hi, 1);
+            LANE(6, hi, 2);
+            LANE(7, hi, 3);
+#undef LANE
         }
     } else if (es == 8) {
         for (; j + 4 <= n; j += 4) {
