@@ -737,6 +737,17 @@ expect_grid(yt_tensor *t, const double *want, int64_t rows, int64_t cols, const 
     yt_release(t);
 }
 
+/* A tensor of `dtype` holding `values` (f64) in `sizes`. */
+static yt_tensor *
+tensor_of(const double *values, const int64_t *sizes, int dim, yt_dtype dtype)
+{
+    yt_tensor *f64 = yt_tensor_from_data(values, sizes, dim, YT_DTYPE_F64);
+    yt_tensor *t = yt_to(f64, dtype);
+    yt_release(f64);
+    cr_assert_not_null(t, "%s", yt_errmsg());
+    return t;
+}
+
 /* Short rows (runtime/pointwise.c, run_staged): [R, n] for n = 1..17, R = 1203 (chunks of whole
  * rows, a last one partial, and rows past the last whole vector of a broadcast column), each input
  * laid out another way: a broadcast column, 4 of every 8 of a wider input, every other element of
@@ -757,13 +768,9 @@ check_short_rows(yt_dtype dtype, int64_t n)
         rowv[j] = (double)(j + 3);
     const double scalar = 5;
     int64_t as[2] = {R, n}, ws[2] = {R, 2 * n}, cs[2] = {R, 1}, rs[1] = {n};
-    yt_tensor *a64 = yt_tensor_from_data(av, as, 2, YT_DTYPE_F64);
-    yt_tensor *w64 = yt_tensor_from_data(wide, ws, 2, YT_DTYPE_F64);
-    yt_tensor *c64 = yt_tensor_from_data(colv, cs, 2, YT_DTYPE_F64);
-    yt_tensor *r64 = yt_tensor_from_data(rowv, rs, 1, YT_DTYPE_F64);
-    yt_tensor *s64 = yt_tensor_from_data(&scalar, NULL, 0, YT_DTYPE_F64);
-    yt_tensor *a = yt_to(a64, dtype), *w = yt_to(w64, dtype), *col = yt_to(c64, dtype);
-    yt_tensor *row = yt_to(r64, dtype), *s0d = yt_to(s64, dtype);
+    yt_tensor *a = tensor_of(av, as, 2, dtype), *w = tensor_of(wide, ws, 2, dtype);
+    yt_tensor *col = tensor_of(colv, cs, 2, dtype), *row = tensor_of(rowv, rs, 1, dtype);
+    yt_tensor *s0d = tensor_of(&scalar, NULL, 0, dtype);
     yt_tensor *front = yt_narrow(w, 1, 0, n), *every_other = yt_slice_ex(w, 1, 0, 2 * n, 2);
     cr_assert_not_null(every_other, "%s", yt_errmsg());
     char what[64];
@@ -815,31 +822,39 @@ check_short_rows(yt_dtype dtype, int64_t n)
     yt_release(col);
     yt_release(w);
     yt_release(a);
-    yt_release(s64);
-    yt_release(r64);
-    yt_release(c64);
-    yt_release(w64);
-    yt_release(a64);
 }
 
 void yt__parallel_set_always(bool on); /* runtime/parallel.h */
 
-/* check_short_rows for 1- to 8-byte elements, at 1 thread and at 2 (forced to split, so that a
- * share starts partway along a row). */
-Test(pointwise, short_rows_through_a_flat_buffer)
+/* Runs `checks` at 1 thread and at 2 (forced to split, so that a share starts partway along a
+ * row), then puts the thread count back. */
+static void
+at_1_and_2_threads(void (*checks)(void))
 {
-    const yt_dtype dtypes[] = {YT_DTYPE_U8,  YT_DTYPE_F16, YT_DTYPE_I32,
-                               YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
     int threads_before = yt_get_num_threads();
     for (int threads = 1; threads <= 2; threads++) {
         cr_assert_eq(yt_set_num_threads(threads), YT_OK);
         yt__parallel_set_always(threads > 1);
-        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
-            for (int64_t n = 1; n <= 17; n++)
-                check_short_rows(dtypes[d], n);
+        checks();
     }
     yt__parallel_set_always(false);
     cr_assert_eq(yt_set_num_threads(threads_before), YT_OK);
+}
+
+/* check_short_rows for 1- to 8-byte elements (run at 1 and 2 threads below). */
+static void
+all_short_rows(void)
+{
+    const yt_dtype dtypes[] = {YT_DTYPE_U8,  YT_DTYPE_F16, YT_DTYPE_I32,
+                               YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
+    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+        for (int64_t n = 1; n <= 17; n++)
+            check_short_rows(dtypes[d], n);
+}
+
+Test(pointwise, short_rows_through_a_flat_buffer)
+{
+    at_1_and_2_threads(all_short_rows);
     YT_ASSERT_NO_LEAKS();
 }
 
@@ -860,9 +875,7 @@ check_stepped(yt_dtype dtype, int64_t step, int64_t n)
         wide[i] = (double)(i % 53);
     const int64_t cols = step * n;
     int64_t as[2] = {R, n}, ws[2] = {R, cols};
-    yt_tensor *a64 = yt_tensor_from_data(av, as, 2, YT_DTYPE_F64);
-    yt_tensor *w64 = yt_tensor_from_data(wide, ws, 2, YT_DTYPE_F64);
-    yt_tensor *a = yt_to(a64, dtype), *w = yt_to(w64, dtype);
+    yt_tensor *a = tensor_of(av, as, 2, dtype), *w = tensor_of(wide, ws, 2, dtype);
     yt_tensor *stepped = yt_slice_ex(w, 1, step - 1, cols, step);
     yt_tensor *from_0 = yt_slice_ex(w, 1, 0, cols, step);
     cr_assert_not_null(stepped, "%s", yt_errmsg());
@@ -915,31 +928,28 @@ check_stepped(yt_dtype dtype, int64_t step, int64_t n)
     yt_release(stepped);
     yt_release(w);
     yt_release(a);
-    yt_release(w64);
-    yt_release(a64);
 }
 
 /* check_stepped for 1- to 8-byte elements and every step the vector loops treat apart (2: a
- * shuffle; 3, 5, 7: blends; 4, 8: element loads; up to 8: masked stores; 9: none), at 1 thread
- * and at 2 (forced to split, so that a share starts partway along a row). */
-Test(pointwise, stepped_operands_through_a_buffer)
+ * shuffle; 3, 5, 7: blends; 4, 8: element loads; up to 8: masked stores; 9: none); run at 1 and 2
+ * threads below. */
+static void
+all_stepped(void)
 {
     const yt_dtype dtypes[] = {YT_DTYPE_U8,  YT_DTYPE_I16, YT_DTYPE_F16, YT_DTYPE_I32,
                                YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
     const int64_t steps[] = {2, 3, 4, 5, 7, 8, 9},
                   lengths[] = {1,  2,  3,   4,   5,   7,    8,    9,    15,   16,
                                17, 33, 511, 512, 513, 1023, 1024, 1025, 4097, 5000};
-    int threads_before = yt_get_num_threads();
-    for (int threads = 1; threads <= 2; threads++) {
-        cr_assert_eq(yt_set_num_threads(threads), YT_OK);
-        yt__parallel_set_always(threads > 1);
-        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
-            for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++)
-                for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
-                    check_stepped(dtypes[d], steps[s], lengths[l]);
-    }
-    yt__parallel_set_always(false);
-    cr_assert_eq(yt_set_num_threads(threads_before), YT_OK);
+    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+        for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++)
+            for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+                check_stepped(dtypes[d], steps[s], lengths[l]);
+}
+
+Test(pointwise, stepped_operands_through_a_buffer)
+{
+    at_1_and_2_threads(all_stepped);
     YT_ASSERT_NO_LEAKS();
 }
 
@@ -964,13 +974,9 @@ check_staged_beside_stepped(yt_dtype dtype, int64_t n)
         rowv[j] = (double)(j % 13);
     const double scalar = 3;
     int64_t ws[2] = {R, 2 * n}, ps[2] = {R, n + PAD}, cs[2] = {R, 1}, rs[1] = {n};
-    yt_tensor *w64 = yt_tensor_from_data(wide, ws, 2, YT_DTYPE_F64);
-    yt_tensor *p64 = yt_tensor_from_data(padded, ps, 2, YT_DTYPE_F64);
-    yt_tensor *c64 = yt_tensor_from_data(colv, cs, 2, YT_DTYPE_F64);
-    yt_tensor *r64 = yt_tensor_from_data(rowv, rs, 1, YT_DTYPE_F64);
-    yt_tensor *s64 = yt_tensor_from_data(&scalar, NULL, 0, YT_DTYPE_F64);
-    yt_tensor *w = yt_to(w64, dtype), *p = yt_to(p64, dtype), *col = yt_to(c64, dtype);
-    yt_tensor *row = yt_to(r64, dtype), *s0d = yt_to(s64, dtype);
+    yt_tensor *w = tensor_of(wide, ws, 2, dtype), *p = tensor_of(padded, ps, 2, dtype);
+    yt_tensor *col = tensor_of(colv, cs, 2, dtype), *row = tensor_of(rowv, rs, 1, dtype);
+    yt_tensor *s0d = tensor_of(&scalar, NULL, 0, dtype);
     yt_tensor *every_other = yt_slice_ex(w, 1, 0, 2 * n, 2), *front = yt_narrow(p, 1, 0, n);
     cr_assert_not_null(every_other, "%s", yt_errmsg());
     cr_assert_not_null(front, "%s", yt_errmsg());
@@ -998,28 +1004,22 @@ check_staged_beside_stepped(yt_dtype dtype, int64_t n)
     yt_release(col);
     yt_release(p);
     yt_release(w);
-    yt_release(s64);
-    yt_release(r64);
-    yt_release(c64);
-    yt_release(p64);
-    yt_release(w64);
 }
 
-Test(pointwise, rows_beside_a_stepped_input_staged)
+static void
+all_staged_beside_stepped(void)
 {
     const yt_dtype dtypes[] = {YT_DTYPE_U8, YT_DTYPE_I16, YT_DTYPE_F32, YT_DTYPE_I64, YT_DTYPE_F64};
     const int64_t lengths[] = {3,   9,   15,  16,  17,  31,  33,  64,
                                100, 127, 128, 129, 200, 255, 256, 300};
-    int threads_before = yt_get_num_threads();
-    for (int threads = 1; threads <= 2; threads++) {
-        cr_assert_eq(yt_set_num_threads(threads), YT_OK);
-        yt__parallel_set_always(threads > 1);
-        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
-            for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
-                check_staged_beside_stepped(dtypes[d], lengths[l]);
-    }
-    yt__parallel_set_always(false);
-    cr_assert_eq(yt_set_num_threads(threads_before), YT_OK);
+    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+        for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+            check_staged_beside_stepped(dtypes[d], lengths[l]);
+}
+
+Test(pointwise, rows_beside_a_stepped_input_staged)
+{
+    at_1_and_2_threads(all_staged_beside_stepped);
     YT_ASSERT_NO_LEAKS();
 }
 
@@ -1035,9 +1035,7 @@ Test(pointwise, zero_scan_of_a_stepped_divisor_leaves_it_alone)
     for (int64_t i = 0; i < R * 2 * N; i++)
         den[i] = (double)(i % 2 == 0 ? 1 + i % 7 : 0); /* zeros only between the stepped ones */
     int64_t ns[2] = {R, N}, ds[2] = {R, 2 * N};
-    yt_tensor *n64 = yt_tensor_from_data(num, ns, 2, YT_DTYPE_F64);
-    yt_tensor *d64 = yt_tensor_from_data(den, ds, 2, YT_DTYPE_F64);
-    yt_tensor *a = yt_to(n64, YT_DTYPE_I32), *d = yt_to(d64, YT_DTYPE_I32);
+    yt_tensor *a = tensor_of(num, ns, 2, YT_DTYPE_I32), *d = tensor_of(den, ds, 2, YT_DTYPE_I32);
     yt_tensor *every_other = yt_slice_ex(d, 1, 0, 2 * N, 2);
     cr_assert_not_null(every_other, "%s", yt_errmsg());
 
@@ -1059,8 +1057,6 @@ Test(pointwise, zero_scan_of_a_stepped_divisor_leaves_it_alone)
     yt_release(every_other);
     yt_release(d);
     yt_release(a);
-    yt_release(d64);
-    yt_release(n64);
     YT_ASSERT_NO_LEAKS();
 }
 
