@@ -1199,7 +1199,8 @@ class OpLowering:
                 suffix += "".join(f"_{k}_{_number_word(v)}" for k, v in consts.items())
                 loops.append(self._pointwise_loop(d, f"{d}{suffix}", value, expr.used, promoted, ctx_args))
                 loops[-1]["clones"] = expr.heavy
-                variants.append({"fn": loops[-1]["fn"], "blocks": loops[-1]["blocks"],
+                bound = "YT__PW_COMPUTE_BOUND" if expr.compute_bound else "YT__PW_MEMORY_BOUND"
+                variants.append({"fn": loops[-1]["fn"], "blocks": loops[-1]["blocks"], "bound": bound,
                                  "alternatives": [parts], "value": value})
             for v in variants:
                 v["cond"] = _any_of(v.pop("alternatives"))

@@ -46,6 +46,9 @@ FLOAT_FUNCS = {
 FLOAT_HELPERS = {"normal_cdf": 1}
 # calls whose cost makes a loop compute-bound: such loops get an AVX-512 clone (YT_PW_CLONES)
 HEAVY_CALLS = {"exp", "expm1", "log", "log1p", "log2", "sin", "cos", "tanh", "erf", "pow", "normal_cdf"}
+# integer helpers that cost a division or a loop an element: with HEAVY_CALLS, what makes a loop
+# YT__PW_COMPUTE_BOUND (its output is then stored plainly, runtime/pointwise.c)
+SLOW_INT_HELPERS = {"remainder", "floor_divide", "trunc_divide", "ipow"}
 ROUNDING = ("floor", "ceil", "trunc", "nearbyint")  # nearbyint: half to even (default rounding mode)
 CLASSIFY = {"isnan": "0", "isfinite": "1", "isinf": "0"}
 # kernels/cpu/pointwise_math.h helpers, one per compute type: yt__pw_NAME_SUFFIX
@@ -101,6 +104,7 @@ class PointwiseExpr:
         self._validate(self.tree)
         self.used = set()  # names (and NAME_given flags) read by the last render()
         self.heavy = False  # whether the last render() calls a HEAVY_CALLS function
+        self.compute_bound = False  # ... or, besides, a SLOW_INT_HELPERS one
 
     def _fail(self, msg, cls=SpecError):
         raise cls(self.loc, f"{self.op.schema.full_name}: pointwise expression '{self.op.pointwise}': {msg}")
@@ -261,6 +265,7 @@ class PointwiseExpr:
         consts = consts or {}
         self.used = set()
         self.heavy = False
+        self.compute_bound = False
 
         def r(n) -> str:
             known = self._known(n, variant)
@@ -319,6 +324,8 @@ class PointwiseExpr:
                 fn = "ipow"
             if fn in HEAVY_CALLS and is_float:
                 self.heavy = True
+            if (fn in HEAVY_CALLS and is_float) or (fn in SLOW_INT_HELPERS and not is_float):
+                self.compute_bound = True
             if fn in FLOAT_HELPERS:
                 if not is_float:
                     self._fail(f"{fn}() has no {dtype} form (declare result_dtype: floating)",

@@ -627,23 +627,32 @@ yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, sub_loop_u8, sub_blocks_u8, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_u8, sub_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, sub_loop_i8, sub_blocks_i8, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_i8, sub_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, sub_loop_i16, sub_blocks_i16, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_i16, sub_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, sub_loop_i32, sub_blocks_i32, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_i32, sub_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, sub_loop_i64, sub_blocks_i64, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_i64, sub_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, sub_loop_f16, sub_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_f16, sub_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, sub_loop_bf16, sub_blocks_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_bf16, sub_blocks_bf16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, sub_loop_f32, sub_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_f32, sub_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, sub_loop_f64, sub_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_f64, sub_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -1036,30 +1045,32 @@ yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_u8, sub_scalar_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_u8, sub_scalar_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i8, sub_scalar_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i8, sub_scalar_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 1, inputs, sub_scalar_loop_i16, sub_scalar_blocks_i16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 1, inputs, sub_scalar_loop_i32, sub_scalar_blocks_i32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 1, inputs, sub_scalar_loop_i64, sub_scalar_blocks_i64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, sub_scalar_loop_f16, sub_scalar_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, sub_scalar_loop_bf16, sub_scalar_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, sub_scalar_loop_f32, sub_scalar_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sub_scalar_loop_f64, sub_scalar_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1653,31 +1664,31 @@ yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     switch (self->dtype) {
     case YT_DTYPE_U8:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_u8, floor_divide_blocks_u8,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_i8, floor_divide_blocks_i8,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_i16, floor_divide_blocks_i16,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_i32, floor_divide_blocks_i32,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_i64, floor_divide_blocks_i64,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_f16, floor_divide_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_bf16, floor_divide_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_f32, floor_divide_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_f64, floor_divide_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1988,13 +1999,17 @@ yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weigh
     yt_tensor *const inputs[2] = {self, end};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, lerp_loop_f16, lerp_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, lerp_loop_f16, lerp_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, lerp_loop_bf16, lerp_blocks_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, lerp_loop_bf16, lerp_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, lerp_loop_f32, lerp_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, lerp_loop_f32, lerp_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, lerp_loop_f64, lerp_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, lerp_loop_f64, lerp_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -2389,16 +2404,16 @@ yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tenso
     switch (self->dtype) {
     case YT_DTYPE_F16:
         return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f16, lerp_tensor_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 3, inputs, lerp_tensor_loop_bf16, lerp_tensor_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f32, lerp_tensor_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f64, lerp_tensor_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -3206,23 +3221,32 @@ yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
     yt_tensor *const inputs[3] = {self, tensor1, tensor2};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_u8, addcmul_blocks_u8, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_u8, addcmul_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_i8, addcmul_blocks_i8, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i8, addcmul_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_i16, addcmul_blocks_i16, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i16, addcmul_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_i32, addcmul_blocks_i32, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i32, addcmul_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_i64, addcmul_blocks_i64, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i64, addcmul_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_f16, addcmul_blocks_f16, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_f16, addcmul_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_bf16, addcmul_blocks_bf16, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_bf16, addcmul_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_f32, addcmul_blocks_f32, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_f32, addcmul_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_f64, addcmul_blocks_f64, scalars);
+        return yt__pointwise(result, 3, inputs, addcmul_loop_f64, addcmul_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -3585,13 +3609,17 @@ yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
     yt_tensor *const inputs[3] = {self, tensor1, tensor2};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, addcdiv_loop_f16, addcdiv_blocks_f16, scalars);
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_f16, addcdiv_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 3, inputs, addcdiv_loop_bf16, addcdiv_blocks_bf16, scalars);
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_bf16, addcdiv_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 3, inputs, addcdiv_loop_f32, addcdiv_blocks_f32, scalars);
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_f32, addcdiv_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 3, inputs, addcdiv_loop_f64, addcdiv_blocks_f64, scalars);
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_f64, addcdiv_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -4003,16 +4031,16 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
         return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_f16,
-                             pow_scalar_backward_blocks_f16, scalars);
+                             pow_scalar_backward_blocks_f16, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_bf16,
-                             pow_scalar_backward_blocks_bf16, scalars);
+                             pow_scalar_backward_blocks_bf16, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_f32,
-                             pow_scalar_backward_blocks_f32, scalars);
+                             pow_scalar_backward_blocks_f32, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_f64,
-                             pow_scalar_backward_blocks_f64, scalars);
+                             pow_scalar_backward_blocks_f64, YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -5610,58 +5638,74 @@ yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tens
     case YT_DTYPE_F16:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16_no_min_no_max,
-                                 clamp_tensor_backward_blocks_f16_no_min_no_max, scalars);
+                                 clamp_tensor_backward_blocks_f16_no_min_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16_no_min_max,
-                                 clamp_tensor_backward_blocks_f16_no_min_max, scalars);
+                                 clamp_tensor_backward_blocks_f16_no_min_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16_min_no_max,
-                                 clamp_tensor_backward_blocks_f16_min_no_max, scalars);
+                                 clamp_tensor_backward_blocks_f16_min_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16_min_max,
-                                 clamp_tensor_backward_blocks_f16_min_max, scalars);
+                                 clamp_tensor_backward_blocks_f16_min_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_BF16:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16_no_min_no_max,
-                                 clamp_tensor_backward_blocks_bf16_no_min_no_max, scalars);
+                                 clamp_tensor_backward_blocks_bf16_no_min_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16_no_min_max,
-                                 clamp_tensor_backward_blocks_bf16_no_min_max, scalars);
+                                 clamp_tensor_backward_blocks_bf16_no_min_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16_min_no_max,
-                                 clamp_tensor_backward_blocks_bf16_min_no_max, scalars);
+                                 clamp_tensor_backward_blocks_bf16_min_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16_min_max,
-                                 clamp_tensor_backward_blocks_bf16_min_max, scalars);
+                                 clamp_tensor_backward_blocks_bf16_min_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F32:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_no_min_no_max,
-                                 clamp_tensor_backward_blocks_f32_no_min_no_max, scalars);
+                                 clamp_tensor_backward_blocks_f32_no_min_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_no_min_max,
-                                 clamp_tensor_backward_blocks_f32_no_min_max, scalars);
+                                 clamp_tensor_backward_blocks_f32_no_min_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_min_no_max,
-                                 clamp_tensor_backward_blocks_f32_min_no_max, scalars);
+                                 clamp_tensor_backward_blocks_f32_min_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_min_max,
-                                 clamp_tensor_backward_blocks_f32_min_max, scalars);
+                                 clamp_tensor_backward_blocks_f32_min_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F64:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_no_min_no_max,
-                                 clamp_tensor_backward_blocks_f64_no_min_no_max, scalars);
+                                 clamp_tensor_backward_blocks_f64_no_min_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_no_min_max,
-                                 clamp_tensor_backward_blocks_f64_no_min_max, scalars);
+                                 clamp_tensor_backward_blocks_f64_no_min_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_min_no_max,
-                                 clamp_tensor_backward_blocks_f64_min_no_max, scalars);
+                                 clamp_tensor_backward_blocks_f64_min_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_min_max,
-                                 clamp_tensor_backward_blocks_f64_min_max, scalars);
+                                 clamp_tensor_backward_blocks_f64_min_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     default:
         break;
@@ -5837,13 +5881,17 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_f16, sqrt_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, sqrt_loop_f16, sqrt_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_bf16, sqrt_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, sqrt_loop_bf16, sqrt_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_f32, sqrt_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, sqrt_loop_f32, sqrt_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_f64, sqrt_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, sqrt_loop_f64, sqrt_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -6213,23 +6261,32 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, relu_loop_u8, relu_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_u8, relu_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, relu_loop_i8, relu_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_i8, relu_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, relu_loop_i16, relu_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_i16, relu_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, relu_loop_i32, relu_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_i32, relu_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, relu_loop_i64, relu_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_i64, relu_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, relu_loop_f16, relu_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_f16, relu_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, relu_loop_bf16, relu_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_bf16, relu_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, relu_loop_f32, relu_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_f32, relu_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, relu_loop_f64, relu_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_f64, relu_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -6636,25 +6693,35 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, clone_loop_bool, clone_blocks_bool, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_bool, clone_blocks_bool,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, clone_loop_u8, clone_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_u8, clone_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, clone_loop_i8, clone_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_i8, clone_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, clone_loop_i16, clone_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_i16, clone_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, clone_loop_i32, clone_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_i32, clone_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, clone_loop_i64, clone_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_i64, clone_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, clone_loop_f16, clone_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_f16, clone_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, clone_loop_bf16, clone_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_bf16, clone_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, clone_loop_f32, clone_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_f32, clone_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, clone_loop_f64, clone_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_f64, clone_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -6837,13 +6904,17 @@ yt__cpu_erf(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, erf_loop_f16, erf_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, erf_loop_f16, erf_blocks_f16, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, erf_loop_bf16, erf_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, erf_loop_bf16, erf_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, erf_loop_f32, erf_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, erf_loop_f32, erf_blocks_f32, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, erf_loop_f64, erf_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, erf_loop_f64, erf_blocks_f64, YT__PW_COMPUTE_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -7213,23 +7284,32 @@ yt__cpu_round(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, round_loop_u8, round_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_u8, round_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, round_loop_i8, round_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_i8, round_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, round_loop_i16, round_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_i16, round_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, round_loop_i32, round_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_i32, round_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, round_loop_i64, round_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_i64, round_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, round_loop_f16, round_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_f16, round_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, round_loop_bf16, round_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_bf16, round_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, round_loop_f32, round_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_f32, round_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, round_loop_f64, round_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_f64, round_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -7638,25 +7718,35 @@ yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, isnan_loop_bool, isnan_blocks_bool, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_bool, isnan_blocks_bool,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, isnan_loop_u8, isnan_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_u8, isnan_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, isnan_loop_i8, isnan_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_i8, isnan_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, isnan_loop_i16, isnan_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_i16, isnan_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, isnan_loop_i32, isnan_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_i32, isnan_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, isnan_loop_i64, isnan_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_i64, isnan_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, isnan_loop_f16, isnan_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_f16, isnan_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, isnan_loop_bf16, isnan_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_bf16, isnan_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, isnan_loop_f32, isnan_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_f32, isnan_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, isnan_loop_f64, isnan_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_f64, isnan_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -8431,34 +8521,34 @@ yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self
     case YT_DTYPE_F16:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f16_none,
-                                 gelu_backward_blocks_f16_none, scalars);
+                                 gelu_backward_blocks_f16_none, YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f16_tanh,
-                                 gelu_backward_blocks_f16_tanh, scalars);
+                                 gelu_backward_blocks_f16_tanh, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_BF16:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_bf16_none,
-                                 gelu_backward_blocks_bf16_none, scalars);
+                                 gelu_backward_blocks_bf16_none, YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_bf16_tanh,
-                                 gelu_backward_blocks_bf16_tanh, scalars);
+                                 gelu_backward_blocks_bf16_tanh, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_F32:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_none,
-                                 gelu_backward_blocks_f32_none, scalars);
+                                 gelu_backward_blocks_f32_none, YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_tanh,
-                                 gelu_backward_blocks_f32_tanh, scalars);
+                                 gelu_backward_blocks_f32_tanh, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_none,
-                                 gelu_backward_blocks_f64_none, scalars);
+                                 gelu_backward_blocks_f64_none, YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_tanh,
-                                 gelu_backward_blocks_f64_tanh, scalars);
+                                 gelu_backward_blocks_f64_tanh, YT__PW_COMPUTE_BOUND, scalars);
         break;
     default:
         break;
@@ -9110,25 +9200,35 @@ yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, ge_loop_bool, ge_blocks_bool, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_bool, ge_blocks_bool, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, ge_loop_u8, ge_blocks_u8, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_u8, ge_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, ge_loop_i8, ge_blocks_i8, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_i8, ge_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, ge_loop_i16, ge_blocks_i16, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_i16, ge_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, ge_loop_i32, ge_blocks_i32, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_i32, ge_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, ge_loop_i64, ge_blocks_i64, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_i64, ge_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, ge_loop_f16, ge_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_f16, ge_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, ge_loop_bf16, ge_blocks_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_bf16, ge_blocks_bf16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, ge_loop_f32, ge_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_f32, ge_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, ge_loop_f64, ge_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_f64, ge_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -9550,26 +9650,34 @@ yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 1, inputs, ge_scalar_loop_bool, ge_scalar_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_u8, ge_scalar_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_u8, ge_scalar_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i8, ge_scalar_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i8, ge_scalar_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i16, ge_scalar_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i16, ge_scalar_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i32, ge_scalar_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i32, ge_scalar_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i64, ge_scalar_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i64, ge_scalar_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f16, ge_scalar_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f16, ge_scalar_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, ge_scalar_loop_bf16, ge_scalar_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f32, ge_scalar_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f32, ge_scalar_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f64, ge_scalar_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f64, ge_scalar_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -10221,34 +10329,34 @@ yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_bool, logical_xor_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_u8, logical_xor_blocks_u8,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_i8, logical_xor_blocks_i8,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_i16, logical_xor_blocks_i16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_i32, logical_xor_blocks_i32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_i64, logical_xor_blocks_i64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_f16, logical_xor_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_bf16, logical_xor_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_f32, logical_xor_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_f64, logical_xor_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -10912,34 +11020,34 @@ yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scal
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_bool, masked_fill_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_u8, masked_fill_blocks_u8,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_i8, masked_fill_blocks_i8,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_i16, masked_fill_blocks_i16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_i32, masked_fill_blocks_i32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_i64, masked_fill_blocks_i64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_f16, masked_fill_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_bf16, masked_fill_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_f32, masked_fill_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_f64, masked_fill_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -11790,34 +11898,34 @@ yt__cpu_masked_fill_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *mask, 
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_bool,
-                             masked_fill_tensor_blocks_bool, scalars);
+                             masked_fill_tensor_blocks_bool, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_u8,
-                             masked_fill_tensor_blocks_u8, scalars);
+                             masked_fill_tensor_blocks_u8, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i8,
-                             masked_fill_tensor_blocks_i8, scalars);
+                             masked_fill_tensor_blocks_i8, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i16,
-                             masked_fill_tensor_blocks_i16, scalars);
+                             masked_fill_tensor_blocks_i16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i32,
-                             masked_fill_tensor_blocks_i32, scalars);
+                             masked_fill_tensor_blocks_i32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i64,
-                             masked_fill_tensor_blocks_i64, scalars);
+                             masked_fill_tensor_blocks_i64, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f16,
-                             masked_fill_tensor_blocks_f16, scalars);
+                             masked_fill_tensor_blocks_f16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_bf16,
-                             masked_fill_tensor_blocks_bf16, scalars);
+                             masked_fill_tensor_blocks_bf16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f32,
-                             masked_fill_tensor_blocks_f32, scalars);
+                             masked_fill_tensor_blocks_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f64,
-                             masked_fill_tensor_blocks_f64, scalars);
+                             masked_fill_tensor_blocks_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }

@@ -419,23 +419,32 @@ yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alph
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, rsub_loop_u8, rsub_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_u8, rsub_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, rsub_loop_i8, rsub_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_i8, rsub_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, rsub_loop_i16, rsub_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_i16, rsub_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, rsub_loop_i32, rsub_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_i32, rsub_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, rsub_loop_i64, rsub_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_i64, rsub_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, rsub_loop_f16, rsub_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_f16, rsub_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, rsub_loop_bf16, rsub_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_bf16, rsub_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, rsub_loop_f32, rsub_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_f32, rsub_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, rsub_loop_f64, rsub_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_f64, rsub_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -1086,25 +1095,35 @@ yt__cpu_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, mul_loop_bool, mul_blocks_bool, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_bool, mul_blocks_bool, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, mul_loop_u8, mul_blocks_u8, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_u8, mul_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, mul_loop_i8, mul_blocks_i8, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_i8, mul_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, mul_loop_i16, mul_blocks_i16, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_i16, mul_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, mul_loop_i32, mul_blocks_i32, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_i32, mul_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, mul_loop_i64, mul_blocks_i64, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_i64, mul_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, mul_loop_f16, mul_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_f16, mul_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, mul_loop_bf16, mul_blocks_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_bf16, mul_blocks_bf16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, mul_loop_f32, mul_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_f32, mul_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, mul_loop_f64, mul_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_f64, mul_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -1526,32 +1545,34 @@ yt__cpu_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_bool, mul_scalar_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_u8, mul_scalar_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_u8, mul_scalar_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i8, mul_scalar_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i8, mul_scalar_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_i16, mul_scalar_blocks_i16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_i32, mul_scalar_blocks_i32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_i64, mul_scalar_blocks_i64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_f16, mul_scalar_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_bf16, mul_scalar_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_f32, mul_scalar_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_f64, mul_scalar_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1824,13 +1845,17 @@ yt__cpu_div(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, div_loop_f16, div_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, div_loop_f16, div_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, div_loop_bf16, div_blocks_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, div_loop_bf16, div_blocks_bf16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, div_loop_f32, div_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, div_loop_f32, div_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, div_loop_f64, div_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, div_loop_f64, div_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -2012,16 +2037,16 @@ yt__cpu_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     switch (self->dtype) {
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, div_scalar_loop_f16, div_scalar_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, div_scalar_loop_bf16, div_scalar_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, div_scalar_loop_f32, div_scalar_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, div_scalar_loop_f64, div_scalar_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2391,23 +2416,32 @@ yt__cpu_neg(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, neg_loop_u8, neg_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_u8, neg_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, neg_loop_i8, neg_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_i8, neg_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, neg_loop_i16, neg_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_i16, neg_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, neg_loop_i32, neg_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_i32, neg_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, neg_loop_i64, neg_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_i64, neg_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, neg_loop_f16, neg_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_f16, neg_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, neg_loop_bf16, neg_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_bf16, neg_blocks_bf16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, neg_loop_f32, neg_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_f32, neg_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, neg_loop_f64, neg_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_f64, neg_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -3909,107 +3943,116 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, pow_loop_u8, pow_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_u8, pow_blocks_u8, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, pow_loop_i8, pow_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_i8, pow_blocks_i8, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, pow_loop_i16, pow_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_i16, pow_blocks_i16, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, pow_loop_i32, pow_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_i32, pow_blocks_i32, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, pow_loop_i64, pow_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_i64, pow_blocks_i64, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
         if (yt__scalar_to_double(exponent) == 2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_2,
-                                 pow_blocks_f16_exponent_2, scalars);
+                                 pow_blocks_f16_exponent_2, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 3.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_3,
-                                 pow_blocks_f16_exponent_3, scalars);
+                                 pow_blocks_f16_exponent_3, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_m1,
-                                 pow_blocks_f16_exponent_m1, scalars);
+                                 pow_blocks_f16_exponent_m1, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_m2,
-                                 pow_blocks_f16_exponent_m2, scalars);
+                                 pow_blocks_f16_exponent_m2, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_0_5,
-                                 pow_blocks_f16_exponent_0_5, scalars);
+                                 pow_blocks_f16_exponent_0_5, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_m0_5,
-                                 pow_blocks_f16_exponent_m0_5, scalars);
+                                 pow_blocks_f16_exponent_m0_5, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_1,
-                                 pow_blocks_f16_exponent_1, scalars);
-        return yt__pointwise(result, 1, inputs, pow_loop_f16, pow_blocks_f16, scalars);
+                                 pow_blocks_f16_exponent_1, YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_f16, pow_blocks_f16, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
         if (yt__scalar_to_double(exponent) == 2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_2,
-                                 pow_blocks_bf16_exponent_2, scalars);
+                                 pow_blocks_bf16_exponent_2, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 3.0)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_3,
-                                 pow_blocks_bf16_exponent_3, scalars);
+                                 pow_blocks_bf16_exponent_3, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_m1,
-                                 pow_blocks_bf16_exponent_m1, scalars);
+                                 pow_blocks_bf16_exponent_m1, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_m2,
-                                 pow_blocks_bf16_exponent_m2, scalars);
+                                 pow_blocks_bf16_exponent_m2, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_0_5,
-                                 pow_blocks_bf16_exponent_0_5, scalars);
+                                 pow_blocks_bf16_exponent_0_5, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_m0_5,
-                                 pow_blocks_bf16_exponent_m0_5, scalars);
+                                 pow_blocks_bf16_exponent_m0_5, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_1,
-                                 pow_blocks_bf16_exponent_1, scalars);
-        return yt__pointwise(result, 1, inputs, pow_loop_bf16, pow_blocks_bf16, scalars);
+                                 pow_blocks_bf16_exponent_1, YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_bf16, pow_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         if (yt__scalar_to_double(exponent) == 2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_2,
-                                 pow_blocks_f32_exponent_2, scalars);
+                                 pow_blocks_f32_exponent_2, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 3.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_3,
-                                 pow_blocks_f32_exponent_3, scalars);
+                                 pow_blocks_f32_exponent_3, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_m1,
-                                 pow_blocks_f32_exponent_m1, scalars);
+                                 pow_blocks_f32_exponent_m1, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_m2,
-                                 pow_blocks_f32_exponent_m2, scalars);
+                                 pow_blocks_f32_exponent_m2, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_0_5,
-                                 pow_blocks_f32_exponent_0_5, scalars);
+                                 pow_blocks_f32_exponent_0_5, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_m0_5,
-                                 pow_blocks_f32_exponent_m0_5, scalars);
+                                 pow_blocks_f32_exponent_m0_5, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_1,
-                                 pow_blocks_f32_exponent_1, scalars);
-        return yt__pointwise(result, 1, inputs, pow_loop_f32, pow_blocks_f32, scalars);
+                                 pow_blocks_f32_exponent_1, YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_f32, pow_blocks_f32, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
         if (yt__scalar_to_double(exponent) == 2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_2,
-                                 pow_blocks_f64_exponent_2, scalars);
+                                 pow_blocks_f64_exponent_2, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 3.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_3,
-                                 pow_blocks_f64_exponent_3, scalars);
+                                 pow_blocks_f64_exponent_3, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_m1,
-                                 pow_blocks_f64_exponent_m1, scalars);
+                                 pow_blocks_f64_exponent_m1, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_m2,
-                                 pow_blocks_f64_exponent_m2, scalars);
+                                 pow_blocks_f64_exponent_m2, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_0_5,
-                                 pow_blocks_f64_exponent_0_5, scalars);
+                                 pow_blocks_f64_exponent_0_5, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_m0_5,
-                                 pow_blocks_f64_exponent_m0_5, scalars);
+                                 pow_blocks_f64_exponent_m0_5, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_1,
-                                 pow_blocks_f64_exponent_1, scalars);
-        return yt__pointwise(result, 1, inputs, pow_loop_f64, pow_blocks_f64, scalars);
+                                 pow_blocks_f64_exponent_1, YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_f64, pow_blocks_f64, YT__PW_COMPUTE_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -4606,31 +4649,31 @@ yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponen
     switch (self->dtype) {
     case YT_DTYPE_U8:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_u8,
-                             pow_tensor_tensor_blocks_u8, scalars);
+                             pow_tensor_tensor_blocks_u8, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i8,
-                             pow_tensor_tensor_blocks_i8, scalars);
+                             pow_tensor_tensor_blocks_i8, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i16,
-                             pow_tensor_tensor_blocks_i16, scalars);
+                             pow_tensor_tensor_blocks_i16, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i32,
-                             pow_tensor_tensor_blocks_i32, scalars);
+                             pow_tensor_tensor_blocks_i32, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i64,
-                             pow_tensor_tensor_blocks_i64, scalars);
+                             pow_tensor_tensor_blocks_i64, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f16,
-                             pow_tensor_tensor_blocks_f16, scalars);
+                             pow_tensor_tensor_blocks_f16, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_bf16,
-                             pow_tensor_tensor_blocks_bf16, scalars);
+                             pow_tensor_tensor_blocks_bf16, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f32,
-                             pow_tensor_tensor_blocks_f32, scalars);
+                             pow_tensor_tensor_blocks_f32, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f64,
-                             pow_tensor_tensor_blocks_f64, scalars);
+                             pow_tensor_tensor_blocks_f64, YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -5019,30 +5062,32 @@ yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
     yt_tensor *const inputs[1] = {exponent};
     switch (exponent->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_u8, pow_scalar_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_u8, pow_scalar_blocks_u8,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i8, pow_scalar_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i8, pow_scalar_blocks_i8,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_i16, pow_scalar_blocks_i16,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_i32, pow_scalar_blocks_i32,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_i64, pow_scalar_blocks_i64,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_f16, pow_scalar_blocks_f16,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_bf16, pow_scalar_blocks_bf16,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_f32, pow_scalar_blocks_f32,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_f64, pow_scalar_blocks_f64,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -5693,25 +5738,35 @@ yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, minimum_loop_bool, minimum_blocks_bool, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_bool, minimum_blocks_bool,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, minimum_loop_u8, minimum_blocks_u8, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_u8, minimum_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, minimum_loop_i8, minimum_blocks_i8, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_i8, minimum_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, minimum_loop_i16, minimum_blocks_i16, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_i16, minimum_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, minimum_loop_i32, minimum_blocks_i32, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_i32, minimum_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, minimum_loop_i64, minimum_blocks_i64, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_i64, minimum_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, minimum_loop_f16, minimum_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_f16, minimum_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, minimum_loop_bf16, minimum_blocks_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_bf16, minimum_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, minimum_loop_f32, minimum_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_f32, minimum_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, minimum_loop_f64, minimum_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, minimum_loop_f64, minimum_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -7133,86 +7188,86 @@ yt__cpu_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
     case YT_DTYPE_U8:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_u8_trunc,
-                                 div_tensor_mode_blocks_u8_trunc, scalars);
+                                 div_tensor_mode_blocks_u8_trunc, YT__PW_COMPUTE_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_u8_floor,
-                                 div_tensor_mode_blocks_u8_floor, scalars);
+                                 div_tensor_mode_blocks_u8_floor, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_I8:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i8_trunc,
-                                 div_tensor_mode_blocks_i8_trunc, scalars);
+                                 div_tensor_mode_blocks_i8_trunc, YT__PW_COMPUTE_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i8_floor,
-                                 div_tensor_mode_blocks_i8_floor, scalars);
+                                 div_tensor_mode_blocks_i8_floor, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_I16:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i16_trunc,
-                                 div_tensor_mode_blocks_i16_trunc, scalars);
+                                 div_tensor_mode_blocks_i16_trunc, YT__PW_COMPUTE_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i16_floor,
-                                 div_tensor_mode_blocks_i16_floor, scalars);
+                                 div_tensor_mode_blocks_i16_floor, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_I32:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i32_trunc,
-                                 div_tensor_mode_blocks_i32_trunc, scalars);
+                                 div_tensor_mode_blocks_i32_trunc, YT__PW_COMPUTE_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i32_floor,
-                                 div_tensor_mode_blocks_i32_floor, scalars);
+                                 div_tensor_mode_blocks_i32_floor, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_I64:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i64_trunc,
-                                 div_tensor_mode_blocks_i64_trunc, scalars);
+                                 div_tensor_mode_blocks_i64_trunc, YT__PW_COMPUTE_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i64_floor,
-                                 div_tensor_mode_blocks_i64_floor, scalars);
+                                 div_tensor_mode_blocks_i64_floor, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_F16:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_none,
-                                 div_tensor_mode_blocks_f16_none, scalars);
+                                 div_tensor_mode_blocks_f16_none, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_trunc,
-                                 div_tensor_mode_blocks_f16_trunc, scalars);
+                                 div_tensor_mode_blocks_f16_trunc, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_floor,
-                                 div_tensor_mode_blocks_f16_floor, scalars);
+                                 div_tensor_mode_blocks_f16_floor, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_BF16:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_none,
-                                 div_tensor_mode_blocks_bf16_none, scalars);
+                                 div_tensor_mode_blocks_bf16_none, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_trunc,
-                                 div_tensor_mode_blocks_bf16_trunc, scalars);
+                                 div_tensor_mode_blocks_bf16_trunc, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_floor,
-                                 div_tensor_mode_blocks_bf16_floor, scalars);
+                                 div_tensor_mode_blocks_bf16_floor, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F32:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_none,
-                                 div_tensor_mode_blocks_f32_none, scalars);
+                                 div_tensor_mode_blocks_f32_none, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_trunc,
-                                 div_tensor_mode_blocks_f32_trunc, scalars);
+                                 div_tensor_mode_blocks_f32_trunc, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_floor,
-                                 div_tensor_mode_blocks_f32_floor, scalars);
+                                 div_tensor_mode_blocks_f32_floor, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_none,
-                                 div_tensor_mode_blocks_f64_none, scalars);
+                                 div_tensor_mode_blocks_f64_none, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_trunc,
-                                 div_tensor_mode_blocks_f64_trunc, scalars);
+                                 div_tensor_mode_blocks_f64_trunc, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_floor,
-                                 div_tensor_mode_blocks_f64_floor, scalars);
+                                 div_tensor_mode_blocks_f64_floor, YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -8125,86 +8180,86 @@ yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
     case YT_DTYPE_U8:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_u8_trunc,
-                                 div_scalar_mode_blocks_u8_trunc, scalars);
+                                 div_scalar_mode_blocks_u8_trunc, YT__PW_COMPUTE_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_u8_floor,
-                                 div_scalar_mode_blocks_u8_floor, scalars);
+                                 div_scalar_mode_blocks_u8_floor, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_I8:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i8_trunc,
-                                 div_scalar_mode_blocks_i8_trunc, scalars);
+                                 div_scalar_mode_blocks_i8_trunc, YT__PW_COMPUTE_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i8_floor,
-                                 div_scalar_mode_blocks_i8_floor, scalars);
+                                 div_scalar_mode_blocks_i8_floor, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_I16:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i16_trunc,
-                                 div_scalar_mode_blocks_i16_trunc, scalars);
+                                 div_scalar_mode_blocks_i16_trunc, YT__PW_COMPUTE_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i16_floor,
-                                 div_scalar_mode_blocks_i16_floor, scalars);
+                                 div_scalar_mode_blocks_i16_floor, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_I32:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i32_trunc,
-                                 div_scalar_mode_blocks_i32_trunc, scalars);
+                                 div_scalar_mode_blocks_i32_trunc, YT__PW_COMPUTE_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i32_floor,
-                                 div_scalar_mode_blocks_i32_floor, scalars);
+                                 div_scalar_mode_blocks_i32_floor, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_I64:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i64_trunc,
-                                 div_scalar_mode_blocks_i64_trunc, scalars);
+                                 div_scalar_mode_blocks_i64_trunc, YT__PW_COMPUTE_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i64_floor,
-                                 div_scalar_mode_blocks_i64_floor, scalars);
+                                 div_scalar_mode_blocks_i64_floor, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_F16:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_none,
-                                 div_scalar_mode_blocks_f16_none, scalars);
+                                 div_scalar_mode_blocks_f16_none, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_trunc,
-                                 div_scalar_mode_blocks_f16_trunc, scalars);
+                                 div_scalar_mode_blocks_f16_trunc, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_floor,
-                                 div_scalar_mode_blocks_f16_floor, scalars);
+                                 div_scalar_mode_blocks_f16_floor, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_BF16:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_none,
-                                 div_scalar_mode_blocks_bf16_none, scalars);
+                                 div_scalar_mode_blocks_bf16_none, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_trunc,
-                                 div_scalar_mode_blocks_bf16_trunc, scalars);
+                                 div_scalar_mode_blocks_bf16_trunc, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_floor,
-                                 div_scalar_mode_blocks_bf16_floor, scalars);
+                                 div_scalar_mode_blocks_bf16_floor, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F32:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_none,
-                                 div_scalar_mode_blocks_f32_none, scalars);
+                                 div_scalar_mode_blocks_f32_none, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_trunc,
-                                 div_scalar_mode_blocks_f32_trunc, scalars);
+                                 div_scalar_mode_blocks_f32_trunc, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_floor,
-                                 div_scalar_mode_blocks_f32_floor, scalars);
+                                 div_scalar_mode_blocks_f32_floor, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_none,
-                                 div_scalar_mode_blocks_f64_none, scalars);
+                                 div_scalar_mode_blocks_f64_none, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_trunc,
-                                 div_scalar_mode_blocks_f64_trunc, scalars);
+                                 div_scalar_mode_blocks_f64_trunc, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_floor,
-                                 div_scalar_mode_blocks_f64_floor, scalars);
+                                 div_scalar_mode_blocks_f64_floor, YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -8388,13 +8443,17 @@ yt__cpu_log(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, log_loop_f16, log_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, log_loop_f16, log_blocks_f16, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, log_loop_bf16, log_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, log_loop_bf16, log_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, log_loop_f32, log_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, log_loop_f32, log_blocks_f32, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, log_loop_f64, log_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, log_loop_f64, log_blocks_f64, YT__PW_COMPUTE_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -8803,25 +8862,35 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, square_loop_bool, square_blocks_bool, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_bool, square_blocks_bool,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, square_loop_u8, square_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_u8, square_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, square_loop_i8, square_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_i8, square_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, square_loop_i16, square_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_i16, square_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, square_loop_i32, square_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_i32, square_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, square_loop_i64, square_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_i64, square_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, square_loop_f16, square_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_f16, square_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, square_loop_bf16, square_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_bf16, square_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, square_loop_f32, square_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_f32, square_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, square_loop_f64, square_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, square_loop_f64, square_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -8997,16 +9066,16 @@ yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
     switch (self->dtype) {
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, reciprocal_loop_f16, reciprocal_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, reciprocal_loop_bf16, reciprocal_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, reciprocal_loop_f32, reciprocal_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, reciprocal_loop_f64, reciprocal_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -9189,13 +9258,17 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, cos_loop_f16, cos_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, cos_loop_f16, cos_blocks_f16, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, cos_loop_bf16, cos_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, cos_loop_bf16, cos_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, cos_loop_f32, cos_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, cos_loop_f32, cos_blocks_f32, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, cos_loop_f64, cos_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, cos_loop_f64, cos_blocks_f64, YT__PW_COMPUTE_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -9565,23 +9638,32 @@ yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, trunc_loop_u8, trunc_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_u8, trunc_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, trunc_loop_i8, trunc_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_i8, trunc_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, trunc_loop_i16, trunc_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_i16, trunc_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, trunc_loop_i32, trunc_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_i32, trunc_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, trunc_loop_i64, trunc_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_i64, trunc_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, trunc_loop_f16, trunc_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_f16, trunc_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, trunc_loop_bf16, trunc_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_bf16, trunc_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, trunc_loop_f32, trunc_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_f32, trunc_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, trunc_loop_f64, trunc_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_f64, trunc_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -9793,13 +9875,17 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, elu_loop_f16, elu_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, elu_loop_f16, elu_blocks_f16, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, elu_loop_bf16, elu_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, elu_loop_bf16, elu_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, elu_loop_f32, elu_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, elu_loop_f32, elu_blocks_f32, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, elu_loop_f64, elu_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, elu_loop_f64, elu_blocks_f64, YT__PW_COMPUTE_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -9982,13 +10068,17 @@ yt__cpu_silu(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, silu_loop_f16, silu_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, silu_loop_f16, silu_blocks_f16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, silu_loop_bf16, silu_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, silu_loop_bf16, silu_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, silu_loop_f32, silu_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, silu_loop_f32, silu_blocks_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, silu_loop_f64, silu_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, silu_loop_f64, silu_blocks_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -10363,34 +10453,34 @@ yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
     case YT_DTYPE_F16:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_f16_none, gelu_blocks_f16_none,
-                                 scalars);
+                                 YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_f16_tanh, gelu_blocks_f16_tanh,
-                                 scalars);
+                                 YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_BF16:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_bf16_none, gelu_blocks_bf16_none,
-                                 scalars);
+                                 YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_bf16_tanh, gelu_blocks_bf16_tanh,
-                                 scalars);
+                                 YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_F32:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_f32_none, gelu_blocks_f32_none,
-                                 scalars);
+                                 YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_f32_tanh, gelu_blocks_f32_tanh,
-                                 scalars);
+                                 YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_f64_none, gelu_blocks_f64_none,
-                                 scalars);
+                                 YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_f64_tanh, gelu_blocks_f64_tanh,
-                                 scalars);
+                                 YT__PW_COMPUTE_BOUND, scalars);
         break;
     default:
         break;
@@ -11042,25 +11132,35 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, lt_loop_bool, lt_blocks_bool, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_bool, lt_blocks_bool, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, lt_loop_u8, lt_blocks_u8, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_u8, lt_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, lt_loop_i8, lt_blocks_i8, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_i8, lt_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, lt_loop_i16, lt_blocks_i16, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_i16, lt_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, lt_loop_i32, lt_blocks_i32, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_i32, lt_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, lt_loop_i64, lt_blocks_i64, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_i64, lt_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, lt_loop_f16, lt_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_f16, lt_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, lt_loop_bf16, lt_blocks_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_bf16, lt_blocks_bf16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, lt_loop_f32, lt_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_f32, lt_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, lt_loop_f64, lt_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_f64, lt_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -11482,26 +11582,34 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 1, inputs, lt_scalar_loop_bool, lt_scalar_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_u8, lt_scalar_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_u8, lt_scalar_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i8, lt_scalar_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i8, lt_scalar_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i16, lt_scalar_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i16, lt_scalar_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i32, lt_scalar_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i32, lt_scalar_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i64, lt_scalar_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i64, lt_scalar_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f16, lt_scalar_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f16, lt_scalar_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, lt_scalar_loop_bf16, lt_scalar_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f32, lt_scalar_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f32, lt_scalar_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f64, lt_scalar_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f64, lt_scalar_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -12152,25 +12260,35 @@ yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, ne_loop_bool, ne_blocks_bool, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_bool, ne_blocks_bool, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, ne_loop_u8, ne_blocks_u8, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_u8, ne_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, ne_loop_i8, ne_blocks_i8, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_i8, ne_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, ne_loop_i16, ne_blocks_i16, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_i16, ne_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, ne_loop_i32, ne_blocks_i32, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_i32, ne_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, ne_loop_i64, ne_blocks_i64, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_i64, ne_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, ne_loop_f16, ne_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_f16, ne_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, ne_loop_bf16, ne_blocks_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_bf16, ne_blocks_bf16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, ne_loop_f32, ne_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_f32, ne_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, ne_loop_f64, ne_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_f64, ne_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -12592,26 +12710,34 @@ yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 1, inputs, ne_scalar_loop_bool, ne_scalar_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_u8, ne_scalar_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_u8, ne_scalar_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i8, ne_scalar_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i8, ne_scalar_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i16, ne_scalar_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i16, ne_scalar_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i32, ne_scalar_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i32, ne_scalar_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i64, ne_scalar_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i64, ne_scalar_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f16, ne_scalar_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f16, ne_scalar_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, ne_scalar_loop_bf16, ne_scalar_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f32, ne_scalar_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f32, ne_scalar_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f64, ne_scalar_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f64, ne_scalar_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -12927,16 +13053,20 @@ yt__cpu_binary_cross_entropy_elementwise(yt_tensor *result, yt_tensor *self, yt_
     switch (self->dtype) {
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_f16,
-                             binary_cross_entropy_elementwise_blocks_f16, scalars);
+                             binary_cross_entropy_elementwise_blocks_f16, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_bf16,
-                             binary_cross_entropy_elementwise_blocks_bf16, scalars);
+                             binary_cross_entropy_elementwise_blocks_bf16, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_f32,
-                             binary_cross_entropy_elementwise_blocks_f32, scalars);
+                             binary_cross_entropy_elementwise_blocks_f32, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_f64,
-                             binary_cross_entropy_elementwise_blocks_f64, scalars);
+                             binary_cross_entropy_elementwise_blocks_f64, YT__PW_COMPUTE_BOUND,
+                             scalars);
     default:
         break;
     }

@@ -677,25 +677,35 @@ yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, maximum_loop_bool, maximum_blocks_bool, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_bool, maximum_blocks_bool,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, maximum_loop_u8, maximum_blocks_u8, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_u8, maximum_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, maximum_loop_i8, maximum_blocks_i8, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_i8, maximum_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, maximum_loop_i16, maximum_blocks_i16, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_i16, maximum_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, maximum_loop_i32, maximum_blocks_i32, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_i32, maximum_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, maximum_loop_i64, maximum_blocks_i64, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_i64, maximum_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, maximum_loop_f16, maximum_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_f16, maximum_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, maximum_loop_bf16, maximum_blocks_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_bf16, maximum_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, maximum_loop_f32, maximum_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_f32, maximum_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, maximum_loop_f64, maximum_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, maximum_loop_f64, maximum_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1078,24 +1088,32 @@ yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_u8, clamp_max_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_u8, clamp_max_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_i8, clamp_max_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i8, clamp_max_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_i16, clamp_max_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i16, clamp_max_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_i32, clamp_max_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i32, clamp_max_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_i64, clamp_max_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i64, clamp_max_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_f16, clamp_max_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_f16, clamp_max_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, clamp_max_loop_bf16, clamp_max_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_f32, clamp_max_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_f32, clamp_max_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_f64, clamp_max_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_f64, clamp_max_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1684,31 +1702,31 @@ yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
     switch (self->dtype) {
     case YT_DTYPE_U8:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_u8,
-                             clamp_max_tensor_blocks_u8, scalars);
+                             clamp_max_tensor_blocks_u8, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i8,
-                             clamp_max_tensor_blocks_i8, scalars);
+                             clamp_max_tensor_blocks_i8, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i16,
-                             clamp_max_tensor_blocks_i16, scalars);
+                             clamp_max_tensor_blocks_i16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i32,
-                             clamp_max_tensor_blocks_i32, scalars);
+                             clamp_max_tensor_blocks_i32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i64,
-                             clamp_max_tensor_blocks_i64, scalars);
+                             clamp_max_tensor_blocks_i64, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f16,
-                             clamp_max_tensor_blocks_f16, scalars);
+                             clamp_max_tensor_blocks_f16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_bf16,
-                             clamp_max_tensor_blocks_bf16, scalars);
+                             clamp_max_tensor_blocks_bf16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f32,
-                             clamp_max_tensor_blocks_f32, scalars);
+                             clamp_max_tensor_blocks_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f64,
-                             clamp_max_tensor_blocks_f64, scalars);
+                             clamp_max_tensor_blocks_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2301,24 +2319,32 @@ yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, remainder_loop_u8, remainder_blocks_u8, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_u8, remainder_blocks_u8,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, remainder_loop_i8, remainder_blocks_i8, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_i8, remainder_blocks_i8,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, remainder_loop_i16, remainder_blocks_i16, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_i16, remainder_blocks_i16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, remainder_loop_i32, remainder_blocks_i32, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_i32, remainder_blocks_i32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, remainder_loop_i64, remainder_blocks_i64, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_i64, remainder_blocks_i64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, remainder_loop_f16, remainder_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_f16, remainder_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, remainder_loop_bf16, remainder_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, remainder_loop_f32, remainder_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_f32, remainder_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, remainder_loop_f64, remainder_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, remainder_loop_f64, remainder_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2705,31 +2731,31 @@ yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     switch (self->dtype) {
     case YT_DTYPE_U8:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_u8,
-                             remainder_scalar_blocks_u8, scalars);
+                             remainder_scalar_blocks_u8, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i8,
-                             remainder_scalar_blocks_i8, scalars);
+                             remainder_scalar_blocks_i8, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i16,
-                             remainder_scalar_blocks_i16, scalars);
+                             remainder_scalar_blocks_i16, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i32,
-                             remainder_scalar_blocks_i32, scalars);
+                             remainder_scalar_blocks_i32, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i64,
-                             remainder_scalar_blocks_i64, scalars);
+                             remainder_scalar_blocks_i64, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f16,
-                             remainder_scalar_blocks_f16, scalars);
+                             remainder_scalar_blocks_f16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_bf16,
-                             remainder_scalar_blocks_bf16, scalars);
+                             remainder_scalar_blocks_bf16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f32,
-                             remainder_scalar_blocks_f32, scalars);
+                             remainder_scalar_blocks_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f64,
-                             remainder_scalar_blocks_f64, scalars);
+                             remainder_scalar_blocks_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -3852,101 +3878,101 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
     case YT_DTYPE_U8:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_u8_no_max_no_min,
-                                 clamp_blocks_u8_no_max_no_min, scalars);
+                                 clamp_blocks_u8_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_u8_max_no_min,
-                                 clamp_blocks_u8_max_no_min, scalars);
+                                 clamp_blocks_u8_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_u8_max_min, clamp_blocks_u8_max_min,
-                                 scalars);
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_I8:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_i8_no_max_no_min,
-                                 clamp_blocks_i8_no_max_no_min, scalars);
+                                 clamp_blocks_i8_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i8_max_no_min,
-                                 clamp_blocks_i8_max_no_min, scalars);
+                                 clamp_blocks_i8_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i8_max_min, clamp_blocks_i8_max_min,
-                                 scalars);
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_I16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_i16_no_max_no_min,
-                                 clamp_blocks_i16_no_max_no_min, scalars);
+                                 clamp_blocks_i16_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i16_max_no_min,
-                                 clamp_blocks_i16_max_no_min, scalars);
+                                 clamp_blocks_i16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i16_max_min,
-                                 clamp_blocks_i16_max_min, scalars);
+                                 clamp_blocks_i16_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_I32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_i32_no_max_no_min,
-                                 clamp_blocks_i32_no_max_no_min, scalars);
+                                 clamp_blocks_i32_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i32_max_no_min,
-                                 clamp_blocks_i32_max_no_min, scalars);
+                                 clamp_blocks_i32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i32_max_min,
-                                 clamp_blocks_i32_max_min, scalars);
+                                 clamp_blocks_i32_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_I64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_i64_no_max_no_min,
-                                 clamp_blocks_i64_no_max_no_min, scalars);
+                                 clamp_blocks_i64_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i64_max_no_min,
-                                 clamp_blocks_i64_max_no_min, scalars);
+                                 clamp_blocks_i64_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i64_max_min,
-                                 clamp_blocks_i64_max_min, scalars);
+                                 clamp_blocks_i64_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_f16_no_max_no_min,
-                                 clamp_blocks_f16_no_max_no_min, scalars);
+                                 clamp_blocks_f16_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f16_max_no_min,
-                                 clamp_blocks_f16_max_no_min, scalars);
+                                 clamp_blocks_f16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f16_max_min,
-                                 clamp_blocks_f16_max_min, scalars);
+                                 clamp_blocks_f16_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_BF16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_bf16_no_max_no_min,
-                                 clamp_blocks_bf16_no_max_no_min, scalars);
+                                 clamp_blocks_bf16_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_bf16_max_no_min,
-                                 clamp_blocks_bf16_max_no_min, scalars);
+                                 clamp_blocks_bf16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_bf16_max_min,
-                                 clamp_blocks_bf16_max_min, scalars);
+                                 clamp_blocks_bf16_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_f32_no_max_no_min,
-                                 clamp_blocks_f32_no_max_no_min, scalars);
+                                 clamp_blocks_f32_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f32_max_no_min,
-                                 clamp_blocks_f32_max_no_min, scalars);
+                                 clamp_blocks_f32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f32_max_min,
-                                 clamp_blocks_f32_max_min, scalars);
+                                 clamp_blocks_f32_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_f64_no_max_no_min,
-                                 clamp_blocks_f64_no_max_no_min, scalars);
+                                 clamp_blocks_f64_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f64_max_no_min,
-                                 clamp_blocks_f64_max_no_min, scalars);
+                                 clamp_blocks_f64_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f64_max_min,
-                                 clamp_blocks_f64_max_min, scalars);
+                                 clamp_blocks_f64_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -6113,101 +6139,110 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
     case YT_DTYPE_U8:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8_no_max_no_min,
-                                 clamp_tensor_blocks_u8_no_max_no_min, scalars);
+                                 clamp_tensor_blocks_u8_no_max_no_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8_max_no_min,
-                                 clamp_tensor_blocks_u8_max_no_min, scalars);
+                                 clamp_tensor_blocks_u8_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8_max_min,
-                                 clamp_tensor_blocks_u8_max_min, scalars);
+                                 clamp_tensor_blocks_u8_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_I8:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8_no_max_no_min,
-                                 clamp_tensor_blocks_i8_no_max_no_min, scalars);
+                                 clamp_tensor_blocks_i8_no_max_no_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8_max_no_min,
-                                 clamp_tensor_blocks_i8_max_no_min, scalars);
+                                 clamp_tensor_blocks_i8_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8_max_min,
-                                 clamp_tensor_blocks_i8_max_min, scalars);
+                                 clamp_tensor_blocks_i8_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_I16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16_no_max_no_min,
-                                 clamp_tensor_blocks_i16_no_max_no_min, scalars);
+                                 clamp_tensor_blocks_i16_no_max_no_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16_max_no_min,
-                                 clamp_tensor_blocks_i16_max_no_min, scalars);
+                                 clamp_tensor_blocks_i16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16_max_min,
-                                 clamp_tensor_blocks_i16_max_min, scalars);
+                                 clamp_tensor_blocks_i16_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_I32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32_no_max_no_min,
-                                 clamp_tensor_blocks_i32_no_max_no_min, scalars);
+                                 clamp_tensor_blocks_i32_no_max_no_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32_max_no_min,
-                                 clamp_tensor_blocks_i32_max_no_min, scalars);
+                                 clamp_tensor_blocks_i32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32_max_min,
-                                 clamp_tensor_blocks_i32_max_min, scalars);
+                                 clamp_tensor_blocks_i32_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_I64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64_no_max_no_min,
-                                 clamp_tensor_blocks_i64_no_max_no_min, scalars);
+                                 clamp_tensor_blocks_i64_no_max_no_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64_max_no_min,
-                                 clamp_tensor_blocks_i64_max_no_min, scalars);
+                                 clamp_tensor_blocks_i64_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64_max_min,
-                                 clamp_tensor_blocks_i64_max_min, scalars);
+                                 clamp_tensor_blocks_i64_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16_no_max_no_min,
-                                 clamp_tensor_blocks_f16_no_max_no_min, scalars);
+                                 clamp_tensor_blocks_f16_no_max_no_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16_max_no_min,
-                                 clamp_tensor_blocks_f16_max_no_min, scalars);
+                                 clamp_tensor_blocks_f16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16_max_min,
-                                 clamp_tensor_blocks_f16_max_min, scalars);
+                                 clamp_tensor_blocks_f16_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_BF16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16_no_max_no_min,
-                                 clamp_tensor_blocks_bf16_no_max_no_min, scalars);
+                                 clamp_tensor_blocks_bf16_no_max_no_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16_max_no_min,
-                                 clamp_tensor_blocks_bf16_max_no_min, scalars);
+                                 clamp_tensor_blocks_bf16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16_max_min,
-                                 clamp_tensor_blocks_bf16_max_min, scalars);
+                                 clamp_tensor_blocks_bf16_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_no_max_no_min,
-                                 clamp_tensor_blocks_f32_no_max_no_min, scalars);
+                                 clamp_tensor_blocks_f32_no_max_no_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_max_no_min,
-                                 clamp_tensor_blocks_f32_max_no_min, scalars);
+                                 clamp_tensor_blocks_f32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_max_min,
-                                 clamp_tensor_blocks_f32_max_min, scalars);
+                                 clamp_tensor_blocks_f32_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_no_max_no_min,
-                                 clamp_tensor_blocks_f64_no_max_no_min, scalars);
+                                 clamp_tensor_blocks_f64_no_max_no_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_max_no_min,
-                                 clamp_tensor_blocks_f64_max_no_min, scalars);
+                                 clamp_tensor_blocks_f64_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_max_min,
-                                 clamp_tensor_blocks_f64_max_min, scalars);
+                                 clamp_tensor_blocks_f64_max_min, YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -7066,34 +7101,42 @@ yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_
     case YT_DTYPE_F16:
         if (max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f16_no_max,
-                                 clamp_tensor_backward_min_blocks_f16_no_max, scalars);
+                                 clamp_tensor_backward_min_blocks_f16_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f16_max,
-                                 clamp_tensor_backward_min_blocks_f16_max, scalars);
+                                 clamp_tensor_backward_min_blocks_f16_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_BF16:
         if (max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_bf16_no_max,
-                                 clamp_tensor_backward_min_blocks_bf16_no_max, scalars);
+                                 clamp_tensor_backward_min_blocks_bf16_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_bf16_max,
-                                 clamp_tensor_backward_min_blocks_bf16_max, scalars);
+                                 clamp_tensor_backward_min_blocks_bf16_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F32:
         if (max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f32_no_max,
-                                 clamp_tensor_backward_min_blocks_f32_no_max, scalars);
+                                 clamp_tensor_backward_min_blocks_f32_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f32_max,
-                                 clamp_tensor_backward_min_blocks_f32_max, scalars);
+                                 clamp_tensor_backward_min_blocks_f32_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F64:
         if (max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f64_no_max,
-                                 clamp_tensor_backward_min_blocks_f64_no_max, scalars);
+                                 clamp_tensor_backward_min_blocks_f64_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f64_max,
-                                 clamp_tensor_backward_min_blocks_f64_max, scalars);
+                                 clamp_tensor_backward_min_blocks_f64_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     default:
         break;
@@ -7464,23 +7507,32 @@ yt__cpu_abs(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, abs_loop_u8, abs_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_u8, abs_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, abs_loop_i8, abs_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_i8, abs_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, abs_loop_i16, abs_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_i16, abs_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, abs_loop_i32, abs_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_i32, abs_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, abs_loop_i64, abs_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_i64, abs_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, abs_loop_f16, abs_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_f16, abs_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, abs_loop_bf16, abs_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_bf16, abs_blocks_bf16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, abs_loop_f32, abs_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_f32, abs_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, abs_loop_f64, abs_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_f64, abs_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -7889,25 +7941,35 @@ yt__cpu_sign(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, sign_loop_bool, sign_blocks_bool, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_bool, sign_blocks_bool,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, sign_loop_u8, sign_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_u8, sign_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, sign_loop_i8, sign_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_i8, sign_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, sign_loop_i16, sign_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_i16, sign_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, sign_loop_i32, sign_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_i32, sign_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, sign_loop_i64, sign_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_i64, sign_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sign_loop_f16, sign_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_f16, sign_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sign_loop_bf16, sign_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_bf16, sign_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sign_loop_f32, sign_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_f32, sign_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sign_loop_f64, sign_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_f64, sign_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -8082,13 +8144,17 @@ yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_f16, rsqrt_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f16, rsqrt_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_bf16, rsqrt_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_bf16, rsqrt_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_f32, rsqrt_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f32, rsqrt_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_f64, rsqrt_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f64, rsqrt_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -8271,13 +8337,17 @@ yt__cpu_log2(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, log2_loop_f16, log2_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, log2_loop_f16, log2_blocks_f16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, log2_loop_bf16, log2_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, log2_loop_bf16, log2_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, log2_loop_f32, log2_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, log2_loop_f32, log2_blocks_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, log2_loop_f64, log2_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, log2_loop_f64, log2_blocks_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -8460,13 +8530,17 @@ yt__cpu_sin(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sin_loop_f16, sin_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, sin_loop_f16, sin_blocks_f16, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sin_loop_bf16, sin_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, sin_loop_bf16, sin_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sin_loop_f32, sin_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, sin_loop_f32, sin_blocks_f32, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sin_loop_f64, sin_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, sin_loop_f64, sin_blocks_f64, YT__PW_COMPUTE_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -8836,23 +8910,32 @@ yt__cpu_floor(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, floor_loop_u8, floor_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_u8, floor_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, floor_loop_i8, floor_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_i8, floor_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, floor_loop_i16, floor_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_i16, floor_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, floor_loop_i32, floor_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_i32, floor_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, floor_loop_i64, floor_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_i64, floor_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, floor_loop_f16, floor_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_f16, floor_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, floor_loop_bf16, floor_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_bf16, floor_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, floor_loop_f32, floor_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_f32, floor_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, floor_loop_f64, floor_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_f64, floor_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -9034,16 +9117,16 @@ yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
     switch (self->dtype) {
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, leaky_relu_loop_f16, leaky_relu_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, leaky_relu_loop_bf16, leaky_relu_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, leaky_relu_loop_f32, leaky_relu_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, leaky_relu_loop_f64, leaky_relu_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -9452,25 +9535,35 @@ yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_bool, isfinite_blocks_bool, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_bool, isfinite_blocks_bool,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_u8, isfinite_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_u8, isfinite_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_i8, isfinite_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i8, isfinite_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_i16, isfinite_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i16, isfinite_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_i32, isfinite_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i32, isfinite_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_i64, isfinite_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i64, isfinite_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_f16, isfinite_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_f16, isfinite_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_bf16, isfinite_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_bf16, isfinite_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_f32, isfinite_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_f32, isfinite_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_f64, isfinite_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, isfinite_loop_f64, isfinite_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -10079,32 +10172,34 @@ yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const 
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 1, inputs, nan_to_num_loop_bool, nan_to_num_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_u8, nan_to_num_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_u8, nan_to_num_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i8, nan_to_num_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i8, nan_to_num_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 1, inputs, nan_to_num_loop_i16, nan_to_num_blocks_i16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 1, inputs, nan_to_num_loop_i32, nan_to_num_blocks_i32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 1, inputs, nan_to_num_loop_i64, nan_to_num_blocks_i64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, nan_to_num_loop_f16, nan_to_num_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, nan_to_num_loop_bf16, nan_to_num_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, nan_to_num_loop_f32, nan_to_num_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, nan_to_num_loop_f64, nan_to_num_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -10755,25 +10850,35 @@ yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, gt_loop_bool, gt_blocks_bool, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_bool, gt_blocks_bool, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, gt_loop_u8, gt_blocks_u8, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_u8, gt_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, gt_loop_i8, gt_blocks_i8, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_i8, gt_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, gt_loop_i16, gt_blocks_i16, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_i16, gt_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, gt_loop_i32, gt_blocks_i32, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_i32, gt_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, gt_loop_i64, gt_blocks_i64, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_i64, gt_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, gt_loop_f16, gt_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_f16, gt_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, gt_loop_bf16, gt_blocks_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_bf16, gt_blocks_bf16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, gt_loop_f32, gt_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_f32, gt_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, gt_loop_f64, gt_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_f64, gt_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -11195,26 +11300,34 @@ yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 1, inputs, gt_scalar_loop_bool, gt_scalar_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_u8, gt_scalar_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_u8, gt_scalar_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i8, gt_scalar_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i8, gt_scalar_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i16, gt_scalar_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i16, gt_scalar_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i32, gt_scalar_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i32, gt_scalar_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i64, gt_scalar_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i64, gt_scalar_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f16, gt_scalar_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f16, gt_scalar_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, gt_scalar_loop_bf16, gt_scalar_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f32, gt_scalar_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f32, gt_scalar_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f64, gt_scalar_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f64, gt_scalar_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -12074,25 +12187,35 @@ yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tenso
     yt_tensor *const inputs[3] = {condition, self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 3, inputs, where_loop_bool, where_blocks_bool, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_bool, where_blocks_bool,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 3, inputs, where_loop_u8, where_blocks_u8, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_u8, where_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 3, inputs, where_loop_i8, where_blocks_i8, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_i8, where_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 3, inputs, where_loop_i16, where_blocks_i16, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_i16, where_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 3, inputs, where_loop_i32, where_blocks_i32, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_i32, where_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 3, inputs, where_loop_i64, where_blocks_i64, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_i64, where_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, where_loop_f16, where_blocks_f16, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_f16, where_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 3, inputs, where_loop_bf16, where_blocks_bf16, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_bf16, where_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 3, inputs, where_loop_f32, where_blocks_f32, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_f32, where_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 3, inputs, where_loop_f64, where_blocks_f64, scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_f64, where_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -12744,32 +12867,34 @@ yt__cpu_logical_or(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 2, inputs, logical_or_loop_bool, logical_or_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_u8, logical_or_blocks_u8, scalars);
+        return yt__pointwise(result, 2, inputs, logical_or_loop_u8, logical_or_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_i8, logical_or_blocks_i8, scalars);
+        return yt__pointwise(result, 2, inputs, logical_or_loop_i8, logical_or_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, logical_or_loop_i16, logical_or_blocks_i16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, logical_or_loop_i32, logical_or_blocks_i32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, logical_or_loop_i64, logical_or_blocks_i64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, logical_or_loop_f16, logical_or_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, logical_or_loop_bf16, logical_or_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, logical_or_loop_f32, logical_or_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, logical_or_loop_f64, logical_or_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }

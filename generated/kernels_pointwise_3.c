@@ -691,25 +691,35 @@ yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, add_loop_bool, add_blocks_bool, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_bool, add_blocks_bool, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, add_loop_u8, add_blocks_u8, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_u8, add_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, add_loop_i8, add_blocks_i8, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_i8, add_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, add_loop_i16, add_blocks_i16, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_i16, add_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, add_loop_i32, add_blocks_i32, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_i32, add_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, add_loop_i64, add_blocks_i64, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_i64, add_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, add_loop_f16, add_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_f16, add_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, add_loop_bf16, add_blocks_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_bf16, add_blocks_bf16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, add_loop_f32, add_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_f32, add_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, add_loop_f64, add_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_f64, add_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -1144,32 +1154,34 @@ yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_bool, add_scalar_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_u8, add_scalar_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_u8, add_scalar_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_i8, add_scalar_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_i8, add_scalar_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_i16, add_scalar_blocks_i16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_i32, add_scalar_blocks_i32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_i64, add_scalar_blocks_i64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_f16, add_scalar_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_bf16, add_scalar_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_f32, add_scalar_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_f64, add_scalar_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1552,24 +1564,32 @@ yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_u8, clamp_min_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_u8, clamp_min_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_i8, clamp_min_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i8, clamp_min_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_i16, clamp_min_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i16, clamp_min_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_i32, clamp_min_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i32, clamp_min_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_i64, clamp_min_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i64, clamp_min_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_f16, clamp_min_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_f16, clamp_min_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, clamp_min_loop_bf16, clamp_min_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_f32, clamp_min_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_f32, clamp_min_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_f64, clamp_min_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_f64, clamp_min_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2158,31 +2178,31 @@ yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
     switch (self->dtype) {
     case YT_DTYPE_U8:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_u8,
-                             clamp_min_tensor_blocks_u8, scalars);
+                             clamp_min_tensor_blocks_u8, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i8,
-                             clamp_min_tensor_blocks_i8, scalars);
+                             clamp_min_tensor_blocks_i8, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i16,
-                             clamp_min_tensor_blocks_i16, scalars);
+                             clamp_min_tensor_blocks_i16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i32,
-                             clamp_min_tensor_blocks_i32, scalars);
+                             clamp_min_tensor_blocks_i32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i64,
-                             clamp_min_tensor_blocks_i64, scalars);
+                             clamp_min_tensor_blocks_i64, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f16,
-                             clamp_min_tensor_blocks_f16, scalars);
+                             clamp_min_tensor_blocks_f16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_bf16,
-                             clamp_min_tensor_blocks_bf16, scalars);
+                             clamp_min_tensor_blocks_bf16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f32,
-                             clamp_min_tensor_blocks_f32, scalars);
+                             clamp_min_tensor_blocks_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f64,
-                             clamp_min_tensor_blocks_f64, scalars);
+                             clamp_min_tensor_blocks_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -3249,58 +3269,70 @@ yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *sel
     case YT_DTYPE_F16:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16_no_min_no_max,
-                                 clamp_backward_blocks_f16_no_min_no_max, scalars);
+                                 clamp_backward_blocks_f16_no_min_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16_no_min_max,
-                                 clamp_backward_blocks_f16_no_min_max, scalars);
+                                 clamp_backward_blocks_f16_no_min_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16_min_no_max,
-                                 clamp_backward_blocks_f16_min_no_max, scalars);
+                                 clamp_backward_blocks_f16_min_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16_min_max,
-                                 clamp_backward_blocks_f16_min_max, scalars);
+                                 clamp_backward_blocks_f16_min_max, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_BF16:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16_no_min_no_max,
-                                 clamp_backward_blocks_bf16_no_min_no_max, scalars);
+                                 clamp_backward_blocks_bf16_no_min_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16_no_min_max,
-                                 clamp_backward_blocks_bf16_no_min_max, scalars);
+                                 clamp_backward_blocks_bf16_no_min_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16_min_no_max,
-                                 clamp_backward_blocks_bf16_min_no_max, scalars);
+                                 clamp_backward_blocks_bf16_min_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16_min_max,
-                                 clamp_backward_blocks_bf16_min_max, scalars);
+                                 clamp_backward_blocks_bf16_min_max, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F32:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_no_min_no_max,
-                                 clamp_backward_blocks_f32_no_min_no_max, scalars);
+                                 clamp_backward_blocks_f32_no_min_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_no_min_max,
-                                 clamp_backward_blocks_f32_no_min_max, scalars);
+                                 clamp_backward_blocks_f32_no_min_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_min_no_max,
-                                 clamp_backward_blocks_f32_min_no_max, scalars);
+                                 clamp_backward_blocks_f32_min_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_min_max,
-                                 clamp_backward_blocks_f32_min_max, scalars);
+                                 clamp_backward_blocks_f32_min_max, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_no_min_no_max,
-                                 clamp_backward_blocks_f64_no_min_no_max, scalars);
+                                 clamp_backward_blocks_f64_no_min_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_no_min_max,
-                                 clamp_backward_blocks_f64_no_min_max, scalars);
+                                 clamp_backward_blocks_f64_no_min_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_min_no_max,
-                                 clamp_backward_blocks_f64_min_no_max, scalars);
+                                 clamp_backward_blocks_f64_min_no_max, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_min_max,
-                                 clamp_backward_blocks_f64_min_max, scalars);
+                                 clamp_backward_blocks_f64_min_max, YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -4159,34 +4191,42 @@ yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_
     case YT_DTYPE_F16:
         if (min == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f16_no_min,
-                                 clamp_tensor_backward_max_blocks_f16_no_min, scalars);
+                                 clamp_tensor_backward_max_blocks_f16_no_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f16_min,
-                                 clamp_tensor_backward_max_blocks_f16_min, scalars);
+                                 clamp_tensor_backward_max_blocks_f16_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_BF16:
         if (min == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_bf16_no_min,
-                                 clamp_tensor_backward_max_blocks_bf16_no_min, scalars);
+                                 clamp_tensor_backward_max_blocks_bf16_no_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_bf16_min,
-                                 clamp_tensor_backward_max_blocks_bf16_min, scalars);
+                                 clamp_tensor_backward_max_blocks_bf16_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F32:
         if (min == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f32_no_min,
-                                 clamp_tensor_backward_max_blocks_f32_no_min, scalars);
+                                 clamp_tensor_backward_max_blocks_f32_no_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f32_min,
-                                 clamp_tensor_backward_max_blocks_f32_min, scalars);
+                                 clamp_tensor_backward_max_blocks_f32_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F64:
         if (min == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f64_no_min,
-                                 clamp_tensor_backward_max_blocks_f64_no_min, scalars);
+                                 clamp_tensor_backward_max_blocks_f64_no_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (min != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f64_min,
-                                 clamp_tensor_backward_max_blocks_f64_min, scalars);
+                                 clamp_tensor_backward_max_blocks_f64_min, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     default:
         break;
@@ -4510,38 +4550,46 @@ yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const c
     case YT_DTYPE_F16:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f16_none,
-                                 div_rounding_backward_blocks_f16_none, scalars);
+                                 div_rounding_backward_blocks_f16_none, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f16_trunc,
-                                 div_rounding_backward_blocks_f16_trunc, scalars);
+                                 div_rounding_backward_blocks_f16_trunc, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_BF16:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_bf16_none,
-                                 div_rounding_backward_blocks_bf16_none, scalars);
+                                 div_rounding_backward_blocks_bf16_none, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_bf16_trunc,
-                                 div_rounding_backward_blocks_bf16_trunc, scalars);
+                                 div_rounding_backward_blocks_bf16_trunc, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F32:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_none,
-                                 div_rounding_backward_blocks_f32_none, scalars);
+                                 div_rounding_backward_blocks_f32_none, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_trunc,
-                                 div_rounding_backward_blocks_f32_trunc, scalars);
+                                 div_rounding_backward_blocks_f32_trunc, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F64:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_none,
-                                 div_rounding_backward_blocks_f64_none, scalars);
+                                 div_rounding_backward_blocks_f64_none, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_trunc,
-                                 div_rounding_backward_blocks_f64_trunc, scalars);
+                                 div_rounding_backward_blocks_f64_trunc, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     default:
         break;
@@ -4725,13 +4773,17 @@ yt__cpu_exp(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, exp_loop_f16, exp_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, exp_loop_f16, exp_blocks_f16, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, exp_loop_bf16, exp_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, exp_loop_bf16, exp_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, exp_loop_f32, exp_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, exp_loop_f32, exp_blocks_f32, YT__PW_COMPUTE_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, exp_loop_f64, exp_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, exp_loop_f64, exp_blocks_f64, YT__PW_COMPUTE_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -5339,31 +5391,31 @@ yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor 
     switch (grad_output->dtype) {
     case YT_DTYPE_U8:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_u8,
-                             threshold_backward_blocks_u8, scalars);
+                             threshold_backward_blocks_u8, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_i8,
-                             threshold_backward_blocks_i8, scalars);
+                             threshold_backward_blocks_i8, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_i16,
-                             threshold_backward_blocks_i16, scalars);
+                             threshold_backward_blocks_i16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_i32,
-                             threshold_backward_blocks_i32, scalars);
+                             threshold_backward_blocks_i32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_i64,
-                             threshold_backward_blocks_i64, scalars);
+                             threshold_backward_blocks_i64, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_f16,
-                             threshold_backward_blocks_f16, scalars);
+                             threshold_backward_blocks_f16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_bf16,
-                             threshold_backward_blocks_bf16, scalars);
+                             threshold_backward_blocks_bf16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_f32,
-                             threshold_backward_blocks_f32, scalars);
+                             threshold_backward_blocks_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_f64,
-                             threshold_backward_blocks_f64, scalars);
+                             threshold_backward_blocks_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -5546,13 +5598,17 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sigmoid_loop_f16, sigmoid_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, sigmoid_loop_f16, sigmoid_blocks_f16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sigmoid_loop_bf16, sigmoid_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, sigmoid_loop_bf16, sigmoid_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sigmoid_loop_f32, sigmoid_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, sigmoid_loop_f32, sigmoid_blocks_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sigmoid_loop_f64, sigmoid_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, sigmoid_loop_f64, sigmoid_blocks_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -5735,13 +5791,17 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, tanh_loop_f16, tanh_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, tanh_loop_f16, tanh_blocks_f16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, tanh_loop_bf16, tanh_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, tanh_loop_bf16, tanh_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, tanh_loop_f32, tanh_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, tanh_loop_f32, tanh_blocks_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, tanh_loop_f64, tanh_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, tanh_loop_f64, tanh_blocks_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -5943,13 +6003,17 @@ yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar t
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, softplus_loop_f16, softplus_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, softplus_loop_f16, softplus_blocks_f16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, softplus_loop_bf16, softplus_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, softplus_loop_bf16, softplus_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, softplus_loop_f32, softplus_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, softplus_loop_f32, softplus_blocks_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, softplus_loop_f64, softplus_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, softplus_loop_f64, softplus_blocks_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -6132,13 +6196,17 @@ yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, expm1_loop_f16, expm1_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, expm1_loop_f16, expm1_blocks_f16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, expm1_loop_bf16, expm1_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, expm1_loop_bf16, expm1_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, expm1_loop_f32, expm1_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, expm1_loop_f32, expm1_blocks_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, expm1_loop_f64, expm1_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, expm1_loop_f64, expm1_blocks_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -6321,13 +6389,17 @@ yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, log1p_loop_f16, log1p_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, log1p_loop_f16, log1p_blocks_f16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, log1p_loop_bf16, log1p_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, log1p_loop_bf16, log1p_blocks_bf16,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, log1p_loop_f32, log1p_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, log1p_loop_f32, log1p_blocks_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, log1p_loop_f64, log1p_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, log1p_loop_f64, log1p_blocks_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -6697,23 +6769,32 @@ yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, ceil_loop_u8, ceil_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_u8, ceil_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, ceil_loop_i8, ceil_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_i8, ceil_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, ceil_loop_i16, ceil_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_i16, ceil_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, ceil_loop_i32, ceil_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_i32, ceil_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, ceil_loop_i64, ceil_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_i64, ceil_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, ceil_loop_f16, ceil_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_f16, ceil_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, ceil_loop_bf16, ceil_blocks_bf16, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_bf16, ceil_blocks_bf16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, ceil_loop_f32, ceil_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_f32, ceil_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, ceil_loop_f64, ceil_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_f64, ceil_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -7012,16 +7093,16 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f16,
-                             leaky_relu_backward_blocks_f16, scalars);
+                             leaky_relu_backward_blocks_f16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_bf16,
-                             leaky_relu_backward_blocks_bf16, scalars);
+                             leaky_relu_backward_blocks_bf16, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f32,
-                             leaky_relu_backward_blocks_f32, scalars);
+                             leaky_relu_backward_blocks_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f64,
-                             leaky_relu_backward_blocks_f64, scalars);
+                             leaky_relu_backward_blocks_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -7370,16 +7451,16 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, elu_backward_loop_f16, elu_backward_blocks_f16,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, elu_backward_loop_bf16, elu_backward_blocks_bf16,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, elu_backward_loop_f32, elu_backward_blocks_f32,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, elu_backward_loop_f64, elu_backward_blocks_f64,
-                             scalars);
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -8030,25 +8111,35 @@ yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, eq_loop_bool, eq_blocks_bool, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_bool, eq_blocks_bool, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, eq_loop_u8, eq_blocks_u8, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_u8, eq_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, eq_loop_i8, eq_blocks_i8, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_i8, eq_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, eq_loop_i16, eq_blocks_i16, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_i16, eq_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, eq_loop_i32, eq_blocks_i32, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_i32, eq_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, eq_loop_i64, eq_blocks_i64, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_i64, eq_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, eq_loop_f16, eq_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_f16, eq_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, eq_loop_bf16, eq_blocks_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_bf16, eq_blocks_bf16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, eq_loop_f32, eq_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_f32, eq_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, eq_loop_f64, eq_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_f64, eq_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -8470,26 +8561,34 @@ yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 1, inputs, eq_scalar_loop_bool, eq_scalar_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_u8, eq_scalar_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_u8, eq_scalar_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i8, eq_scalar_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i8, eq_scalar_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i16, eq_scalar_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i16, eq_scalar_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i32, eq_scalar_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i32, eq_scalar_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i64, eq_scalar_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i64, eq_scalar_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f16, eq_scalar_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f16, eq_scalar_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, eq_scalar_loop_bf16, eq_scalar_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f32, eq_scalar_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f32, eq_scalar_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f64, eq_scalar_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f64, eq_scalar_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -9140,25 +9239,35 @@ yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, le_loop_bool, le_blocks_bool, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_bool, le_blocks_bool, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, le_loop_u8, le_blocks_u8, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_u8, le_blocks_u8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, le_loop_i8, le_blocks_i8, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_i8, le_blocks_i8, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, le_loop_i16, le_blocks_i16, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_i16, le_blocks_i16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, le_loop_i32, le_blocks_i32, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_i32, le_blocks_i32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, le_loop_i64, le_blocks_i64, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_i64, le_blocks_i64, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, le_loop_f16, le_blocks_f16, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_f16, le_blocks_f16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, le_loop_bf16, le_blocks_bf16, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_bf16, le_blocks_bf16, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, le_loop_f32, le_blocks_f32, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_f32, le_blocks_f32, YT__PW_MEMORY_BOUND,
+                             scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, le_loop_f64, le_blocks_f64, scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_f64, le_blocks_f64, YT__PW_MEMORY_BOUND,
+                             scalars);
     default:
         break;
     }
@@ -9580,26 +9689,34 @@ yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 1, inputs, le_scalar_loop_bool, le_scalar_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_u8, le_scalar_blocks_u8, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_u8, le_scalar_blocks_u8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_i8, le_scalar_blocks_i8, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i8, le_scalar_blocks_i8,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_i16, le_scalar_blocks_i16, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i16, le_scalar_blocks_i16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_i32, le_scalar_blocks_i32, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i32, le_scalar_blocks_i32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_i64, le_scalar_blocks_i64, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i64, le_scalar_blocks_i64,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_f16, le_scalar_blocks_f16, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_f16, le_scalar_blocks_f16,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, le_scalar_loop_bf16, le_scalar_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_f32, le_scalar_blocks_f32, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_f32, le_scalar_blocks_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_f64, le_scalar_blocks_f64, scalars);
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_f64, le_scalar_blocks_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -10251,34 +10368,34 @@ yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 2, inputs, logical_and_loop_bool, logical_and_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
         return yt__pointwise(result, 2, inputs, logical_and_loop_u8, logical_and_blocks_u8,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 2, inputs, logical_and_loop_i8, logical_and_blocks_i8,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, logical_and_loop_i16, logical_and_blocks_i16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, logical_and_loop_i32, logical_and_blocks_i32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, logical_and_loop_i64, logical_and_blocks_i64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, logical_and_loop_f16, logical_and_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, logical_and_loop_bf16, logical_and_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, logical_and_loop_f32, logical_and_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, logical_and_loop_f64, logical_and_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -10688,34 +10805,34 @@ yt__cpu_logical_not(yt_tensor *result, yt_tensor *self)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 1, inputs, logical_not_loop_bool, logical_not_blocks_bool,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
         return yt__pointwise(result, 1, inputs, logical_not_loop_u8, logical_not_blocks_u8,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 1, inputs, logical_not_loop_i8, logical_not_blocks_i8,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 1, inputs, logical_not_loop_i16, logical_not_blocks_i16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 1, inputs, logical_not_loop_i32, logical_not_blocks_i32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 1, inputs, logical_not_loop_i64, logical_not_blocks_i64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, logical_not_loop_f16, logical_not_blocks_f16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, logical_not_loop_bf16, logical_not_blocks_bf16,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, logical_not_loop_f32, logical_not_blocks_f32,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, logical_not_loop_f64, logical_not_blocks_f64,
-                             scalars);
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }

@@ -353,7 +353,8 @@ typedef struct yt__block_strip {
     char *data[YT__MAX_OPERANDS];
     int64_t col_strides[YT__MAX_OPERANDS], row_strides[YT__MAX_OPERANDS];
     unsigned copied;
-    int64_t ahead; /* bytes ahead along the rows to prefetch the operands read in place, or 0 */
+    int64_t ahead;   /* bytes ahead along the rows to prefetch the operands read in place, or 0 */
+    bool stream_out; /* the output's rows, a cache line a block, stored around the caches */
     int64_t rows, cols;
     const char *next[YT__MAX_OPERANDS];
     int64_t next_last[YT__MAX_OPERANDS];
@@ -363,6 +364,12 @@ typedef struct yt__block_strip {
  * the loop's body inlined). */
 typedef void (*yt__block_fn)(const yt__block_strip *s, const void *ctx);
 
+/* Where a pointwise loop's time goes: into moving its operands (an add: a few instructions an
+ * element) or into its arithmetic (a libm call or an integer division an element). A large output
+ * of a memory-bound loop is stored around the caches; a compute-bound loop's plain stores overlap
+ * its arithmetic, which a buffer stored afterwards would not. */
+typedef enum yt__pw_bound { YT__PW_MEMORY_BOUND, YT__PW_COMPUTE_BOUND } yt__pw_bound;
+
 /* Runs `loop` over every element of `out`, with each input broadcast to out's shape (the caller
  * checked broadcastability). Coalesces dimensions, calls `loop` once for contiguous operands, and
  * splits the outer loop across threads above YT_PARALLEL_GRAIN elements. When an input is
@@ -371,7 +378,8 @@ typedef void (*yt__block_fn)(const yt__block_strip *s, const void *ctx);
  * elements along the innermost dim runs through a buffer, so `loop` must store every element of
  * the output (a loop that stores none takes yt__pointwise_scan). At most 7 inputs. */
 YT_INTERNAL yt_status yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in,
-                                    yt__loop_fn loop, yt__block_fn blocks, const void *ctx);
+                                    yt__loop_fn loop, yt__block_fn blocks, yt__pw_bound bound,
+                                    const void *ctx);
 
 /* yt__pointwise over t alone for a loop that reads t (data[1]) and writes nothing: data[0] is t
  * too, and is never stored to (a stepped output is otherwise computed into a buffer and stored

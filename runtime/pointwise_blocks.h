@@ -63,6 +63,18 @@ yt__transpose4x4_64(double *d, int64_t dn, const char *src, int64_t s0)
 }
 #endif
 
+/* Stores the 64-byte line at src (aligned) to dst (aligned) around the caches. */
+YT_ALWAYS_INLINE void
+yt__stream_line(char *dst, const char *src)
+{
+#ifdef __AVX2__
+    _mm256_stream_si256((__m256i *)dst, _mm256_load_si256((const __m256i *)src));
+    _mm256_stream_si256((__m256i *)(dst + 32), _mm256_load_si256((const __m256i *)(src + 32)));
+#else
+    memcpy(dst, src, 64);
+#endif
+}
+
 /* yt__copy_block for any layout and element size, element by element (out of line: a broadcast
  * or doubly strided input beside a transposed one is rare, and inlined this would take registers
  * from the common case). */
@@ -131,7 +143,8 @@ yt__run_blocks(const yt__block_strip *s, int n_ops, const int64_t *esize, yt__lo
     int64_t row_strides[YT__MAX_OPERANDS];
 #pragma GCC unroll 8
     for (int k = 0; k < n_ops; k++)
-        row_strides[k] = (copied >> k) & 1 ? side * esize[k] : s->row_strides[k];
+        row_strides[k] =
+            (copied >> k) & 1 || (k == 0 && s->stream_out) ? side * esize[k] : s->row_strides[k];
     for (int64_t j = 0; j < s->cols; j += side) {
 #pragma GCC unroll 8
         for (int k = 1; k < n_ops; k++) {
@@ -155,6 +168,8 @@ yt__run_blocks(const yt__block_strip *s, int n_ops, const int64_t *esize, yt__lo
                 for (int64_t r = 0; r < s->rows; r++) {
                     const char *row = at[k] + r * s->row_strides[k] + s->ahead;
                     for (int64_t b = 0; b < side * esize[k]; b += 64) {
+                        if (k == 0 && s->stream_out)
+                            break; /* not fetched into cache */
                         if (k == 0)
                             __builtin_prefetch(row + b, 1, 2);
                         else
@@ -179,7 +194,16 @@ yt__run_blocks(const yt__block_strip *s, int n_ops, const int64_t *esize, yt__lo
                 }
                 at[k] += height * s->row_strides[k];
             }
-            rows_fn(data, esize, side, row_strides, height, ctx);
+            if (s->stream_out) {
+                /* computed into a buffer, stored from there a line a row */
+                char *out = data[0];
+                data[0] = buffers[0];
+                rows_fn(data, esize, side, row_strides, height, ctx);
+                for (int64_t r = 0; r < height; r++)
+                    yt__stream_line(out + r * s->row_strides[0], buffers[0] + r * 64);
+            } else {
+                rows_fn(data, esize, side, row_strides, height, ctx);
+            }
             i += height;
         }
     }

@@ -1465,3 +1465,190 @@ Test(pointwise, loss_gradients_at_the_edges_match_pytorch)
     expect_loss_grad(s, st, 4, "smooth_l1", 1.0, (double[]){0, -0.5, 0, 0.3});
     YT_ASSERT_NO_LEAKS();
 }
+
+/* `make(operands)` with the last-level cache taken as 64 KiB, where these outputs (from 20 KB)
+ * are stored around the caches (runtime/pointwise.c, nontemporal_output), must give the same
+ * bits as with the machine's, where they are stored plainly; and `buffer`, of which the output
+ * may be a part, must agree everywhere. */
+typedef struct streamed_case {
+    const char *what;
+    yt_tensor *(*make)(yt_tensor *const *operands, yt_tensor *buffer);
+} streamed_case;
+
+static void
+expect_same_streamed(const streamed_case *c, yt_tensor *const *operands, const int64_t *shape,
+                     int dim, yt_dtype dtype)
+{
+    yt_tensor *results[2], *buffers[2];
+    for (int streamed = 0; streamed < 2; streamed++) {
+        yt__set_cache_bytes(streamed ? 64 << 10 : 0);
+        buffers[streamed] = yt_full_ex(shape, dim, yt_int(7), dtype, YT_DEVICE_CPU);
+        results[streamed] = c->make(operands, buffers[streamed]);
+        cr_assert_not_null(results[streamed], "%s %s: %s", c->what, yt_dtype_name(dtype),
+                           yt_errmsg());
+    }
+    yt__set_cache_bytes(0);
+    for (int k = 0; k < 2; k++) {
+        yt_tensor *plain = k ? buffers[0] : results[0], *streamed = k ? buffers[1] : results[1];
+        yt_tensor *differs = yt_ne(plain, streamed), *any = differs ? yt_any(differs) : NULL;
+        bool bad = true;
+        cr_assert_eq(yt_tensor_copy_to(any, &bad, sizeof bad, YT_DTYPE_BOOL), YT_OK, "%s",
+                     yt_errmsg());
+        cr_assert(!bad, "%s %s: the streamed %s differs from the plain one", c->what,
+                  yt_dtype_name(dtype), k ? "buffer" : "result");
+        yt_release(any);
+        yt_release(differs);
+    }
+    for (int k = 0; k < 2; k++) {
+        yt_release(results[k]);
+        yt_release(buffers[k]);
+    }
+}
+
+/* out= the buffer's elements from `offset` on (a start anywhere in a cache line). */
+static yt_tensor *
+add_into_offset(yt_tensor *const *o, yt_tensor *buffer, int64_t offset)
+{
+    yt_tensor *flat = yt_reshape(buffer, (const int64_t[]){-1}, 1);
+    yt_tensor *out = yt_narrow(flat, 0, offset, yt_tensor_numel(o[0]) - 15);
+    yt_tensor *a = yt_narrow(o[0], 0, 0, yt_tensor_numel(o[0]) - 15);
+    yt_tensor *b = yt_narrow(o[1], 0, 0, yt_tensor_numel(o[0]) - 15);
+    yt_status s = yt_add_out(out, a, b);
+    yt_release(a);
+    yt_release(b);
+    yt_release(flat);
+    if (s != YT_OK) {
+        yt_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static yt_tensor *
+flat_at_0(yt_tensor *const *o, yt_tensor *buffer)
+{
+    return add_into_offset(o, buffer, 0);
+}
+
+static yt_tensor *
+flat_at_1(yt_tensor *const *o, yt_tensor *buffer)
+{
+    return add_into_offset(o, buffer, 1);
+}
+
+static yt_tensor *
+flat_at_15(yt_tensor *const *o, yt_tensor *buffer)
+{
+    return add_into_offset(o, buffer, 15);
+}
+
+static yt_tensor *
+in_place(yt_tensor *const *o, yt_tensor *buffer)
+{
+    (void)buffer;
+    yt_tensor *x = yt_clone(o[0]);
+    if (x != NULL && yt_mul_scalar_(x, yt_int(3)) != YT_OK) {
+        yt_release(x);
+        return NULL;
+    }
+    return x;
+}
+
+static yt_tensor *
+beside_a_row(yt_tensor *const *o, yt_tensor *buffer)
+{
+    (void)buffer;
+    return yt_sub(o[2], o[3]); /* [R, C] - [C] */
+}
+
+static yt_tensor *
+short_rows(yt_tensor *const *o, yt_tensor *buffer)
+{
+    (void)buffer;
+    yt_tensor *a = yt_narrow(o[0], 0, 0, 40000), *b = yt_narrow(o[1], 0, 0, 8000);
+    yt_tensor *rows = yt_reshape(a, (const int64_t[]){8000, 5}, 2);
+    yt_tensor *col = yt_reshape(b, (const int64_t[]){8000, 1}, 2);
+    yt_tensor *sum = yt_add(rows, col); /* [8000, 5] + [8000, 1]: staged */
+    yt_release(col);
+    yt_release(rows);
+    yt_release(b);
+    yt_release(a);
+    return sum;
+}
+
+static yt_tensor *
+stepped_input(yt_tensor *const *o, yt_tensor *buffer)
+{
+    (void)buffer;
+    int64_t cols = yt_tensor_sizes(o[2])[1];
+    yt_tensor *every_other = yt_slice_ex(o[2], 1, 0, cols, 2);
+    yt_tensor *sum = yt_maximum(every_other, every_other);
+    yt_release(every_other);
+    return sum;
+}
+
+static yt_tensor *
+transposed(yt_tensor *const *o, yt_tensor *buffer)
+{
+    (void)buffer;
+    yt_tensor *t = yt_t(o[4]);
+    yt_tensor *sum = yt_add(t, o[5]); /* blocks; their rows stream where they are whole lines */
+    yt_release(t);
+    return sum;
+}
+
+static yt_tensor *
+compared(yt_tensor *const *o, yt_tensor *buffer)
+{
+    (void)buffer;
+    return yt_lt(o[2], o[3]); /* a bool output, its rows a quarter or an eighth of the inputs' */
+}
+
+/* Each traversal that can store its output around the caches, for 1- to 8-byte elements: flat
+ * (the output starting at, or 1 or 15 elements past, a line's start, a length that ends mid-line),
+ * beside a broadcast row, in short staged rows, in blocks with a transposed input (rows of 1024
+ * bytes for f32, whole lines a row; of 520 for [130, 130] f32, not); and beside it, the ones that
+ * must not: in place, beside a stepped input, and a comparison (a bool output). */
+static void
+all_streamed(void)
+{
+    const streamed_case cases[] = {
+        {"flat at 0", flat_at_0},         {"flat at 1", flat_at_1},
+        {"flat at 15", flat_at_15},       {"in place", in_place},
+        {"beside a row", beside_a_row},   {"short rows", short_rows},
+        {"stepped input", stepped_input}, {"compared", compared},
+    };
+    const yt_dtype dtypes[] = {YT_DTYPE_U8, YT_DTYPE_I16, YT_DTYPE_F32, YT_DTYPE_F64};
+    const int64_t flat_n = 40013, grid[2] = {301, 333}, squares[] = {256, 130};
+    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+        const yt_dtype dt = dtypes[d];
+        int64_t sq = squares[0], sq2[2] = {sq, sq};
+        for (int s = 0; s < 2; s++) {
+            sq = squares[s];
+            sq2[0] = sq2[1] = sq;
+            yt_tensor *o[6] = {
+                yt_randint_ex(100, &flat_n, 1, NULL, dt, YT_DEVICE_CPU),
+                yt_randint_ex(100, &flat_n, 1, NULL, dt, YT_DEVICE_CPU),
+                yt_randint_ex(100, grid, 2, NULL, dt, YT_DEVICE_CPU),
+                yt_randint_ex(100, grid + 1, 1, NULL, dt, YT_DEVICE_CPU),
+                yt_randint_ex(100, sq2, 2, NULL, dt, YT_DEVICE_CPU),
+                yt_randint_ex(100, sq2, 2, NULL, dt, YT_DEVICE_CPU),
+            };
+            for (int k = 0; k < 6; k++)
+                cr_assert_not_null(o[k], "%s", yt_errmsg());
+            if (s == 0)
+                for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+                    expect_same_streamed(&cases[c], o, c < 4 ? &flat_n : grid, c < 4 ? 1 : 2, dt);
+            const streamed_case blocks = {"transposed", transposed};
+            expect_same_streamed(&blocks, o, sq2, 2, dt);
+            for (int k = 0; k < 6; k++)
+                yt_release(o[k]);
+        }
+    }
+}
+
+Test(pointwise, outputs_past_the_cache_stored_around_it)
+{
+    at_1_and_2_threads(all_streamed);
+    YT_ASSERT_NO_LEAKS();
+}
