@@ -209,7 +209,6 @@ row_streams(const iter *it)
  * - compute-bound loops (YT__PW_COMPUTE_BOUND): their plain stores overlap the arithmetic, where
  *   a buffer's stores go out after it (exp(a) 0.90-0.94x as fast streamed);
  * - in place (x *= 1 0.58x: the op has just read the line into cache);
- * - beside an input gathered from every Nth element (a[:, ::2] + b 0.83x, -a[:, ::3] 0.83x);
  * - rows under MIN_STREAMED_ROW_BYTES, which would cost a call and two partial lines each. */
 enum { MIN_STREAMED_ROW_BYTES = 1024 };
 
@@ -481,13 +480,16 @@ enum { MIN_GATHERED_ROW = 128 };
 /* Bytes of the widest operand run_gathered takes at a time: STAGE_BYTES, but half that when it
  * scatters an output that comes from memory (a[:, ::2] *= 1 on [10000, 2000] f32: 0.27-0.30x of
  * contiguous -> 0.40-0.41x; 1 KiB 0.40-0.42x; on [65, 2000] 4 KiB pieces are faster, 0.165x
- * against 0.154x for 2 KiB and 0.131x for 1 KiB). */
-enum { SCATTER_FROM_MEMORY_BYTES = STAGE_BYTES / 2 };
+ * against 0.154x for 2 KiB and 0.131x for 1 KiB) or stores one around the caches (see
+ * nontemporal_output; [10000, 1000] f32, a[:, ::2] + b 5.07-5.23 ms plain in 4 KiB pieces, 4.01-4.36
+ * streamed in 2 KiB ones, 6.5-6.8 in 4 KiB ones; -a[:, ::2] 3.49-3.58 -> 3.11-3.57, 3.93-4.17). */
+enum { OUTPUT_FROM_MEMORY_BYTES = STAGE_BYTES / 2 };
 
 static int64_t
 gather_piece_bytes(const iter *it, int64_t bytes)
 {
-    return it->gathered & 1 && bytes > cached_bytes() ? SCATTER_FROM_MEMORY_BYTES : STAGE_BYTES;
+    const bool from_memory = (it->gathered & 1 && bytes > cached_bytes()) || it->nontemporal;
+    return from_memory ? OUTPUT_FROM_MEMORY_BYTES : STAGE_BYTES;
 }
 
 /* Runs `rows` rows of n elements with the operands in it->gathered gathered (inputs) or scattered
@@ -515,11 +517,13 @@ run_gathered(const iter *it, char *const *data, int64_t n, const int64_t *row_st
                 }
             }
             char *out = at[0];
-            if (scatters)
+            if (scatters || it->nontemporal)
                 at[0] = stage[0];
             loop(at, strides, len, strides, 1, ctx);
             if (scatters)
                 yt__scatter_elements(out, s0[0], stage[0], it->esize[0], len);
+            else if (it->nontemporal)
+                yt__store_streaming(out, stage[0], len * it->esize[0]);
         }
 }
 
@@ -1134,9 +1138,9 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
     it.gathered = it.staged || it.sizes[0] < MIN_GATHERED_ROW
                       ? 0
                       : stepping_operands(&it) & (writes_out ? ~0u : ~1u);
-    it.gather_piece = gather_piece_bytes(&it, bytes) / widest_element(&it);
-    it.nontemporal = writes_out && !it.gathered && nontemporal_output(&it, bytes, bound) &&
+    it.nontemporal = writes_out && nontemporal_output(&it, bytes, bound) &&
                      (it.staged || it.sizes[0] * it.esize[0] >= MIN_STREAMED_ROW_BYTES);
+    it.gather_piece = gather_piece_bytes(&it, bytes) / widest_element(&it);
     it.streams = bytes > cached_bytes() && !it.staged && !it.gathered ? row_streams(&it) : 0;
     if (it.nontemporal)
         it.streams &= ~1u; /* not fetched into cache */

@@ -1606,9 +1606,9 @@ compared(yt_tensor *const *o, yt_tensor *buffer)
 
 /* Each traversal that can store its output around the caches, for 1- to 8-byte elements: flat
  * (the output starting at, or 1 or 15 elements past, a line's start, a length that ends mid-line),
- * beside a broadcast row, in short staged rows, in blocks with a transposed input (rows of 1024
- * bytes for f32, whole lines a row; of 520 for [130, 130] f32, not); and beside it, the ones that
- * must not: in place, beside a stepped input, and a comparison (a bool output). */
+ * beside a broadcast row, in short staged rows, beside a stepped input, in blocks with a
+ * transposed input (rows of 1024 bytes for f32, whole lines a row; of 520 for [130, 130] f32,
+ * not); and beside them, in place and a comparison (a bool output), which do not stream. */
 static void
 all_streamed(void)
 {
