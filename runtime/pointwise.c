@@ -481,8 +481,9 @@ enum { MIN_GATHERED_ROW = 128 };
  * scatters an output that comes from memory (a[:, ::2] *= 1 on [10000, 2000] f32: 0.27-0.30x of
  * contiguous -> 0.40-0.41x; 1 KiB 0.40-0.42x; on [65, 2000] 4 KiB pieces are faster, 0.165x
  * against 0.154x for 2 KiB and 0.131x for 1 KiB) or stores one around the caches (see
- * nontemporal_output; [10000, 1000] f32, a[:, ::2] + b 5.07-5.23 ms plain in 4 KiB pieces, 4.01-4.36
- * streamed in 2 KiB ones, 6.5-6.8 in 4 KiB ones; -a[:, ::2] 3.49-3.58 -> 3.11-3.57, 3.93-4.17). */
+ * nontemporal_output; [10000, 1000] f32, a[:, ::2] + b 5.07-5.23 ms plain in 4 KiB pieces,
+ * 4.01-4.36 streamed in 2 KiB ones, 6.5-6.8 in 4 KiB ones; -a[:, ::2] 3.49-3.58 -> 3.11-3.57,
+ * 3.93-4.17). */
 enum { OUTPUT_FROM_MEMORY_BYTES = STAGE_BYTES / 2 };
 
 static int64_t
