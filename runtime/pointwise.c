@@ -198,10 +198,10 @@ row_streams(const iter *it)
  * back after. Such an output (of at least a quarter of that cache, and contiguous along its rows)
  * is instead computed into a buffer a chunk at a time and stored from there by streaming stores,
  * one transfer a line (runtime/streaming_store.h). One thread, f32, y = a + b, then z = y * c,
- * then w = -z on the outputs (a C harness, best of 15, plain stores -> streaming): outputs of 12
- * MiB, 1014-1052 -> 795-847 us for the add alone, 2542-2655 -> 2222-2373 us for the three; 48 MiB
- * 4591-4741 -> 3754-3757 and 12485-13206 -> 9765-9769 us. At 8 MiB (24 in all, in cache) the
- * three took 1427-1460 plain, 1333-1726 streamed. On [10000, 1000] (best of 20, alternating):
+ * then w = -z on the outputs (bench/streaming.sh, best of 15, plain stores -> streaming): outputs
+ * of 12 MiB, 1014-1190 -> 795-976 us for the add alone, 2542-3056 -> 2222-2721 us for the three;
+ * 48 MiB 4591-4741 -> 3754-4112 and 12485-13206 -> 9765-10660 us. At 8 MiB (24 in all, in
+ * cache) the three took 1427-1460 plain, 1333-1726 streamed. On [10000, 1000] (best of 20):
  * a + b 1.27x as fast, -a 1.20x, a + row 1.28x, a.t() + b on [2048, 2048] 1.22x (the blocked
  * traversal, whose rows stream when they are lines that start on a line), [2000000, 5] + a
  * column 1.89x (staged rows).
