@@ -16,6 +16,8 @@
 
 #include <yaten.h>
 
+#include "clock.h"
+
 enum { ROUNDS = 400 };
 
 /* The entry points the cases use, looked up in one build. */
@@ -149,14 +151,6 @@ static const struct {
     {"add_transposed", add_transposed, true},
 };
 
-static double
-now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void
 fail(const char *what, const char *detail)
 {
@@ -231,9 +225,9 @@ main(int argc, char **argv)
     double best[2] = {1e30, 1e30};
     for (int round = 0; round < ROUNDS; round++)
         for (int k = 0; k < 2; k++) {
-            double start = now_s();
+            double start = bench_now_s();
             const char *error = CASES[c].fn(&builds[k]);
-            double took = now_s() - start;
+            double took = bench_now_s() - start;
             if (error != NULL)
                 fail(argv[k + 1], error);
             best[k] = took < best[k] ? took : best[k];

@@ -23,6 +23,8 @@
 
 #include <yaten.h>
 
+#include "clock.h"
+
 enum { COLS = 1000 };
 
 typedef struct bench_case {
@@ -60,14 +62,6 @@ static const bench_case CASES[] = {
     {"to_i32", 1},
 };
 static const int64_t SIZES[] = {1 << 16, 1 << 20, 10000000};
-
-static double
-now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 enum { SHORT = 4 }; /* row length of the *_short_rows cases */
 
@@ -180,13 +174,13 @@ bench(const bench_case *c, int64_t n)
         exit(1);
     }
     /* Batches of >= 20 ms within a 0.4 s budget; the best batch's time per call. */
-    double best = 1e30, start = now_s();
+    double best = 1e30, start = bench_now_s();
     int per_batch = 1;
-    while (now_s() - start < 0.4) {
-        double t0 = now_s();
+    while (bench_now_s() - start < 0.4) {
+        double t0 = bench_now_s();
         for (int i = 0; i < per_batch; i++)
             run(c->name, &o);
-        double dt = now_s() - t0;
+        double dt = bench_now_s() - t0;
         if (dt < 0.02) {
             per_batch *= 2;
             continue;

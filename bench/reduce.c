@@ -9,6 +9,8 @@
 
 #include <yaten.h>
 
+#include "clock.h"
+
 typedef yt_tensor *(*case_fn)(yt_tensor *x, yt_tensor *y);
 
 static yt_tensor *
@@ -122,14 +124,6 @@ norm2_last(yt_tensor *x, yt_tensor *y)
     return yt_linalg_vector_norm_ex(x, yt_float(2), &d, 1, false, YT_DTYPE_NONE);
 }
 
-static double
-now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int
 cmp(const void *a, const void *b)
 {
@@ -178,18 +172,18 @@ bench(const char *name, case_fn fn, int64_t rows, int64_t cols)
     yt_tensor *x = yt_randn(sizes, 2);
     yt_tensor *y = yt_softmax(x, 1);
     /* calibrate: calls per batch for ~20 ms */
-    double t0 = now();
+    double t0 = bench_now_s();
     int calls = 0;
-    while (now() - t0 < 0.005) {
+    while (bench_now_s() - t0 < 0.005) {
         yt_release(fn(x, y));
         calls++;
     }
     double times[15];
     for (int b = 0; b < 15; b++) {
-        double s = now();
+        double s = bench_now_s();
         for (int i = 0; i < calls; i++)
             yt_release(fn(x, y));
-        times[b] = (now() - s) / calls;
+        times[b] = (bench_now_s() - s) / calls;
     }
     qsort(times, 15, sizeof(double), cmp);
     printf("%s %.2f us\n", name, times[0] * 1e6);

@@ -14,18 +14,12 @@
 
 #include <yaten.h>
 
+#include "clock.h"
+
 void yt__set_cache_bytes(int64_t bytes); /* runtime/internal.h: 0 for the machine's */
 
 enum { ROUNDS = 15 };
 static const int64_t OUTPUT_MIB[] = {8, 12, 16, 24, 32, 48};
-
-static double
-now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void
 check(yt_status s)
@@ -52,12 +46,12 @@ main(void)
         for (int r = 0; r < ROUNDS; r++)
             for (int streamed = 0; streamed < 2; streamed++) {
                 yt__set_cache_bytes(streamed ? 0 : (int64_t)1 << 30);
-                double t0 = now_s();
+                double t0 = bench_now_s();
                 check(yt_add_out(y, a, b));
-                double t1 = now_s();
+                double t1 = bench_now_s();
                 check(yt_mul_out(z, y, c));
                 check(yt_neg_out(w, z));
-                double t2 = now_s();
+                double t2 = bench_now_s();
                 add[streamed] = t1 - t0 < add[streamed] ? t1 - t0 : add[streamed];
                 chain[streamed] = t2 - t0 < chain[streamed] ? t2 - t0 : chain[streamed];
             }

@@ -30,6 +30,8 @@
 
 #include <yaten.h>
 
+#include "clock.h"
+
 enum { COLS = 1000, ROUNDS = 40 };
 
 static const char *const CASES[] = {
@@ -43,14 +45,6 @@ static const int64_t SIZES[] = {1 << 16, 1 << 20, 10000000};
 typedef struct operands {
     yt_tensor *out, *a, *b, *at, *row, *stepped;
 } operands;
-
-static double
-now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* `t` converted to `dtype` (t itself when it has it); takes t's reference. */
 static yt_tensor *
@@ -118,10 +112,10 @@ bench(const char *c, int64_t n)
     double best[2] = {1e30, 1e30};
     for (int r = 0; r < ROUNDS; r++)
         for (int strided = 0; strided < 2; strided++) {
-            double t0 = now_s();
+            double t0 = bench_now_s();
             for (int i = 0; i < calls; i++)
                 run(c, strided, &o);
-            double dt = (now_s() - t0) / calls;
+            double dt = (bench_now_s() - t0) / calls;
             if (dt < best[strided])
                 best[strided] = dt;
         }

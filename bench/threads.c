@@ -13,6 +13,8 @@
 
 #include <yaten.h>
 
+#include "clock.h"
+
 enum { ROUNDS = 15 };
 static const double BATCH_S = 2e-3;
 
@@ -25,14 +27,6 @@ typedef struct bench_case {
     int n_shapes;
     int64_t shapes[3][4]; /* operand shapes, 0-terminated; the first one's size is reported */
 } bench_case;
-
-static double
-now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static yt_status
 released(yt_tensor *t)
@@ -195,11 +189,11 @@ batch(const bench_case *c, yt_tensor *const *t, int threads, int calls)
 {
     if (yt_set_num_threads(threads) != YT_OK)
         return -1;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < calls; i++)
         if (c->run(t) != YT_OK)
             return -1;
-    return (now_s() - t0) / calls;
+    return (bench_now_s() - t0) / calls;
 }
 
 static int
