@@ -54,6 +54,11 @@ def default_samples(op: Op) -> list[dict]:
         out.append(dict(base, **{a: {"shape": [4, 3], "transpose": True}, b: {"shape": [4]}}))
         out.append(dict(base, **{a: {"shape": [2, 21], "step": 2}, b: {"shape": [21]}}))
         out.append(dict(base, **{a: {"shape": [3, 20]}, b: {"shape": [3, 20], "step": 3}}))
+        # Mixed dtypes, where the op promotes an integer operand beside a floating one: the
+        # backward then gets tensors of two dtypes (pow's and clamp's refused the integer one).
+        if {a, b} <= set(op.promote) and all("i64" in op.dtypes.get(t, []) for t in (a, b)):
+            out.append(dict(base, **{a: {"shape": [3, 4]}, b: {"shape": [4], "dtype": "i64"}}))
+            out.append(dict(base, **{a: {"shape": [3, 1], "dtype": "i64"}, b: {"shape": [3, 4]}}))
         return out
     if op.family == "factory" and not tensors:
         return [base]
@@ -185,7 +190,11 @@ class CaseBuilder:
             shapes = [sample[t]["shape"] if not sample[t].get("transpose") else sample[t]["shape"][::-1]
                       for t in present]
             bshape = _broadcast(shapes) if op.broadcast else (shapes[0] if shapes else None)
-            if "inplace" in op.variants and bshape is not None and shapes and list(bshape) == list(shapes[0]):
+            # in place, an integer self cannot take a result promoted to floating
+            dts = [sample[t].get("dtype", "f64") in DTYPE_SETS["floating"] for t in present]
+            promoted_away = bool(dts) and not dts[0] and any(dts[1:])
+            if ("inplace" in op.variants and bshape is not None and shapes and list(bshape) == list(shapes[0])
+                    and not promoted_away):
                 inplace = self.new_fn(f"inplace_{op.c_name}")
                 d2, e2 = self.call_expr(op, sample, fn_full("inplace"))
                 e2 = e2.replace("inputs[0]", "copy", 1)

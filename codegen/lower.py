@@ -285,6 +285,11 @@ class OpLowering:
     def msg_name(self, variant: str) -> str:
         return self.s.name + VARIANT_SUFFIX[variant]
 
+    def error_context(self, b: "Body", variant: str):
+        """In a failure branch after the op's composite or kernel: a message from another op that
+        it called gets this op's name in front (yt__error_context)."""
+        b(f'    yt__error_context("{self.s.name}", "{self.msg_name(variant)}");')
+
     @property
     def has_defaults(self) -> bool:
         return any(a.has_default for a in self.s.args)
@@ -697,6 +702,8 @@ class OpLowering:
                 b("yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */")
                 b(f"yt_tensor *result = {op.impl_fn}({', '.join(c_args(op))});")
                 b("yt__scope_resume();")
+                b("if (result == NULL)")
+                self.error_context(b, "function")
                 b("return yt__scope_track(result);")
                 return b.lines
             rec = self.recording_line(b)
@@ -722,6 +729,8 @@ class OpLowering:
         for t in casted:
             b(f"yt__release_cast({t}_k, {t});")
         b("if (status != YT_OK) {")
+        if op.impl != "pointwise":
+            self.error_context(b, "function")
         b("    yt_release(result);")
         b("    return NULL;")
         b("}")
@@ -752,6 +761,7 @@ class OpLowering:
             b(f"yt_status status = {op.impl_fn}({', '.join(c_args(op) + rs)});")
             b("yt__scope_resume();")
             b("if (status != YT_OK) {")
+            self.error_context(b, "function")
             for r in rs:
                 b(f"    yt_release(*{r});", 1)
                 b(f"    *{r} = NULL;", 1)
@@ -778,6 +788,7 @@ class OpLowering:
             b(f"if (status == YT_OK && recording)")
             b(f"    status = {self.record_call(news)};")
         b("if (status != YT_OK) {")
+        self.error_context(b, "function")
         for n in news:
             b(f"    yt_release({n});")
         b("    return status;")
@@ -802,6 +813,8 @@ class OpLowering:
         b("yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */")
         b(f"int64_t count = {op.impl_fn}({', '.join(c_args(op) + ['out', 'out_capacity'])});")
         b("yt__scope_resume();")
+        b("if (count < 0)")
+        self.error_context(b, "function")
         b("for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)")
         b("    yt__scope_track(out[i]);")
         b("return count;")
@@ -834,6 +847,8 @@ class OpLowering:
             b(f"yt_tensor *{t} = {fits} ? {r} : yt__empty(&{r}_shape, {r}_dtype, result_device);")
         b(f"yt_status status = {' || '.join(f'{t} == NULL' for t in targets)} ? yt_errcode() : "
           f"kernel({self.kernel_call_args(targets, [])});")
+        b("if (status != YT_OK)")
+        self.error_context(b, "out")
         for r, t in zip(rs, targets):
             b(f"if ({t} != {r}) {{")
             b("    if (status == YT_OK)")
@@ -880,6 +895,9 @@ class OpLowering:
         b(f"yt_status status = target == NULL ? yt_errcode() : kernel({self.kernel_call_args('target', casted)});")
         for t in casted:
             b(f"yt__release_cast({t}_k, {t});")
+        if op.impl != "pointwise":
+            b("if (status != YT_OK)")
+            self.error_context(b, variant)
         b(f"if (target != {dest}) {{")
         b("    if (status == YT_OK)")
         b(f"        status = yt__copy_into({dest}, target);")

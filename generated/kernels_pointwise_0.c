@@ -4048,7 +4048,7 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- clamp_tensor_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:367) */
+/* ---- clamp_tensor_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:370) */
 
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f16_no_min_no_max(char **data, const int64_t *strides, int64_t n,
@@ -5714,7 +5714,7 @@ yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tens
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- sqrt: sqrt(self)   (ops.yaml:439) */
+/* ---- sqrt: sqrt(self)   (ops.yaml:442) */
 
 YT_ALWAYS_INLINE void
 sqrt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5899,7 +5899,7 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- relu: 0 if self < 0 else self   (ops.yaml:448) */
+/* ---- relu: 0 if self < 0 else self   (ops.yaml:451) */
 
 YT_ALWAYS_INLINE void
 relu_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6294,7 +6294,7 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clone: self   (ops.yaml:492) */
+/* ---- clone: self   (ops.yaml:495) */
 
 YT_ALWAYS_INLINE void
 clone_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6729,7 +6729,7 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- erf: erf(self)   (ops.yaml:591) */
+/* ---- erf: erf(self)   (ops.yaml:594) */
 
 YT_ALWAYS_INLINE void
 erf_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6922,7 +6922,7 @@ yt__cpu_erf(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- round: nearbyint(self)   (ops.yaml:613) */
+/* ---- round: nearbyint(self)   (ops.yaml:616) */
 
 YT_ALWAYS_INLINE void
 round_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7317,7 +7317,7 @@ yt__cpu_round(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- isnan: isnan(self)   (ops.yaml:672) */
+/* ---- isnan: isnan(self)   (ops.yaml:675) */
 
 YT_ALWAYS_INLINE void
 isnan_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7754,7 +7754,7 @@ yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (normal_cdf(self) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:704) */
+/* ---- gelu_backward: grad_output * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) * tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) * 0.7978845608028654 * (1 + 0.134145 * self * self)) if approximate == 'tanh' else grad_output * (normal_cdf(self) + self * 0.3989422804014327 * exp(-0.5 * self * self))   (ops.yaml:707) */
 
 YT_ALWAYS_INLINE void
 gelu_backward_rows_f16_none(char **data, const int64_t *strides, int64_t n,
@@ -8557,7 +8557,7 @@ yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:851) */
+/* ---- ge: self >= other   (ops.yaml:854) */
 
 YT_ALWAYS_INLINE void
 ge_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9236,7 +9236,7 @@ yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ge: self >= other   (ops.yaml:861) */
+/* ---- ge: self >= other   (ops.yaml:864) */
 
 YT_ALWAYS_INLINE void
 ge_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9685,7 +9685,7 @@ yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:890) */
+/* ---- logical_xor: (self != 0) != (other != 0)   (ops.yaml:893) */
 
 YT_ALWAYS_INLINE void
 logical_xor_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -10364,7 +10364,7 @@ yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: checked(value) if mask else self   (ops.yaml:909) */
+/* ---- masked_fill: checked(value) if mask else self   (ops.yaml:912) */
 
 YT_ALWAYS_INLINE void
 masked_fill_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -11055,7 +11055,7 @@ yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scal
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- masked_fill: value if mask else self   (ops.yaml:922) */
+/* ---- masked_fill: value if mask else self   (ops.yaml:925) */
 
 YT_ALWAYS_INLINE void
 masked_fill_tensor_rows_bool(char **data, const int64_t *strides, int64_t n,

@@ -8268,7 +8268,7 @@ yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- log: log(self)   (ops.yaml:430) */
+/* ---- log: log(self)   (ops.yaml:433) */
 
 YT_ALWAYS_INLINE void
 log_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8461,7 +8461,7 @@ yt__cpu_log(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- square: self * self   (ops.yaml:522) */
+/* ---- square: self * self   (ops.yaml:525) */
 
 YT_ALWAYS_INLINE void
 square_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8898,7 +8898,7 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- reciprocal: 1 / self   (ops.yaml:531) */
+/* ---- reciprocal: 1 / self   (ops.yaml:534) */
 
 YT_ALWAYS_INLINE void
 reciprocal_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9083,7 +9083,7 @@ yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- cos: cos(self)   (ops.yaml:583) */
+/* ---- cos: cos(self)   (ops.yaml:586) */
 
 YT_ALWAYS_INLINE void
 cos_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9276,7 +9276,7 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- trunc: trunc(self)   (ops.yaml:620) */
+/* ---- trunc: trunc(self)   (ops.yaml:623) */
 
 YT_ALWAYS_INLINE void
 trunc_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9671,7 +9671,7 @@ yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:646) */
+/* ---- elu: scale * self if self > 0 else scale * alpha * expm1(self * input_scale)   (ops.yaml:649) */
 
 YT_ALWAYS_INLINE void
 elu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9893,7 +9893,7 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- silu: self / (1 + exp(-self))   (ops.yaml:665) */
+/* ---- silu: self / (1 + exp(-self))   (ops.yaml:668) */
 
 YT_ALWAYS_INLINE void
 silu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -10086,7 +10086,7 @@ yt__cpu_silu(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else self * normal_cdf(self)   (ops.yaml:690) */
+/* ---- gelu: 0.5 * self * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) if approximate == 'tanh' else self * normal_cdf(self)   (ops.yaml:693) */
 
 YT_ALWAYS_INLINE void
 gelu_rows_f16_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -10489,7 +10489,7 @@ yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:762) */
+/* ---- lt: self < other   (ops.yaml:765) */
 
 YT_ALWAYS_INLINE void
 lt_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -11168,7 +11168,7 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- lt: self < other   (ops.yaml:772) */
+/* ---- lt: self < other   (ops.yaml:775) */
 
 YT_ALWAYS_INLINE void
 lt_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -11617,7 +11617,7 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:813) */
+/* ---- ne: self != other   (ops.yaml:816) */
 
 YT_ALWAYS_INLINE void
 ne_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -12296,7 +12296,7 @@ yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ne: self != other   (ops.yaml:823) */
+/* ---- ne: self != other   (ops.yaml:826) */
 
 YT_ALWAYS_INLINE void
 ne_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -12745,7 +12745,7 @@ yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- binary_cross_entropy_elementwise: -(target * maximum(log(self), -100) + (1 - target) * maximum(log1p(-self), -100))   (ops.yaml:3091) */
+/* ---- binary_cross_entropy_elementwise: -(target * maximum(log(self), -100) + (1 - target) * maximum(log1p(-self), -100))   (ops.yaml:3095) */
 
 YT_ALWAYS_INLINE void
 binary_cross_entropy_elementwise_rows_f16(char **data, const int64_t *strides, int64_t n,

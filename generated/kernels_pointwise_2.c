@@ -6251,7 +6251,7 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_tensor_backward_min: grad_output if self < min and (max is None or min < max) else 0   (ops.yaml:381) */
+/* ---- clamp_tensor_backward_min: grad_output if self < min and (max is None or min < max) else 0   (ops.yaml:384) */
 
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_min_rows_f16_no_max(char **data, const int64_t *strides, int64_t n,
@@ -7145,7 +7145,7 @@ yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- abs: abs(self)   (ops.yaml:507) */
+/* ---- abs: abs(self)   (ops.yaml:510) */
 
 YT_ALWAYS_INLINE void
 abs_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7540,7 +7540,7 @@ yt__cpu_abs(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- sign: sign(self)   (ops.yaml:515) */
+/* ---- sign: sign(self)   (ops.yaml:518) */
 
 YT_ALWAYS_INLINE void
 sign_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7977,7 +7977,7 @@ yt__cpu_sign(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:540) */
+/* ---- rsqrt: 1 / sqrt(self)   (ops.yaml:543) */
 
 YT_ALWAYS_INLINE void
 rsqrt_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8162,7 +8162,7 @@ yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- log2: log2(self)   (ops.yaml:566) */
+/* ---- log2: log2(self)   (ops.yaml:569) */
 
 YT_ALWAYS_INLINE void
 log2_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8355,7 +8355,7 @@ yt__cpu_log2(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- sin: sin(self)   (ops.yaml:575) */
+/* ---- sin: sin(self)   (ops.yaml:578) */
 
 YT_ALWAYS_INLINE void
 sin_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8548,7 +8548,7 @@ yt__cpu_sin(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- floor: floor(self)   (ops.yaml:599) */
+/* ---- floor: floor(self)   (ops.yaml:602) */
 
 YT_ALWAYS_INLINE void
 floor_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8943,7 +8943,7 @@ yt__cpu_floor(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:627) */
+/* ---- leaky_relu: self if self > 0 else self * negative_slope   (ops.yaml:630) */
 
 YT_ALWAYS_INLINE void
 leaky_relu_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9134,7 +9134,7 @@ yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- isfinite: isfinite(self)   (ops.yaml:681) */
+/* ---- isfinite: isfinite(self)   (ops.yaml:684) */
 
 YT_ALWAYS_INLINE void
 isfinite_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9571,7 +9571,7 @@ yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- nan_to_num: self if isfinite(self) else ((0 if nan is None else nan) if isnan(self) else ((dtype_max() if posinf is None else posinf) if self > 0 else (dtype_lowest() if neginf is None else neginf)))   (ops.yaml:728) */
+/* ---- nan_to_num: self if isfinite(self) else ((0 if nan is None else nan) if isnan(self) else ((dtype_max() if posinf is None else posinf) if self > 0 else (dtype_lowest() if neginf is None else neginf)))   (ops.yaml:731) */
 
 YT_ALWAYS_INLINE void
 nan_to_num_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -10207,7 +10207,7 @@ yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const 
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gt: self > other   (ops.yaml:781) */
+/* ---- gt: self > other   (ops.yaml:784) */
 
 YT_ALWAYS_INLINE void
 gt_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -10886,7 +10886,7 @@ yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- gt: self > other   (ops.yaml:791) */
+/* ---- gt: self > other   (ops.yaml:794) */
 
 YT_ALWAYS_INLINE void
 gt_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -11335,7 +11335,7 @@ yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- where: self if condition else other   (ops.yaml:800) */
+/* ---- where: self if condition else other   (ops.yaml:803) */
 
 YT_ALWAYS_INLINE void
 where_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -12223,7 +12223,7 @@ yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tenso
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:880) */
+/* ---- logical_or: (self != 0) or (other != 0)   (ops.yaml:883) */
 
 YT_ALWAYS_INLINE void
 logical_or_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,

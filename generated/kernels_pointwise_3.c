@@ -2210,7 +2210,7 @@ yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- clamp_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:353) */
+/* ---- clamp_backward: grad_output if (min is None or self >= min) and (max is None or self <= max) else 0   (ops.yaml:356) */
 
 YT_ALWAYS_INLINE void
 clamp_backward_rows_f16_no_min_no_max(char **data, const int64_t *strides, int64_t n,
@@ -3341,7 +3341,7 @@ yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *sel
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- clamp_tensor_backward_max: grad_output if self > max or (min is not None and max < min) else 0   (ops.yaml:394) */
+/* ---- clamp_tensor_backward_max: grad_output if self > max or (min is not None and max < min) else 0   (ops.yaml:397) */
 
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_max_rows_f16_no_min(char **data, const int64_t *strides, int64_t n,
@@ -4235,7 +4235,7 @@ yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- div_rounding_backward: grad_output if rounding_mode is None else 0   (ops.yaml:407) */
+/* ---- div_rounding_backward: grad_output if rounding_mode is None else 0   (ops.yaml:410) */
 
 YT_ALWAYS_INLINE void
 div_rounding_backward_rows_f16_none(char **data, const int64_t *strides, int64_t n,
@@ -4598,7 +4598,7 @@ yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const c
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- exp: exp(self)   (ops.yaml:422) */
+/* ---- exp: exp(self)   (ops.yaml:425) */
 
 YT_ALWAYS_INLINE void
 exp_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -4791,7 +4791,7 @@ yt__cpu_exp(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- threshold_backward: 0 if self <= threshold else grad_output   (ops.yaml:456) */
+/* ---- threshold_backward: 0 if self <= threshold else grad_output   (ops.yaml:459) */
 
 YT_ALWAYS_INLINE void
 threshold_backward_rows_u8(char **data, const int64_t *strides, int64_t n,
@@ -5423,7 +5423,7 @@ yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor 
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:469) */
+/* ---- sigmoid: 1 / (1 + exp(-self))   (ops.yaml:472) */
 
 YT_ALWAYS_INLINE void
 sigmoid_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5616,7 +5616,7 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- tanh: tanh(self)   (ops.yaml:477) */
+/* ---- tanh: tanh(self)   (ops.yaml:480) */
 
 YT_ALWAYS_INLINE void
 tanh_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -5809,7 +5809,7 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:485) */
+/* ---- softplus: self if self * beta > threshold else log1p(exp(self * beta)) / beta   (ops.yaml:488) */
 
 YT_ALWAYS_INLINE void
 softplus_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6021,7 +6021,7 @@ yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar t
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- expm1: expm1(self)   (ops.yaml:549) */
+/* ---- expm1: expm1(self)   (ops.yaml:552) */
 
 YT_ALWAYS_INLINE void
 expm1_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6214,7 +6214,7 @@ yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- log1p: log1p(self)   (ops.yaml:557) */
+/* ---- log1p: log1p(self)   (ops.yaml:560) */
 
 YT_ALWAYS_INLINE void
 log1p_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6407,7 +6407,7 @@ yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- ceil: ceil(self)   (ops.yaml:606) */
+/* ---- ceil: ceil(self)   (ops.yaml:609) */
 
 YT_ALWAYS_INLINE void
 ceil_rows_u8(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -6802,7 +6802,7 @@ yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:635) */
+/* ---- leaky_relu_backward: grad_output if self > 0 else grad_output * negative_slope   (ops.yaml:638) */
 
 YT_ALWAYS_INLINE void
 leaky_relu_backward_rows_f16(char **data, const int64_t *strides, int64_t n,
@@ -7110,7 +7110,7 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:654) */
+/* ---- elu_backward: grad_output * scale if self > 0 else grad_output * scale * alpha * input_scale * exp(self * input_scale)   (ops.yaml:657) */
 
 YT_ALWAYS_INLINE void
 elu_backward_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -7468,7 +7468,7 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
                            yt_dtype_name(grad_output->dtype));
 }
 
-/* ---- eq: self == other   (ops.yaml:743) */
+/* ---- eq: self == other   (ops.yaml:746) */
 
 YT_ALWAYS_INLINE void
 eq_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8147,7 +8147,7 @@ yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- eq: self == other   (ops.yaml:753) */
+/* ---- eq: self == other   (ops.yaml:756) */
 
 YT_ALWAYS_INLINE void
 eq_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -8596,7 +8596,7 @@ yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- le: self <= other   (ops.yaml:832) */
+/* ---- le: self <= other   (ops.yaml:835) */
 
 YT_ALWAYS_INLINE void
 le_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9275,7 +9275,7 @@ yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- le: self <= other   (ops.yaml:842) */
+/* ---- le: self <= other   (ops.yaml:845) */
 
 YT_ALWAYS_INLINE void
 le_scalar_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -9724,7 +9724,7 @@ yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:870) */
+/* ---- logical_and: (self != 0) and (other != 0)   (ops.yaml:873) */
 
 YT_ALWAYS_INLINE void
 logical_and_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
@@ -10403,7 +10403,7 @@ yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                            yt_dtype_name(self->dtype));
 }
 
-/* ---- logical_not: not self   (ops.yaml:900) */
+/* ---- logical_not: not self   (ops.yaml:903) */
 
 YT_ALWAYS_INLINE void
 logical_not_rows_bool(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,

@@ -87,7 +87,7 @@ yt_pow_scalar_backward(yt_tensor *grad_output, yt_scalar self, yt_tensor *expone
 }
 
 /* clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor
- * from ops.yaml:353; backward from derivatives.yaml:346 */
+ * from ops.yaml:356; backward from derivatives.yaml:346 */
 yt_tensor *
 yt_clamp_backward(yt_tensor *grad_output, yt_tensor *self, const yt_scalar *min,
                   const yt_scalar *max)
@@ -147,7 +147,7 @@ yt_clamp_backward(yt_tensor *grad_output, yt_tensor *self, const yt_scalar *min,
 }
 
 /* clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor
- * from ops.yaml:367; backward from derivatives.yaml:350 */
+ * from ops.yaml:370; backward from derivatives.yaml:350 */
 yt_tensor *
 yt_clamp_tensor_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -160,18 +160,21 @@ yt_clamp_tensor_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min
             YT_ERR_DTYPE,
             "clamp_tensor_backward: grad_output has dtype %s, expected f16, bf16, f32, f64",
             yt_dtype_name(grad_output->dtype));
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE,
-                        "clamp_tensor_backward: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
-    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE,
-                        "clamp_tensor_backward: min has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(min->dtype));
-    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE,
-                        "clamp_tensor_backward: max has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(max->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
+    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward: min has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(min->dtype));
+    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward: max has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(max->dtype));
     if (self->device != grad_output->device)
         return yt__fail(YT_ERR_DEVICE,
                         "clamp_tensor_backward: self is on %s but grad_output is on %s",
@@ -237,7 +240,7 @@ yt_clamp_tensor_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min
 }
 
 /* clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor
- * from ops.yaml:381; backward from derivatives.yaml:356 */
+ * from ops.yaml:384; backward from derivatives.yaml:356 */
 yt_tensor *
 yt_clamp_tensor_backward_min(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min,
                              yt_tensor *max)
@@ -254,19 +257,21 @@ yt_clamp_tensor_backward_min(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
             YT_ERR_DTYPE,
             "clamp_tensor_backward_min: grad_output has dtype %s, expected f16, bf16, f32, f64",
             yt_dtype_name(grad_output->dtype));
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
         return yt__fail(
             YT_ERR_DTYPE,
-            "clamp_tensor_backward_min: self has dtype %s, expected f16, bf16, f32, f64",
+            "clamp_tensor_backward_min: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
             yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE,
-                        "clamp_tensor_backward_min: min has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(min->dtype));
-    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE,
-                        "clamp_tensor_backward_min: max has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(max->dtype));
+    if (!(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward_min: min has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(min->dtype));
+    if (max != NULL && !(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward_min: max has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(max->dtype));
     if (self->device != grad_output->device)
         return yt__fail(YT_ERR_DEVICE,
                         "clamp_tensor_backward_min: self is on %s but grad_output is on %s",
@@ -332,7 +337,7 @@ yt_clamp_tensor_backward_min(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
 }
 
 /* clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor
- * from ops.yaml:394; backward from derivatives.yaml:362 */
+ * from ops.yaml:397; backward from derivatives.yaml:362 */
 yt_tensor *
 yt_clamp_tensor_backward_max(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min,
                              yt_tensor *max)
@@ -349,19 +354,21 @@ yt_clamp_tensor_backward_max(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
             YT_ERR_DTYPE,
             "clamp_tensor_backward_max: grad_output has dtype %s, expected f16, bf16, f32, f64",
             yt_dtype_name(grad_output->dtype));
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
         return yt__fail(
             YT_ERR_DTYPE,
-            "clamp_tensor_backward_max: self has dtype %s, expected f16, bf16, f32, f64",
+            "clamp_tensor_backward_max: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
             yt_dtype_name(self->dtype));
-    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE,
-                        "clamp_tensor_backward_max: min has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(min->dtype));
-    if (!(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE,
-                        "clamp_tensor_backward_max: max has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(max->dtype));
+    if (min != NULL && !(YT_DTYPE_BIT(min->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward_max: min has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(min->dtype));
+    if (!(YT_DTYPE_BIT(max->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "clamp_tensor_backward_max: max has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(max->dtype));
     if (self->device != grad_output->device)
         return yt__fail(YT_ERR_DEVICE,
                         "clamp_tensor_backward_max: self is on %s but grad_output is on %s",
@@ -427,7 +434,7 @@ yt_clamp_tensor_backward_max(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
 }
 
 /* div_rounding_backward(Tensor grad_output, str? rounding_mode) -> Tensor
- * from ops.yaml:407; backward from derivatives.yaml:335 */
+ * from ops.yaml:410; backward from derivatives.yaml:335 */
 yt_tensor *
 yt_div_rounding_backward(yt_tensor *grad_output, const char *rounding_mode)
 {
@@ -473,7 +480,7 @@ yt_div_rounding_backward(yt_tensor *grad_output, const char *rounding_mode)
 }
 
 /* threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor
- * from ops.yaml:456; backward from derivatives.yaml:61 */
+ * from ops.yaml:459; backward from derivatives.yaml:61 */
 yt_tensor *
 yt_threshold_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar threshold)
 {
@@ -540,7 +547,7 @@ yt_threshold_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar thresho
 }
 
 /* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
- * from ops.yaml:635; backward from derivatives.yaml:271 */
+ * from ops.yaml:638; backward from derivatives.yaml:271 */
 yt_tensor *
 yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -601,7 +608,7 @@ yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self, yt_scalar negati
 }
 
 /* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
- * from ops.yaml:654; backward from derivatives.yaml:278 */
+ * from ops.yaml:657; backward from derivatives.yaml:278 */
 yt_tensor *
 yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale,
                 yt_tensor *self)
@@ -666,7 +673,7 @@ yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale, yt_sca
 }
 
 /* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:704; backward from derivatives.yaml:371 */
+ * from ops.yaml:707; backward from derivatives.yaml:371 */
 yt_tensor *
 yt_gelu_backward(yt_tensor *grad_output, yt_tensor *self)
 {
@@ -674,7 +681,7 @@ yt_gelu_backward(yt_tensor *grad_output, yt_tensor *self)
 }
 
 /* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:704; backward from derivatives.yaml:371 */
+ * from ops.yaml:707; backward from derivatives.yaml:371 */
 yt_tensor *
 yt_gelu_backward_ex(yt_tensor *grad_output, yt_tensor *self, const char *approximate)
 {
@@ -738,7 +745,7 @@ yt_gelu_backward_ex(yt_tensor *grad_output, yt_tensor *self, const char *approxi
 }
 
 /* gelu_double_backward(Tensor grad_grad, Tensor grad_output, Tensor self, str approximate) -> Tensor
- * from ops.yaml:720 */
+ * from ops.yaml:723 */
 yt_tensor *
 yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output, yt_tensor *self,
                         const char *approximate)
@@ -786,11 +793,13 @@ yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output, yt_tensor 
     yt_tensor *result =
         yt__composite_gelu_double_backward(grad_grad, grad_output, self, approximate);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("gelu_double_backward", "gelu_double_backward");
     return yt__scope_track(result);
 }
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
- * from ops.yaml:1279 */
+ * from ops.yaml:1282 */
 yt_tensor *
 yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value)
 {
@@ -826,11 +835,13 @@ yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_evenly_distribute_backward(grad, self, value);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("evenly_distribute_backward", "evenly_distribute_backward");
     return yt__scope_track(result);
 }
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
- * from ops.yaml:1286 */
+ * from ops.yaml:1289 */
 yt_tensor *
 yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
 {
@@ -861,11 +872,13 @@ yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_prod_backward(grad, self, output);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("prod_backward", "prod_backward");
     return yt__scope_track(result);
 }
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
- * from ops.yaml:1293 */
+ * from ops.yaml:1296 */
 yt_tensor *
 yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_t dim, bool keepdim)
 {
@@ -896,11 +909,13 @@ yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_prod_dim_backward(grad, self, output, dim, keepdim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("prod_dim_backward", "prod_dim_backward");
     return yt__scope_track(result);
 }
 
 /* cumsum_backward(Tensor grad_output, int dim) -> Tensor
- * from ops.yaml:1300; backward from derivatives.yaml:426 */
+ * from ops.yaml:1303; backward from derivatives.yaml:426 */
 yt_tensor *
 yt_cumsum_backward(yt_tensor *grad_output, int64_t dim)
 {
@@ -927,6 +942,7 @@ yt_cumsum_backward(yt_tensor *grad_output, int64_t dim)
         yt__empty_named("cumsum_backward", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, dim);
     if (status != YT_OK) {
+        yt__error_context("cumsum_backward", "cumsum_backward");
         yt_release(result);
         return NULL;
     }
@@ -938,7 +954,7 @@ yt_cumsum_backward(yt_tensor *grad_output, int64_t dim)
 }
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1316 */
+ * from ops.yaml:1319 */
 yt_tensor *
 yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *output,
                  const int64_t *dim, int dim_len, bool keepdim)
@@ -977,11 +993,13 @@ yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *out
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_norm_backward(grad, self, ord, output, dim, dim_len, keepdim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("norm_backward", "norm_backward");
     return yt__scope_track(result);
 }
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
- * from ops.yaml:1323 */
+ * from ops.yaml:1326 */
 yt_tensor *
 yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *indices,
                                       const int64_t *sizes, int sizes_len, bool keepdim)
@@ -1015,11 +1033,14 @@ yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *i
     yt_tensor *result = yt__composite_value_selecting_reduction_backward(grad, dim, indices, sizes,
                                                                          sizes_len, keepdim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("value_selecting_reduction_backward",
+                          "value_selecting_reduction_backward");
     return yt__scope_track(result);
 }
 
 /* logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:1330 */
+ * from ops.yaml:1333 */
 yt_tensor *
 yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                       int dim_len, bool keepdim)
@@ -1056,11 +1077,13 @@ yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_logsumexp_backward(grad, self, output, dim, dim_len, keepdim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("logsumexp_backward", "logsumexp_backward");
     return yt__scope_track(result);
 }
 
 /* var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor
- * from ops.yaml:1337 */
+ * from ops.yaml:1340 */
 yt_tensor *
 yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_len,
                 int64_t correction, bool keepdim)
@@ -1087,11 +1110,13 @@ yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_le
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_var_backward(grad, self, dim, dim_len, correction, keepdim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("var_backward", "var_backward");
     return yt__scope_track(result);
 }
 
 /* std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor
- * from ops.yaml:1344 */
+ * from ops.yaml:1347 */
 yt_tensor *
 yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                 int dim_len, int64_t correction, bool keepdim)
@@ -1128,11 +1153,13 @@ yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64
     yt_tensor *result =
         yt__composite_std_backward(grad, self, output, dim, dim_len, correction, keepdim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("std_backward", "std_backward");
     return yt__scope_track(result);
 }
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1561 */
+ * from ops.yaml:1564 */
 yt_tensor *
 yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1)
 {
@@ -1140,7 +1167,7 @@ yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1)
 }
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1561 */
+ * from ops.yaml:1564 */
 yt_tensor *
 yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1, yt_scalar alpha)
 {
@@ -1195,11 +1222,13 @@ yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1, yt_sca
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_mm_mat1_backward(grad, mat2, mat1, alpha);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("mm_mat1_backward", "mm_mat1_backward");
     return yt__scope_track(result);
 }
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
- * from ops.yaml:1582 */
+ * from ops.yaml:1585 */
 yt_tensor *
 yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -1207,7 +1236,7 @@ yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
- * from ops.yaml:1582 */
+ * from ops.yaml:1585 */
 yt_tensor *
 yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2, yt_scalar alpha)
 {
@@ -1262,11 +1291,13 @@ yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2, yt_sca
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_mm_mat2_backward(grad, mat1, mat2, alpha);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("mm_mat2_backward", "mm_mat2_backward");
     return yt__scope_track(result);
 }
 
 /* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
- * from ops.yaml:1850 */
+ * from ops.yaml:1853 */
 yt_tensor *
 yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const int64_t *dims,
                  int dims_len)
@@ -1284,11 +1315,13 @@ yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const i
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_roll_backward(grad, shifts, shifts_len, dims, dims_len);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("roll_backward", "roll_backward");
     return yt__scope_track(result);
 }
 
 /* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
- * from ops.yaml:1927 */
+ * from ops.yaml:1930 */
 int64_t
 yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int tensors_len,
                 yt_tensor **out, int64_t out_capacity)
@@ -1318,13 +1351,15 @@ yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int ten
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     int64_t count = yt__composite_cat_backward(grad, dim, tensors, tensors_len, out, out_capacity);
     yt__scope_resume();
+    if (count < 0)
+        yt__error_context("cat_backward", "cat_backward");
     for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
         yt__scope_track(out[i]);
     return count;
 }
 
 /* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:2019 */
+ * from ops.yaml:2022 */
 yt_tensor *
 yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
                          int64_t dim, yt_tensor *index)
@@ -1350,11 +1385,13 @@ yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_si
     yt_tensor *result =
         yt__composite_index_select_backward(grad, self_sizes, self_sizes_len, dim, index);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("index_select_backward", "index_select_backward");
     return yt__scope_track(result);
 }
 
 /* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:2070 */
+ * from ops.yaml:2073 */
 yt_tensor *
 yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len, int64_t dim,
                    yt_tensor *index)
@@ -1379,11 +1416,13 @@ yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_le
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_gather_backward(grad, self_sizes, self_sizes_len, dim, index);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("gather_backward", "gather_backward");
     return yt__scope_track(result);
 }
 
 /* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
- * from ops.yaml:2092 */
+ * from ops.yaml:2095 */
 yt_tensor *
 yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes_len, int64_t dim,
                         yt_tensor *index)
@@ -1408,11 +1447,13 @@ yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes
     yt_tensor *result =
         yt__composite_scatter_src_backward(grad, src_sizes, src_sizes_len, dim, index);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("scatter_src_backward", "scatter_src_backward");
     return yt__scope_track(result);
 }
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:2146; backward from derivatives.yaml:507 */
+ * from ops.yaml:2149; backward from derivatives.yaml:507 */
 yt_tensor *
 yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t num_weights,
                             int64_t padding_idx, bool scale_grad_by_freq)
@@ -1449,6 +1490,7 @@ yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t 
                                       : kernel(result, grad_output, indices, num_weights,
                                                padding_idx, scale_grad_by_freq);
     if (status != YT_OK) {
+        yt__error_context("embedding_dense_backward", "embedding_dense_backward");
         yt_release(result);
         return NULL;
     }
@@ -1461,7 +1503,7 @@ yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t 
 }
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:2158 */
+ * from ops.yaml:2161 */
 yt_tensor *
 yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t *weight_sizes,
                              int weight_sizes_len, int64_t padding_idx, bool scale_grad_by_freq)
@@ -1489,11 +1531,13 @@ yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t 
     yt_tensor *result = yt__composite_embedding_weight_backward(
         grad, indices, weight_sizes, weight_sizes_len, padding_idx, scale_grad_by_freq);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("embedding_weight_backward", "embedding_weight_backward");
     return yt__scope_track(result);
 }
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
- * from ops.yaml:2166 */
+ * from ops.yaml:2169 */
 yt_tensor *
 yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t padding_idx,
                                    bool scale_grad_by_freq)
@@ -1516,11 +1560,13 @@ yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t 
     yt_tensor *result = yt__composite_embedding_dense_double_backward(grad, indices, padding_idx,
                                                                       scale_grad_by_freq);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("embedding_dense_double_backward", "embedding_dense_double_backward");
     return yt__scope_track(result);
 }
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
- * from ops.yaml:2355; backward from derivatives.yaml:537 */
+ * from ops.yaml:2359; backward from derivatives.yaml:537 */
 yt_tensor *
 yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *kernel_size,
                        int kernel_size_len, const int64_t *stride, int stride_len,
@@ -1584,6 +1630,7 @@ yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *k
             : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
                      padding, padding_len, ceil_mode, count_include_pad, divisor_override);
     if (status != YT_OK) {
+        yt__error_context("avg_pool2d_backward", "avg_pool2d_backward");
         yt_release(result);
         return NULL;
     }
@@ -1598,7 +1645,7 @@ yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *k
 }
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
- * from ops.yaml:2368; backward from derivatives.yaml:541 */
+ * from ops.yaml:2372; backward from derivatives.yaml:541 */
 yt_tensor *
 yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *output_size,
                                 int output_size_len)
@@ -1652,6 +1699,7 @@ yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const i
                            ? yt_errcode()
                            : kernel(result, grad_output, self, output_size, output_size_len);
     if (status != YT_OK) {
+        yt__error_context("adaptive_avg_pool2d_backward", "adaptive_avg_pool2d_backward");
         yt_release(result);
         return NULL;
     }
@@ -1664,7 +1712,7 @@ yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const i
 }
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
- * from ops.yaml:2380; backward from derivatives.yaml:545 */
+ * from ops.yaml:2384; backward from derivatives.yaml:545 */
 yt_tensor *
 yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
                                     const int64_t *kernel_size, int kernel_size_len,
@@ -1752,6 +1800,7 @@ yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
             : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
                      padding, padding_len, dilation, dilation_len, ceil_mode, indices);
     if (status != YT_OK) {
+        yt__error_context("max_pool2d_with_indices_backward", "max_pool2d_with_indices_backward");
         yt_release(result);
         return NULL;
     }
@@ -1764,7 +1813,7 @@ yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
 }
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
- * from ops.yaml:2390; backward from derivatives.yaml:549 */
+ * from ops.yaml:2394; backward from derivatives.yaml:549 */
 yt_tensor *
 yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
 {
@@ -1801,6 +1850,7 @@ yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
         yt__empty_named("max_pool2d_index_gather", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, indices);
     if (status != YT_OK) {
+        yt__error_context("max_pool2d_index_gather", "max_pool2d_index_gather");
         yt_release(result);
         return NULL;
     }
@@ -1812,7 +1862,7 @@ yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
 }
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
- * from ops.yaml:2399; backward from derivatives.yaml:552 */
+ * from ops.yaml:2403; backward from derivatives.yaml:552 */
 yt_tensor *
 yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_size_len,
                             yt_tensor *indices)
@@ -1857,6 +1907,7 @@ yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, grad, self_size, self_size_len, indices);
     if (status != YT_OK) {
+        yt__error_context("max_pool2d_index_scatter", "max_pool2d_index_scatter");
         yt_release(result);
         return NULL;
     }
@@ -1868,7 +1919,7 @@ yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_
 }
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * from ops.yaml:2513; backward from derivatives.yaml:560 */
+ * from ops.yaml:2517; backward from derivatives.yaml:560 */
 yt_tensor *
 yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_t *input_size,
                          int input_size_len, const int64_t *stride, int stride_len,
@@ -1937,6 +1988,7 @@ yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_
                        : kernel(result, grad_output, weight, input_size, input_size_len, stride,
                                 stride_len, padding, padding_len, dilation, dilation_len, groups);
     if (status != YT_OK) {
+        yt__error_context("conv2d_backward_input", "conv2d_backward_input");
         yt_release(result);
         return NULL;
     }
@@ -1950,7 +2002,7 @@ yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_
 }
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
- * from ops.yaml:2526; backward from derivatives.yaml:564 */
+ * from ops.yaml:2530; backward from derivatives.yaml:564 */
 yt_tensor *
 yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_t *weight_size,
                           int weight_size_len, const int64_t *stride, int stride_len,
@@ -2019,6 +2071,7 @@ yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_
                        : kernel(result, grad_output, input, weight_size, weight_size_len, stride,
                                 stride_len, padding, padding_len, dilation, dilation_len, groups);
     if (status != YT_OK) {
+        yt__error_context("conv2d_backward_weight", "conv2d_backward_weight");
         yt_release(result);
         return NULL;
     }
@@ -2032,7 +2085,7 @@ yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_
 }
 
 /* conv2d_backward_bias(Tensor grad_output) -> Tensor
- * from ops.yaml:2539 */
+ * from ops.yaml:2543 */
 yt_tensor *
 yt_conv2d_backward_bias(yt_tensor *grad_output)
 {
@@ -2051,11 +2104,13 @@ yt_conv2d_backward_bias(yt_tensor *grad_output)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_conv2d_backward_bias(grad_output);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("conv2d_backward_bias", "conv2d_backward_bias");
     return yt__scope_track(result);
 }
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2765; backward from derivatives.yaml:601 */
+ * from ops.yaml:2769; backward from derivatives.yaml:601 */
 yt_tensor *
 yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
                            double eps)
@@ -2114,6 +2169,7 @@ yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *wei
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, grad_out, input, weight, center, eps);
     if (status != YT_OK) {
+        yt__error_context("row_norm_backward_input", "row_norm_backward_input");
         yt_release(result);
         return NULL;
     }
@@ -2126,7 +2182,7 @@ yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *wei
 }
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
- * from ops.yaml:2776; backward from derivatives.yaml:606 */
+ * from ops.yaml:2780; backward from derivatives.yaml:606 */
 yt_tensor *
 yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, double eps)
 {
@@ -2173,6 +2229,7 @@ yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, 
         yt__empty_named("row_norm_backward_weight", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, center, eps);
     if (status != YT_OK) {
+        yt__error_context("row_norm_backward_weight", "row_norm_backward_weight");
         yt_release(result);
         return NULL;
     }
@@ -2185,7 +2242,7 @@ yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, 
 }
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:2788; backward from derivatives.yaml:610 */
+ * from ops.yaml:2792; backward from derivatives.yaml:610 */
 yt_tensor *
 yt_row_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -2215,6 +2272,7 @@ yt_row_norm_backward_bias(yt_tensor *grad_out)
         yt__empty_named("row_norm_backward_bias", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out);
     if (status != YT_OK) {
+        yt__error_context("row_norm_backward_bias", "row_norm_backward_bias");
         yt_release(result);
         return NULL;
     }
@@ -2226,7 +2284,7 @@ yt_row_norm_backward_bias(yt_tensor *grad_out)
 }
 
 /* row_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
- * from ops.yaml:2799 */
+ * from ops.yaml:2803 */
 yt_status
 yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, bool center,
                      double eps, bool input_grad, bool weight_grad, bool bias_grad,
@@ -2308,6 +2366,7 @@ yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, b
                            : kernel(new_d_input, new_d_weight, new_d_bias, grad_out, input, weight,
                                     center, eps, input_grad, weight_grad, bias_grad);
     if (status != YT_OK) {
+        yt__error_context("row_norm_backward", "row_norm_backward");
         yt_release(new_d_input);
         yt_release(new_d_weight);
         yt_release(new_d_bias);
@@ -2320,7 +2379,7 @@ yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, b
 }
 
 /* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2811 */
+ * from ops.yaml:2815 */
 yt_tensor *
 yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                   yt_tensor *weight, bool center, double eps)
@@ -2384,11 +2443,13 @@ yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tenso
     yt_tensor *result =
         yt__composite_row_norm_double_backward_input(grad, grad_out, input, weight, center, eps);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("row_norm_double_backward_input", "row_norm_double_backward_input");
     return yt__scope_track(result);
 }
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
- * from ops.yaml:2822 */
+ * from ops.yaml:2826 */
 yt_tensor *
 yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
                                      bool center, double eps)
@@ -2440,11 +2501,13 @@ yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tenso
     yt_tensor *result =
         yt__composite_row_norm_double_backward_grad_out(grad, input, weight, center, eps);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("row_norm_double_backward_grad_out", "row_norm_double_backward_grad_out");
     return yt__scope_track(result);
 }
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2833; backward from derivatives.yaml:616 */
+ * from ops.yaml:2837; backward from derivatives.yaml:616 */
 yt_tensor *
 yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps)
 {
@@ -2503,6 +2566,7 @@ yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *w
         yt__empty_named("batch_norm_backward_input", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, weight, eps);
     if (status != YT_OK) {
+        yt__error_context("batch_norm_backward_input", "batch_norm_backward_input");
         yt_release(result);
         return NULL;
     }
@@ -2515,7 +2579,7 @@ yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *w
 }
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
- * from ops.yaml:2844; backward from derivatives.yaml:621 */
+ * from ops.yaml:2848; backward from derivatives.yaml:621 */
 yt_tensor *
 yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 {
@@ -2562,6 +2626,7 @@ yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
         yt__empty_named("batch_norm_backward_weight", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, eps);
     if (status != YT_OK) {
+        yt__error_context("batch_norm_backward_weight", "batch_norm_backward_weight");
         yt_release(result);
         return NULL;
     }
@@ -2573,7 +2638,7 @@ yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
 }
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
- * from ops.yaml:2856; backward from derivatives.yaml:613 */
+ * from ops.yaml:2860; backward from derivatives.yaml:613 */
 yt_tensor *
 yt_batch_norm_backward_bias(yt_tensor *grad_out)
 {
@@ -2604,6 +2669,7 @@ yt_batch_norm_backward_bias(yt_tensor *grad_out)
         yt__empty_named("batch_norm_backward_bias", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out);
     if (status != YT_OK) {
+        yt__error_context("batch_norm_backward_bias", "batch_norm_backward_bias");
         yt_release(result);
         return NULL;
     }
@@ -2615,7 +2681,7 @@ yt_batch_norm_backward_bias(yt_tensor *grad_out)
 }
 
 /* batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
- * from ops.yaml:2867 */
+ * from ops.yaml:2871 */
 yt_status
 yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, double eps,
                        bool input_grad, bool weight_grad, bool bias_grad, yt_tensor **d_input,
@@ -2696,6 +2762,7 @@ yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight,
                            : kernel(new_d_input, new_d_weight, new_d_bias, grad_out, input, weight,
                                     eps, input_grad, weight_grad, bias_grad);
     if (status != YT_OK) {
+        yt__error_context("batch_norm_backward", "batch_norm_backward");
         yt_release(new_d_input);
         yt_release(new_d_weight);
         yt_release(new_d_bias);
@@ -2708,7 +2775,7 @@ yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight,
 }
 
 /* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
- * from ops.yaml:2879 */
+ * from ops.yaml:2883 */
 yt_tensor *
 yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len)
 {
@@ -2736,11 +2803,13 @@ yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int 
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_batch_norm_backward_bias_backward(grad, sizes, sizes_len);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("batch_norm_backward_bias_backward", "batch_norm_backward_bias_backward");
     return yt__scope_track(result);
 }
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2891 */
+ * from ops.yaml:2895 */
 yt_tensor *
 yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tensor *input,
                                     yt_tensor *weight, double eps)
@@ -2809,11 +2878,13 @@ yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_ten
     yt_tensor *result =
         yt__composite_batch_norm_double_backward_input(grad, grad_out, input, weight, eps);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("batch_norm_double_backward_input", "batch_norm_double_backward_input");
     return yt__scope_track(result);
 }
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
- * from ops.yaml:2902 */
+ * from ops.yaml:2906 */
 yt_tensor *
 yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tensor *weight,
                                        double eps)
@@ -2864,11 +2935,14 @@ yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_ten
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_batch_norm_double_backward_grad_out(grad, input, weight, eps);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("batch_norm_double_backward_grad_out",
+                          "batch_norm_double_backward_grad_out");
     return yt__scope_track(result);
 }
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2956; backward from derivatives.yaml:634 */
+ * from ops.yaml:2960; backward from derivatives.yaml:634 */
 yt_tensor *
 yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2914,6 +2988,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
         yt__empty_named("softmax_backward_data", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, output, dim);
     if (status != YT_OK) {
+        yt__error_context("softmax_backward_data", "softmax_backward_data");
         yt_release(result);
         return NULL;
     }
@@ -2925,7 +3000,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 }
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2973; backward from derivatives.yaml:638 */
+ * from ops.yaml:2977; backward from derivatives.yaml:638 */
 yt_tensor *
 yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -2976,6 +3051,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
         yt__empty_named("log_softmax_backward_data", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, output, dim);
     if (status != YT_OK) {
+        yt__error_context("log_softmax_backward_data", "log_softmax_backward_data");
         yt_release(result);
         return NULL;
     }
@@ -2988,7 +3064,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
 }
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2990 */
+ * from ops.yaml:2994 */
 yt_tensor *
 yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output, int64_t dim)
 {
@@ -3022,11 +3098,13 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_softmax_double_backward(grad, grad_output, output, dim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("softmax_double_backward", "softmax_double_backward");
     return yt__scope_track(result);
 }
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
- * from ops.yaml:2998 */
+ * from ops.yaml:3002 */
 yt_tensor *
 yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *output,
                                int64_t dim)
@@ -3064,11 +3142,13 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_log_softmax_double_backward(grad, grad_output, output, dim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("log_softmax_double_backward", "log_softmax_double_backward");
     return yt__scope_track(result);
 }
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
- * from ops.yaml:3006 */
+ * from ops.yaml:3010 */
 yt_tensor *
 yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t dim)
 {
@@ -3095,11 +3175,13 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_log_softmax_backward_data_adjoint(grad, output, dim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("log_softmax_backward_data_adjoint", "log_softmax_backward_data_adjoint");
     return yt__scope_track(result);
 }
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
- * from ops.yaml:3213 */
+ * from ops.yaml:3217 */
 yt_tensor *
 yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *target,
                                 yt_tensor *weight, const char *reduction, int64_t ignore_index,
@@ -3167,11 +3249,13 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
     yt_tensor *result = yt__composite_cross_entropy_index_backward(
         grad_output, self, target, weight, reduction, ignore_index, label_smoothing);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("cross_entropy_index_backward", "cross_entropy_index_backward");
     return yt__scope_track(result);
 }
 
 /* scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)
- * from ops.yaml:3277 */
+ * from ops.yaml:3281 */
 yt_status
 yt_scaled_dot_product_attention_math_backward(yt_tensor *grad_output, yt_tensor *query,
                                               yt_tensor *key, yt_tensor *value, yt_tensor *attn,
@@ -3314,6 +3398,8 @@ yt_scaled_dot_product_attention_math_backward(yt_tensor *grad_output, yt_tensor 
                            : kernel(new_d_query, new_d_key, new_d_value, grad_output, query, key,
                                     value, attn, scale, query_grad, key_grad, value_grad);
     if (status != YT_OK) {
+        yt__error_context("scaled_dot_product_attention_math_backward",
+                          "scaled_dot_product_attention_math_backward");
         yt_release(new_d_query);
         yt_release(new_d_key);
         yt_release(new_d_value);
@@ -3326,7 +3412,7 @@ yt_scaled_dot_product_attention_math_backward(yt_tensor *grad_output, yt_tensor 
 }
 
 /* maybe_multiply(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:3537 */
+ * from ops.yaml:3541 */
 yt_tensor *
 yt_maybe_multiply(yt_tensor *self, yt_scalar other)
 {
@@ -3342,11 +3428,13 @@ yt_maybe_multiply(yt_tensor *self, yt_scalar other)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_maybe_multiply(self, other);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("maybe_multiply", "maybe_multiply");
     return yt__scope_track(result);
 }
 
 /* sum_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:3548 */
+ * from ops.yaml:3552 */
 yt_tensor *
 yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -3362,11 +3450,13 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_sum_to(self, size, size_len);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("sum_to", "sum_to");
     return yt__scope_track(result);
 }
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3559 */
+ * from ops.yaml:3563 */
 yt_tensor *
 yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                 int dim_len, bool keepdim)
@@ -3384,11 +3474,13 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_sum_backward(grad, sizes, sizes_len, dim, dim_len, keepdim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("sum_backward", "sum_backward");
     return yt__scope_track(result);
 }
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3566 */
+ * from ops.yaml:3570 */
 yt_tensor *
 yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -3410,11 +3502,13 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_mean_backward(grad, sizes, sizes_len, dim, dim_len, keepdim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("mean_backward", "mean_backward");
     return yt__scope_track(result);
 }
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
- * from ops.yaml:3573 */
+ * from ops.yaml:3577 */
 yt_tensor *
 yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64_t *dim,
                  int dim_len, bool keepdim)
@@ -3450,11 +3544,13 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_amax_backward(grad, self, output, dim, dim_len, keepdim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("amax_backward", "amax_backward");
     return yt__scope_track(result);
 }
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
- * from ops.yaml:3580 */
+ * from ops.yaml:3584 */
 yt_tensor *
 yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
 {
@@ -3467,11 +3563,13 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_permute_backward(grad, dims, dims_len);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("permute_backward", "permute_backward");
     return yt__scope_track(result);
 }
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
- * from ops.yaml:3587 */
+ * from ops.yaml:3591 */
 yt_tensor *
 yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
 {
@@ -3496,11 +3594,13 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_pow_backward(grad, self, exponent);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("pow_backward", "pow_backward");
     return yt__scope_track(result);
 }
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
- * from ops.yaml:3594 */
+ * from ops.yaml:3598 */
 yt_tensor *
 yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
 {
@@ -3518,10 +3618,11 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
         return yt__fail(YT_ERR_DTYPE,
                         "pow_backward_self: self has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(self->dtype));
-    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE,
-                        "pow_backward_self: exponent has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(exponent->dtype));
+    if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "pow_backward_self: exponent has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(exponent->dtype));
     if (self->device != grad->device)
         return yt__fail(YT_ERR_DEVICE, "pow_backward_self: self is on %s but grad is on %s",
                         yt_device_name(self->device), yt_device_name(grad->device));
@@ -3531,11 +3632,13 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_pow_backward_self(grad, self, exponent);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("pow_backward_self", "pow_backward_self");
     return yt__scope_track(result);
 }
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
- * from ops.yaml:3601 */
+ * from ops.yaml:3605 */
 yt_tensor *
 yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, yt_tensor *output)
 {
@@ -3551,10 +3654,11 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
         return yt__fail(YT_ERR_DTYPE,
                         "pow_backward_exponent: grad has dtype %s, expected f16, bf16, f32, f64",
                         yt_dtype_name(grad->dtype));
-    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_FLOATING))
-        return yt__fail(YT_ERR_DTYPE,
-                        "pow_backward_exponent: self has dtype %s, expected f16, bf16, f32, f64",
-                        yt_dtype_name(self->dtype));
+    if (!(YT_DTYPE_BIT(self->dtype) & YT_DTYPESET_ALL_BUT_BOOL))
+        return yt__fail(
+            YT_ERR_DTYPE,
+            "pow_backward_exponent: self has dtype %s, expected u8, i8, i16, i32, i64, f16, bf16, f32, f64",
+            yt_dtype_name(self->dtype));
     if (!(YT_DTYPE_BIT(exponent->dtype) & YT_DTYPESET_FLOATING))
         return yt__fail(
             YT_ERR_DTYPE,
@@ -3576,11 +3680,13 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_pow_backward_exponent(grad, self, exponent, output);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("pow_backward_exponent", "pow_backward_exponent");
     return yt__scope_track(result);
 }
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
- * from ops.yaml:3608; backward from derivatives.yaml:154 */
+ * from ops.yaml:3612; backward from derivatives.yaml:154 */
 yt_tensor *
 yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                   int64_t dim, int64_t start, int64_t end, int64_t step)
@@ -3611,6 +3717,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
                                       : kernel(result, grad_output, input_sizes, input_sizes_len,
                                                dim, start, end, step);
     if (status != YT_OK) {
+        yt__error_context("slice_backward", "slice_backward");
         yt_release(result);
         return NULL;
     }
@@ -3623,7 +3730,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
 }
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
- * from ops.yaml:3616; backward from derivatives.yaml:157 */
+ * from ops.yaml:3620; backward from derivatives.yaml:157 */
 yt_tensor *
 yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_sizes_len,
                    int64_t dim, int64_t index)
@@ -3654,6 +3761,7 @@ yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input
                            ? yt_errcode()
                            : kernel(result, grad_output, input_sizes, input_sizes_len, dim, index);
     if (status != YT_OK) {
+        yt__error_context("select_backward", "select_backward");
         yt_release(result);
         return NULL;
     }

@@ -12,7 +12,7 @@
 #endif
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3293 */
+ * from ops.yaml:3297 */
 yt_tensor *
 yt_empty(const int64_t *size, int size_len)
 {
@@ -20,7 +20,7 @@ yt_empty(const int64_t *size, int size_len)
 }
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3293 */
+ * from ops.yaml:3297 */
 yt_tensor *
 yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -45,6 +45,7 @@ yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
     if (status != YT_OK) {
+        yt__error_context("empty", "empty");
         yt_release(result);
         return NULL;
     }
@@ -52,7 +53,7 @@ yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3307 */
+ * from ops.yaml:3311 */
 yt_tensor *
 yt_zeros(const int64_t *size, int size_len)
 {
@@ -60,7 +61,7 @@ yt_zeros(const int64_t *size, int size_len)
 }
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3307 */
+ * from ops.yaml:3311 */
 yt_tensor *
 yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -85,6 +86,7 @@ yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
     if (status != YT_OK) {
+        yt__error_context("zeros", "zeros");
         yt_release(result);
         return NULL;
     }
@@ -92,7 +94,7 @@ yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3315 */
+ * from ops.yaml:3319 */
 yt_tensor *
 yt_ones(const int64_t *size, int size_len)
 {
@@ -100,7 +102,7 @@ yt_ones(const int64_t *size, int size_len)
 }
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3315 */
+ * from ops.yaml:3319 */
 yt_tensor *
 yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 {
@@ -125,6 +127,7 @@ yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
     if (status != YT_OK) {
+        yt__error_context("ones", "ones");
         yt_release(result);
         return NULL;
     }
@@ -132,7 +135,7 @@ yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3323 */
+ * from ops.yaml:3327 */
 yt_tensor *
 yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 {
@@ -140,7 +143,7 @@ yt_full(const int64_t *size, int size_len, yt_scalar fill_value)
 }
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3323 */
+ * from ops.yaml:3327 */
 yt_tensor *
 yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dtype,
            yt_device device)
@@ -169,6 +172,7 @@ yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dty
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, fill_value, dtype, device);
     if (status != YT_OK) {
+        yt__error_context("full", "full");
         yt_release(result);
         return NULL;
     }
@@ -176,7 +180,7 @@ yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dty
 }
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3335 */
+ * from ops.yaml:3339 */
 yt_tensor *
 yt_empty_like(yt_tensor *self)
 {
@@ -184,7 +188,7 @@ yt_empty_like(yt_tensor *self)
 }
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3335 */
+ * from ops.yaml:3339 */
 yt_tensor *
 yt_empty_like_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -195,11 +199,13 @@ yt_empty_like_ex(yt_tensor *self, yt_dtype dtype)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_empty_like(self, dtype);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("empty_like", "empty_like");
     return yt__scope_track(result);
 }
 
 /* zeros_like(Tensor self) -> Tensor
- * from ops.yaml:3348 */
+ * from ops.yaml:3352 */
 yt_tensor *
 yt_zeros_like(yt_tensor *self)
 {
@@ -217,6 +223,7 @@ yt_zeros_like(yt_tensor *self)
     yt_tensor *result = yt__empty_named("zeros_like", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
+        yt__error_context("zeros_like", "zeros_like");
         yt_release(result);
         return NULL;
     }
@@ -224,7 +231,7 @@ yt_zeros_like(yt_tensor *self)
 }
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3355 */
+ * from ops.yaml:3359 */
 yt_tensor *
 yt_ones_like(yt_tensor *self)
 {
@@ -232,7 +239,7 @@ yt_ones_like(yt_tensor *self)
 }
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3355 */
+ * from ops.yaml:3359 */
 yt_tensor *
 yt_ones_like_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -243,11 +250,13 @@ yt_ones_like_ex(yt_tensor *self, yt_dtype dtype)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_ones_like(self, dtype);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("ones_like", "ones_like");
     return yt__scope_track(result);
 }
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3367 */
+ * from ops.yaml:3371 */
 yt_tensor *
 yt_full_like(yt_tensor *self, yt_scalar fill_value)
 {
@@ -255,7 +264,7 @@ yt_full_like(yt_tensor *self, yt_scalar fill_value)
 }
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3367 */
+ * from ops.yaml:3371 */
 yt_tensor *
 yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype)
 {
@@ -269,11 +278,13 @@ yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_full_like(self, fill_value, dtype);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("full_like", "full_like");
     return yt__scope_track(result);
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3378 */
+ * from ops.yaml:3382 */
 yt_tensor *
 yt_arange(yt_scalar start, yt_scalar end)
 {
@@ -281,7 +292,7 @@ yt_arange(yt_scalar start, yt_scalar end)
 }
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3378 */
+ * from ops.yaml:3382 */
 yt_tensor *
 yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_device device)
 {
@@ -309,6 +320,7 @@ yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, start, end, step, dtype, device);
     if (status != YT_OK) {
+        yt__error_context("arange", "arange");
         yt_release(result);
         return NULL;
     }
@@ -316,7 +328,7 @@ yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_
 }
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3386 */
+ * from ops.yaml:3390 */
 yt_tensor *
 yt_linspace(yt_scalar start, yt_scalar end, int64_t steps)
 {
@@ -324,7 +336,7 @@ yt_linspace(yt_scalar start, yt_scalar end, int64_t steps)
 }
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3386 */
+ * from ops.yaml:3390 */
 yt_tensor *
 yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype, yt_device device)
 {
@@ -350,6 +362,7 @@ yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype, yt
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, start, end, steps, dtype, device);
     if (status != YT_OK) {
+        yt__error_context("linspace", "linspace");
         yt_release(result);
         return NULL;
     }
@@ -357,7 +370,7 @@ yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype, yt
 }
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3398 */
+ * from ops.yaml:3402 */
 yt_tensor *
 yt_eye(int64_t n)
 {
@@ -365,7 +378,7 @@ yt_eye(int64_t n)
 }
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3398 */
+ * from ops.yaml:3402 */
 yt_tensor *
 yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device)
 {
@@ -385,6 +398,7 @@ yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device)
     yt_tensor *result = yt__empty_named("eye", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, n, dtype, device);
     if (status != YT_OK) {
+        yt__error_context("eye", "eye");
         yt_release(result);
         return NULL;
     }
@@ -392,7 +406,7 @@ yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device)
 }
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3409 */
+ * from ops.yaml:3413 */
 yt_tensor *
 yt_eye_m(int64_t n, int64_t m)
 {
@@ -400,7 +414,7 @@ yt_eye_m(int64_t n, int64_t m)
 }
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3409 */
+ * from ops.yaml:3413 */
 yt_tensor *
 yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device)
 {
@@ -420,6 +434,7 @@ yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device)
     yt_tensor *result = yt__empty_named("eye", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, n, m, dtype, device);
     if (status != YT_OK) {
+        yt__error_context("eye", "eye");
         yt_release(result);
         return NULL;
     }
@@ -427,7 +442,7 @@ yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device)
 }
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3420 */
+ * from ops.yaml:3424 */
 yt_tensor *
 yt_rand(const int64_t *size, int size_len)
 {
@@ -435,7 +450,7 @@ yt_rand(const int64_t *size, int size_len)
 }
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3420 */
+ * from ops.yaml:3424 */
 yt_tensor *
 yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype dtype,
            yt_device device)
@@ -465,6 +480,7 @@ yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype 
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
+        yt__error_context("rand", "rand");
         yt_release(result);
         return NULL;
     }
@@ -472,7 +488,7 @@ yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype 
 }
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3431 */
+ * from ops.yaml:3435 */
 yt_tensor *
 yt_randn(const int64_t *size, int size_len)
 {
@@ -480,7 +496,7 @@ yt_randn(const int64_t *size, int size_len)
 }
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3431 */
+ * from ops.yaml:3435 */
 yt_tensor *
 yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype dtype,
             yt_device device)
@@ -510,6 +526,7 @@ yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
+        yt__error_context("randn", "randn");
         yt_release(result);
         return NULL;
     }
@@ -517,7 +534,7 @@ yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype
 }
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3442 */
+ * from ops.yaml:3446 */
 yt_tensor *
 yt_rand_like(yt_tensor *self)
 {
@@ -525,7 +542,7 @@ yt_rand_like(yt_tensor *self)
 }
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3442 */
+ * from ops.yaml:3446 */
 yt_tensor *
 yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 {
@@ -536,11 +553,13 @@ yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_rand_like(self, generator, dtype);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("rand_like", "rand_like");
     return yt__scope_track(result);
 }
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3452 */
+ * from ops.yaml:3456 */
 yt_tensor *
 yt_randn_like(yt_tensor *self)
 {
@@ -548,7 +567,7 @@ yt_randn_like(yt_tensor *self)
 }
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:3452 */
+ * from ops.yaml:3456 */
 yt_tensor *
 yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
 {
@@ -559,11 +578,13 @@ yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_randn_like(self, generator, dtype);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("randn_like", "randn_like");
     return yt__scope_track(result);
 }
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3462 */
+ * from ops.yaml:3466 */
 yt_tensor *
 yt_randint(int64_t high, const int64_t *size, int size_len)
 {
@@ -571,7 +592,7 @@ yt_randint(int64_t high, const int64_t *size, int size_len)
 }
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3462 */
+ * from ops.yaml:3466 */
 yt_tensor *
 yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_generator *generator,
               yt_dtype dtype, yt_device device)
@@ -598,6 +619,7 @@ yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_generator *gen
                            ? yt_errcode()
                            : kernel(result, high, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
+        yt__error_context("randint", "randint");
         yt_release(result);
         return NULL;
     }
@@ -605,7 +627,7 @@ yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_generator *gen
 }
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3473 */
+ * from ops.yaml:3477 */
 yt_tensor *
 yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len)
 {
@@ -613,7 +635,7 @@ yt_randint_low(int64_t low, int64_t high, const int64_t *size, int size_len)
 }
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3473 */
+ * from ops.yaml:3477 */
 yt_tensor *
 yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                   yt_generator *generator, yt_dtype dtype, yt_device device)
@@ -640,6 +662,7 @@ yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                            ? yt_errcode()
                            : kernel(result, low, high, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
+        yt__error_context("randint", "randint");
         yt_release(result);
         return NULL;
     }
@@ -647,7 +670,7 @@ yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
 }
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3483 */
+ * from ops.yaml:3487 */
 yt_tensor *
 yt_randperm(int64_t n)
 {
@@ -655,7 +678,7 @@ yt_randperm(int64_t n)
 }
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
- * from ops.yaml:3483 */
+ * from ops.yaml:3487 */
 yt_tensor *
 yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype, yt_device device)
 {
@@ -675,6 +698,7 @@ yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype, yt_device dev
     yt_tensor *result = yt__empty_named("randperm", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, n, generator, dtype, device);
     if (status != YT_OK) {
+        yt__error_context("randperm", "randperm");
         yt_release(result);
         return NULL;
     }
@@ -682,7 +706,7 @@ yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype, yt_device dev
 }
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3494 */
+ * from ops.yaml:3498 */
 yt_tensor *
 yt_bernoulli(yt_tensor *self)
 {
@@ -690,7 +714,7 @@ yt_bernoulli(yt_tensor *self)
 }
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3494 */
+ * from ops.yaml:3498 */
 yt_tensor *
 yt_bernoulli_ex(yt_tensor *self, yt_generator *generator)
 {
@@ -711,6 +735,7 @@ yt_bernoulli_ex(yt_tensor *self, yt_generator *generator)
     yt_tensor *result = yt__empty_named("bernoulli", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, generator);
     if (status != YT_OK) {
+        yt__error_context("bernoulli", "bernoulli");
         yt_release(result);
         return NULL;
     }
@@ -718,7 +743,7 @@ yt_bernoulli_ex(yt_tensor *self, yt_generator *generator)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3501 */
+ * from ops.yaml:3505 */
 yt_tensor *
 yt_bernoulli_p(yt_tensor *self)
 {
@@ -726,7 +751,7 @@ yt_bernoulli_p(yt_tensor *self)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3501 */
+ * from ops.yaml:3505 */
 yt_tensor *
 yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator)
 {
@@ -744,6 +769,7 @@ yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator)
     yt_tensor *result = yt__empty_named("bernoulli", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, p, generator);
     if (status != YT_OK) {
+        yt__error_context("bernoulli", "bernoulli");
         yt_release(result);
         return NULL;
     }
@@ -751,7 +777,7 @@ yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3501 */
+ * from ops.yaml:3505 */
 yt_status
 yt_bernoulli_p_(yt_tensor *self)
 {
@@ -759,7 +785,7 @@ yt_bernoulli_p_(yt_tensor *self)
 }
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3501 */
+ * from ops.yaml:3505 */
 yt_status
 yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator)
 {
@@ -785,6 +811,8 @@ yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator)
                             ? self
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, p, generator);
+    if (status != YT_OK)
+        yt__error_context("bernoulli", "bernoulli_");
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -798,7 +826,7 @@ yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator)
 }
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3512 */
+ * from ops.yaml:3516 */
 yt_tensor *
 yt_normal(yt_tensor *self)
 {
@@ -806,7 +834,7 @@ yt_normal(yt_tensor *self)
 }
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3512 */
+ * from ops.yaml:3516 */
 yt_tensor *
 yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator)
 {
@@ -827,6 +855,7 @@ yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator)
     yt_tensor *result = yt__empty_named("normal", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mean, std, generator);
     if (status != YT_OK) {
+        yt__error_context("normal", "normal");
         yt_release(result);
         return NULL;
     }
@@ -834,7 +863,7 @@ yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator)
 }
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3512 */
+ * from ops.yaml:3516 */
 yt_status
 yt_normal_(yt_tensor *self)
 {
@@ -842,7 +871,7 @@ yt_normal_(yt_tensor *self)
 }
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3512 */
+ * from ops.yaml:3516 */
 yt_status
 yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator)
 {
@@ -871,6 +900,8 @@ yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator)
                             ? self
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mean, std, generator);
+    if (status != YT_OK)
+        yt__error_context("normal", "normal_");
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -884,7 +915,7 @@ yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator)
 }
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3524 */
+ * from ops.yaml:3528 */
 yt_tensor *
 yt_uniform(yt_tensor *self)
 {
@@ -892,7 +923,7 @@ yt_uniform(yt_tensor *self)
 }
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3524 */
+ * from ops.yaml:3528 */
 yt_tensor *
 yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator)
 {
@@ -913,6 +944,7 @@ yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator)
     yt_tensor *result = yt__empty_named("uniform", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, from, to, generator);
     if (status != YT_OK) {
+        yt__error_context("uniform", "uniform");
         yt_release(result);
         return NULL;
     }
@@ -920,7 +952,7 @@ yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator)
 }
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3524 */
+ * from ops.yaml:3528 */
 yt_status
 yt_uniform_(yt_tensor *self)
 {
@@ -928,7 +960,7 @@ yt_uniform_(yt_tensor *self)
 }
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3524 */
+ * from ops.yaml:3528 */
 yt_status
 yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator)
 {
@@ -958,6 +990,8 @@ yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator)
                             ? self
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, from, to, generator);
+    if (status != YT_OK)
+        yt__error_context("uniform", "uniform_");
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);

@@ -12,7 +12,7 @@
 #endif
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * from ops.yaml:2003; backward from derivatives.yaml:479 */
+ * from ops.yaml:2006; backward from derivatives.yaml:479 */
 yt_tensor *
 yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -43,6 +43,7 @@ yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index)
     yt_tensor *result = yt__empty_named("index_select", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index);
     if (status != YT_OK) {
+        yt__error_context("index_select", "index_select");
         yt_release(result);
         return NULL;
     }
@@ -54,7 +55,7 @@ yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
- * from ops.yaml:2003; backward from derivatives.yaml:479 */
+ * from ops.yaml:2006; backward from derivatives.yaml:479 */
 yt_status
 yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -100,6 +101,8 @@ yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index);
+    if (status != YT_OK)
+        yt__error_context("index_select", "index_select_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -111,7 +114,7 @@ yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:2027; backward from derivatives.yaml:482 */
+ * from ops.yaml:2030; backward from derivatives.yaml:482 */
 yt_tensor *
 yt_index_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -119,7 +122,7 @@ yt_index_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:2027; backward from derivatives.yaml:482 */
+ * from ops.yaml:2030; backward from derivatives.yaml:482 */
 yt_tensor *
 yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source, yt_scalar alpha)
 {
@@ -162,6 +165,7 @@ yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *sourc
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, index, source, alpha);
     if (status != YT_OK) {
+        yt__error_context("index_add", "index_add");
         yt_release(result);
         return NULL;
     }
@@ -173,7 +177,7 @@ yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *sourc
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:2027; backward from derivatives.yaml:482 */
+ * from ops.yaml:2030; backward from derivatives.yaml:482 */
 yt_status
 yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -181,7 +185,7 @@ yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
 }
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
- * from ops.yaml:2027; backward from derivatives.yaml:482 */
+ * from ops.yaml:2030; backward from derivatives.yaml:482 */
 yt_status
 yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                     yt_tensor *source, yt_scalar alpha)
@@ -240,6 +244,8 @@ yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self, dim, index, source, alpha);
+    if (status != YT_OK)
+        yt__error_context("index_add", "index_add_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -251,7 +257,7 @@ yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * from ops.yaml:2042; backward from derivatives.yaml:486 */
+ * from ops.yaml:2045; backward from derivatives.yaml:486 */
 yt_tensor *
 yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -290,6 +296,7 @@ yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
     yt_tensor *result = yt__empty_named("index_copy", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index, source);
     if (status != YT_OK) {
+        yt__error_context("index_copy", "index_copy");
         yt_release(result);
         return NULL;
     }
@@ -301,7 +308,7 @@ yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 }
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
- * from ops.yaml:2042; backward from derivatives.yaml:486 */
+ * from ops.yaml:2045; backward from derivatives.yaml:486 */
 yt_status
 yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
 {
@@ -355,6 +362,8 @@ yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index, source);
+    if (status != YT_OK)
+        yt__error_context("index_copy", "index_copy_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -366,7 +375,7 @@ yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:2055; backward from derivatives.yaml:490 */
+ * from ops.yaml:2058; backward from derivatives.yaml:490 */
 yt_tensor *
 yt_gather(yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -374,7 +383,7 @@ yt_gather(yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:2055; backward from derivatives.yaml:490 */
+ * from ops.yaml:2058; backward from derivatives.yaml:490 */
 yt_tensor *
 yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 {
@@ -405,6 +414,7 @@ yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, index, sparse_grad);
     if (status != YT_OK) {
+        yt__error_context("gather", "gather");
         yt_release(result);
         return NULL;
     }
@@ -416,7 +426,7 @@ yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:2055; backward from derivatives.yaml:490 */
+ * from ops.yaml:2058; backward from derivatives.yaml:490 */
 yt_status
 yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 {
@@ -424,7 +434,7 @@ yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index)
 }
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
- * from ops.yaml:2055; backward from derivatives.yaml:490 */
+ * from ops.yaml:2058; backward from derivatives.yaml:490 */
 yt_status
 yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
 {
@@ -471,6 +481,8 @@ yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self, dim, index, sparse_grad);
+    if (status != YT_OK)
+        yt__error_context("gather", "gather_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -482,7 +494,7 @@ yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:2078; backward from derivatives.yaml:493 */
+ * from ops.yaml:2081; backward from derivatives.yaml:493 */
 yt_tensor *
 yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -520,6 +532,7 @@ yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
     yt_tensor *result = yt__empty_named("scatter", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index, src);
     if (status != YT_OK) {
+        yt__error_context("scatter", "scatter");
         yt_release(result);
         return NULL;
     }
@@ -531,7 +544,7 @@ yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 }
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:2078; backward from derivatives.yaml:493 */
+ * from ops.yaml:2081; backward from derivatives.yaml:493 */
 yt_status
 yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -584,6 +597,8 @@ yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, y
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index, src);
+    if (status != YT_OK)
+        yt__error_context("scatter", "scatter_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -595,7 +610,7 @@ yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, y
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * from ops.yaml:2100; backward from derivatives.yaml:497 */
+ * from ops.yaml:2103; backward from derivatives.yaml:497 */
 yt_tensor *
 yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value)
 {
@@ -627,6 +642,7 @@ yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value
     yt_tensor *result = yt__empty_named("scatter", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index, value);
     if (status != YT_OK) {
+        yt__error_context("scatter", "scatter");
         yt_release(result);
         return NULL;
     }
@@ -638,7 +654,7 @@ yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value
 }
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
- * from ops.yaml:2100; backward from derivatives.yaml:497 */
+ * from ops.yaml:2103; backward from derivatives.yaml:497 */
 yt_status
 yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                      yt_scalar value)
@@ -687,6 +703,8 @@ yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *in
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index, value);
+    if (status != YT_OK)
+        yt__error_context("scatter", "scatter_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -698,7 +716,7 @@ yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *in
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:2112; backward from derivatives.yaml:500 */
+ * from ops.yaml:2115; backward from derivatives.yaml:500 */
 yt_tensor *
 yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -737,6 +755,7 @@ yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
     yt_tensor *result = yt__empty_named("scatter_add", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index, src);
     if (status != YT_OK) {
+        yt__error_context("scatter_add", "scatter_add");
         yt_release(result);
         return NULL;
     }
@@ -748,7 +767,7 @@ yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 }
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
- * from ops.yaml:2112; backward from derivatives.yaml:500 */
+ * from ops.yaml:2115; backward from derivatives.yaml:500 */
 yt_status
 yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
 {
@@ -802,6 +821,8 @@ yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *inde
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index, src);
+    if (status != YT_OK)
+        yt__error_context("scatter_add", "scatter_add_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -813,7 +834,7 @@ yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *inde
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * from ops.yaml:2127; backward from derivatives.yaml:504 */
+ * from ops.yaml:2130; backward from derivatives.yaml:504 */
 yt_tensor *
 yt_embedding(yt_tensor *weight, yt_tensor *indices)
 {
@@ -821,7 +842,7 @@ yt_embedding(yt_tensor *weight, yt_tensor *indices)
 }
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
- * from ops.yaml:2127; backward from derivatives.yaml:504 */
+ * from ops.yaml:2130; backward from derivatives.yaml:504 */
 yt_tensor *
 yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx, bool scale_grad_by_freq,
                 bool sparse)
@@ -858,6 +879,7 @@ yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx, bool
         result == NULL ? yt_errcode()
                        : kernel(result, weight, indices, padding_idx, scale_grad_by_freq, sparse);
     if (status != YT_OK) {
+        yt__error_context("embedding", "embedding");
         yt_release(result);
         return NULL;
     }
@@ -870,7 +892,7 @@ yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx, bool
 }
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
- * from ops.yaml:2174 */
+ * from ops.yaml:2177 */
 yt_tensor *
 yt_one_hot(yt_tensor *self)
 {
@@ -878,7 +900,7 @@ yt_one_hot(yt_tensor *self)
 }
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
- * from ops.yaml:2174 */
+ * from ops.yaml:2177 */
 yt_tensor *
 yt_one_hot_ex(yt_tensor *self, int64_t num_classes)
 {
@@ -890,11 +912,13 @@ yt_one_hot_ex(yt_tensor *self, int64_t num_classes)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_one_hot(self, num_classes);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("one_hot", "one_hot");
     return yt__scope_track(result);
 }
 
 /* nonzero(Tensor self) -> Tensor
- * from ops.yaml:2186 */
+ * from ops.yaml:2189 */
 yt_tensor *
 yt_nonzero(yt_tensor *self)
 {
@@ -903,11 +927,13 @@ yt_nonzero(yt_tensor *self)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_nonzero(self);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("nonzero", "nonzero");
     return yt__scope_track(result);
 }
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
- * from ops.yaml:2198 */
+ * from ops.yaml:2201 */
 yt_tensor *
 yt_masked_select(yt_tensor *self, yt_tensor *mask)
 {
@@ -924,11 +950,13 @@ yt_masked_select(yt_tensor *self, yt_tensor *mask)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_masked_select(self, mask);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("masked_select", "masked_select");
     return yt__scope_track(result);
 }
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:2212 */
+ * from ops.yaml:2215 */
 yt_tensor *
 yt_argsort(yt_tensor *self)
 {
@@ -936,7 +964,7 @@ yt_argsort(yt_tensor *self)
 }
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:2212 */
+ * from ops.yaml:2215 */
 yt_tensor *
 yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending)
 {
@@ -955,6 +983,7 @@ yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending)
     yt_tensor *result = yt__empty_named("argsort", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, descending);
     if (status != YT_OK) {
+        yt__error_context("argsort", "argsort");
         yt_release(result);
         return NULL;
     }
@@ -962,7 +991,7 @@ yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending)
 }
 
 /* argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:2228 */
+ * from ops.yaml:2231 */
 yt_tensor *
 yt_argsort_stable(yt_tensor *self, bool stable)
 {
@@ -970,7 +999,7 @@ yt_argsort_stable(yt_tensor *self, bool stable)
 }
 
 /* argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor
- * from ops.yaml:2228 */
+ * from ops.yaml:2231 */
 yt_tensor *
 yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim, bool descending)
 {
@@ -990,6 +1019,7 @@ yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim, bool descending)
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, stable, dim, descending);
     if (status != YT_OK) {
+        yt__error_context("argsort", "argsort");
         yt_release(result);
         return NULL;
     }
@@ -997,7 +1027,7 @@ yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim, bool descending)
 }
 
 /* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
- * from ops.yaml:2241 */
+ * from ops.yaml:2244 */
 yt_tensor *
 yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len)
 {
@@ -1017,11 +1047,13 @@ yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_index(self, indices, indices_len);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("index", "index");
     return yt__scope_track(result);
 }
 
 /* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
- * from ops.yaml:2255 */
+ * from ops.yaml:2258 */
 yt_tensor *
 yt_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_tensor *values)
 {
@@ -1029,7 +1061,7 @@ yt_index_put(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_ten
 }
 
 /* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
- * from ops.yaml:2255 */
+ * from ops.yaml:2258 */
 yt_tensor *
 yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_tensor *values,
                 bool accumulate)
@@ -1058,11 +1090,13 @@ yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_index_put(self, indices, indices_len, values, accumulate);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("index_put", "index_put");
     return yt__scope_track(result);
 }
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2269; backward from derivatives.yaml:516 */
+ * from ops.yaml:2272; backward from derivatives.yaml:516 */
 yt_status
 yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indices)
 {
@@ -1070,7 +1104,7 @@ yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indices)
 }
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2269; backward from derivatives.yaml:516 */
+ * from ops.yaml:2272; backward from derivatives.yaml:516 */
 yt_status
 yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values, yt_tensor **indices)
 {
@@ -1105,6 +1139,7 @@ yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values, yt
     if (status == YT_OK && recording)
         status = yt__record_sort(new_values, new_indices, self, dim);
     if (status != YT_OK) {
+        yt__error_context("sort", "sort");
         yt_release(new_values);
         yt_release(new_indices);
         return status;
@@ -1115,7 +1150,7 @@ yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values, yt
 }
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2285; backward from derivatives.yaml:520 */
+ * from ops.yaml:2288; backward from derivatives.yaml:520 */
 yt_status
 yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor **values, yt_tensor **indices)
 {
@@ -1123,7 +1158,7 @@ yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor **values, yt_tenso
 }
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2285; backward from derivatives.yaml:520 */
+ * from ops.yaml:2288; backward from derivatives.yaml:520 */
 yt_status
 yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim, bool descending,
                   yt_tensor **values, yt_tensor **indices)
@@ -1160,6 +1195,7 @@ yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim, bool descend
     if (status == YT_OK && recording)
         status = yt__record_sort_stable(new_values, new_indices, self, dim);
     if (status != YT_OK) {
+        yt__error_context("sort", "sort");
         yt_release(new_values);
         yt_release(new_indices);
         return status;
@@ -1170,7 +1206,7 @@ yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim, bool descend
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
- * from ops.yaml:2297; backward from derivatives.yaml:524 */
+ * from ops.yaml:2300; backward from derivatives.yaml:524 */
 yt_status
 yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tensor **indices)
 {
@@ -1178,7 +1214,7 @@ yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tensor **indices)
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
- * from ops.yaml:2297; backward from derivatives.yaml:524 */
+ * from ops.yaml:2300; backward from derivatives.yaml:524 */
 yt_status
 yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted, yt_tensor **values,
            yt_tensor **indices)
@@ -1216,6 +1252,7 @@ yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted, y
     if (status == YT_OK && recording)
         status = yt__record_topk(new_values, new_indices, self, dim);
     if (status != YT_OK) {
+        yt__error_context("topk", "topk");
         yt_release(new_values);
         yt_release(new_indices);
         return status;

@@ -12,7 +12,7 @@
 #endif
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1353; backward from derivatives.yaml:117 */
+ * from ops.yaml:1356; backward from derivatives.yaml:117 */
 yt_tensor *
 yt_mm(yt_tensor *self, yt_tensor *mat2)
 {
@@ -58,6 +58,7 @@ yt_mm(yt_tensor *self, yt_tensor *mat2)
     yt_tensor *result = yt__empty_named("mm", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mat2);
     if (status != YT_OK) {
+        yt__error_context("mm", "mm");
         yt_release(result);
         return NULL;
     }
@@ -69,7 +70,7 @@ yt_mm(yt_tensor *self, yt_tensor *mat2)
 }
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1353; backward from derivatives.yaml:117 */
+ * from ops.yaml:1356; backward from derivatives.yaml:117 */
 yt_status
 yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 {
@@ -130,6 +131,8 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mat2);
+    if (status != YT_OK)
+        yt__error_context("mm", "mm_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -141,7 +144,7 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* matmul(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:1377 */
+ * from ops.yaml:1380 */
 yt_tensor *
 yt_matmul(yt_tensor *self, yt_tensor *other)
 {
@@ -172,11 +175,13 @@ yt_matmul(yt_tensor *self, yt_tensor *other)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_matmul(self, other);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("matmul", "matmul");
     return yt__scope_track(result);
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1403; backward from derivatives.yaml:444 */
+ * from ops.yaml:1406; backward from derivatives.yaml:444 */
 yt_tensor *
 yt_bmm(yt_tensor *self, yt_tensor *mat2)
 {
@@ -227,6 +232,7 @@ yt_bmm(yt_tensor *self, yt_tensor *mat2)
     yt_tensor *result = yt__empty_named("bmm", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mat2);
     if (status != YT_OK) {
+        yt__error_context("bmm", "bmm");
         yt_release(result);
         return NULL;
     }
@@ -238,7 +244,7 @@ yt_bmm(yt_tensor *self, yt_tensor *mat2)
 }
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
- * from ops.yaml:1403; backward from derivatives.yaml:444 */
+ * from ops.yaml:1406; backward from derivatives.yaml:444 */
 yt_status
 yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 {
@@ -304,6 +310,8 @@ yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mat2);
+    if (status != YT_OK)
+        yt__error_context("bmm", "bmm_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -315,7 +323,7 @@ yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1427; backward from derivatives.yaml:448 */
+ * from ops.yaml:1430; backward from derivatives.yaml:448 */
 yt_tensor *
 yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -323,7 +331,7 @@ yt_addmm(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1427; backward from derivatives.yaml:448 */
+ * from ops.yaml:1430; backward from derivatives.yaml:448 */
 yt_tensor *
 yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, yt_scalar alpha)
 {
@@ -403,6 +411,7 @@ yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, y
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, mat1, mat2, beta, alpha);
     if (status != YT_OK) {
+        yt__error_context("addmm", "addmm");
         yt_release(result);
         return NULL;
     }
@@ -414,7 +423,7 @@ yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, y
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1427; backward from derivatives.yaml:448 */
+ * from ops.yaml:1430; backward from derivatives.yaml:448 */
 yt_status
 yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 {
@@ -422,7 +431,7 @@ yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2)
 }
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1427; backward from derivatives.yaml:448 */
+ * from ops.yaml:1430; backward from derivatives.yaml:448 */
 yt_status
 yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta,
                 yt_scalar alpha)
@@ -519,6 +528,8 @@ yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self, mat1, mat2, beta, alpha);
+    if (status != YT_OK)
+        yt__error_context("addmm", "addmm_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -530,7 +541,7 @@ yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1457; backward from derivatives.yaml:453 */
+ * from ops.yaml:1460; backward from derivatives.yaml:453 */
 yt_tensor *
 yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 {
@@ -538,7 +549,7 @@ yt_baddbmm(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1457; backward from derivatives.yaml:453 */
+ * from ops.yaml:1460; backward from derivatives.yaml:453 */
 yt_tensor *
 yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar beta,
               yt_scalar alpha)
@@ -631,6 +642,7 @@ yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar b
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, batch1, batch2, beta, alpha);
     if (status != YT_OK) {
+        yt__error_context("baddbmm", "baddbmm");
         yt_release(result);
         return NULL;
     }
@@ -642,7 +654,7 @@ yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar b
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1457; backward from derivatives.yaml:453 */
+ * from ops.yaml:1460; backward from derivatives.yaml:453 */
 yt_status
 yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2)
 {
@@ -650,7 +662,7 @@ yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *ba
 }
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
- * from ops.yaml:1457; backward from derivatives.yaml:453 */
+ * from ops.yaml:1460; backward from derivatives.yaml:453 */
 yt_status
 yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2,
                   yt_scalar beta, yt_scalar alpha)
@@ -762,6 +774,8 @@ yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor 
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self, batch1, batch2, beta, alpha);
+    if (status != YT_OK)
+        yt__error_context("baddbmm", "baddbmm_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -773,7 +787,7 @@ yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor 
 }
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
- * from ops.yaml:1490 */
+ * from ops.yaml:1493 */
 yt_tensor *
 yt_dot(yt_tensor *self, yt_tensor *tensor)
 {
@@ -807,11 +821,13 @@ yt_dot(yt_tensor *self, yt_tensor *tensor)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_dot(self, tensor);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("dot", "dot");
     return yt__scope_track(result);
 }
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
- * from ops.yaml:1510 */
+ * from ops.yaml:1513 */
 yt_tensor *
 yt_outer(yt_tensor *self, yt_tensor *vec2)
 {
@@ -842,11 +858,13 @@ yt_outer(yt_tensor *self, yt_tensor *vec2)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_outer(self, vec2);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("outer", "outer");
     return yt__scope_track(result);
 }
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
- * from ops.yaml:1528 */
+ * from ops.yaml:1531 */
 yt_tensor *
 yt_linear(yt_tensor *input, yt_tensor *weight)
 {
@@ -854,7 +872,7 @@ yt_linear(yt_tensor *input, yt_tensor *weight)
 }
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
- * from ops.yaml:1528 */
+ * from ops.yaml:1531 */
 yt_tensor *
 yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
 {
@@ -906,5 +924,7 @@ yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_linear(input, weight, bias);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("linear", "linear");
     return yt__scope_track(result);
 }

@@ -12,7 +12,7 @@
 #endif
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:3030 */
+ * from ops.yaml:3034 */
 yt_tensor *
 yt_mse_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -20,7 +20,7 @@ yt_mse_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:3030 */
+ * from ops.yaml:3034 */
 yt_tensor *
 yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
@@ -52,11 +52,13 @@ yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_mse_loss(self, target, reduction);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("mse_loss", "mse_loss");
     return yt__scope_track(result);
 }
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:3045 */
+ * from ops.yaml:3049 */
 yt_tensor *
 yt_l1_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -64,7 +66,7 @@ yt_l1_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
- * from ops.yaml:3045 */
+ * from ops.yaml:3049 */
 yt_tensor *
 yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
 {
@@ -96,11 +98,13 @@ yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_l1_loss(self, target, reduction);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("l1_loss", "l1_loss");
     return yt__scope_track(result);
 }
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
- * from ops.yaml:3060 */
+ * from ops.yaml:3064 */
 yt_tensor *
 yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -108,7 +112,7 @@ yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
- * from ops.yaml:3060 */
+ * from ops.yaml:3064 */
 yt_tensor *
 yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, double beta)
 {
@@ -142,11 +146,13 @@ yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, 
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_smooth_l1_loss(self, target, reduction, beta);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("smooth_l1_loss", "smooth_l1_loss");
     return yt__scope_track(result);
 }
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
- * from ops.yaml:3076 */
+ * from ops.yaml:3080 */
 yt_tensor *
 yt_huber_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -154,7 +160,7 @@ yt_huber_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
- * from ops.yaml:3076 */
+ * from ops.yaml:3080 */
 yt_tensor *
 yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, double delta)
 {
@@ -187,11 +193,13 @@ yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, doub
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_huber_loss(self, target, reduction, delta);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("huber_loss", "huber_loss");
     return yt__scope_track(result);
 }
 
 /* binary_cross_entropy_elementwise(Tensor self, Tensor target) -> Tensor
- * from ops.yaml:3091; backward from derivatives.yaml:650 */
+ * from ops.yaml:3095; backward from derivatives.yaml:650 */
 yt_tensor *
 yt_binary_cross_entropy_elementwise(yt_tensor *self, yt_tensor *target)
 {
@@ -257,7 +265,7 @@ yt_binary_cross_entropy_elementwise(yt_tensor *self, yt_tensor *target)
 }
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3107 */
+ * from ops.yaml:3111 */
 yt_tensor *
 yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target)
 {
@@ -265,7 +273,7 @@ yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target)
 }
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3107 */
+ * from ops.yaml:3111 */
 yt_tensor *
 yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                            const char *reduction)
@@ -312,11 +320,13 @@ yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_binary_cross_entropy(self, target, weight, reduction);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("binary_cross_entropy", "binary_cross_entropy");
     return yt__scope_track(result);
 }
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3124 */
+ * from ops.yaml:3128 */
 yt_tensor *
 yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target)
 {
@@ -324,7 +334,7 @@ yt_binary_cross_entropy_with_logits(yt_tensor *self, yt_tensor *target)
 }
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
- * from ops.yaml:3124 */
+ * from ops.yaml:3128 */
 yt_tensor *
 yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                        yt_tensor *pos_weight, const char *reduction)
@@ -392,11 +402,13 @@ yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_te
     yt_tensor *result =
         yt__composite_binary_cross_entropy_with_logits(self, target, weight, pos_weight, reduction);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("binary_cross_entropy_with_logits", "binary_cross_entropy_with_logits");
     return yt__scope_track(result);
 }
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
- * from ops.yaml:3140 */
+ * from ops.yaml:3144 */
 yt_tensor *
 yt_nll_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -404,7 +416,7 @@ yt_nll_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
- * from ops.yaml:3140 */
+ * from ops.yaml:3144 */
 yt_tensor *
 yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char *reduction,
                int64_t ignore_index)
@@ -455,11 +467,13 @@ yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_nll_loss(self, target, weight, reduction, ignore_index);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("nll_loss", "nll_loss");
     return yt__scope_track(result);
 }
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3163 */
+ * from ops.yaml:3167 */
 yt_tensor *
 yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target)
 {
@@ -467,7 +481,7 @@ yt_cross_entropy_loss(yt_tensor *self, yt_tensor *target)
 }
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3163 */
+ * from ops.yaml:3167 */
 yt_tensor *
 yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                          const char *reduction, int64_t ignore_index, double label_smoothing)
@@ -522,11 +536,13 @@ yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
     yt_tensor *result = yt__composite_cross_entropy_loss(self, target, weight, reduction,
                                                          ignore_index, label_smoothing);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("cross_entropy_loss", "cross_entropy_loss");
     return yt__scope_track(result);
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3193; backward from derivatives.yaml:664 */
+ * from ops.yaml:3197; backward from derivatives.yaml:664 */
 yt_tensor *
 yt_cross_entropy_index(yt_tensor *self, yt_tensor *target)
 {
@@ -534,7 +550,7 @@ yt_cross_entropy_index(yt_tensor *self, yt_tensor *target)
 }
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
- * from ops.yaml:3193; backward from derivatives.yaml:664 */
+ * from ops.yaml:3197; backward from derivatives.yaml:664 */
 yt_tensor *
 yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                           const char *reduction, int64_t ignore_index, double label_smoothing)
@@ -600,6 +616,7 @@ yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                       : kernel(result, self, target, weight, reduction,
                                                ignore_index, label_smoothing);
     if (status != YT_OK) {
+        yt__error_context("cross_entropy_index", "cross_entropy_index");
         yt_release(result);
         return NULL;
     }

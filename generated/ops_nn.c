@@ -12,7 +12,7 @@
 #endif
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
- * from ops.yaml:2317; backward from derivatives.yaml:531 */
+ * from ops.yaml:2321; backward from derivatives.yaml:531 */
 yt_tensor *
 yt_avg_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 {
@@ -21,7 +21,7 @@ yt_avg_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 }
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
- * from ops.yaml:2317; backward from derivatives.yaml:531 */
+ * from ops.yaml:2321; backward from derivatives.yaml:531 */
 yt_tensor *
 yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                  const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
@@ -74,6 +74,7 @@ yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_le
                                                stride_len, padding, padding_len, ceil_mode,
                                                count_include_pad, divisor_override);
     if (status != YT_OK) {
+        yt__error_context("avg_pool2d", "avg_pool2d");
         yt_release(result);
         return NULL;
     }
@@ -87,7 +88,7 @@ yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_le
 }
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
- * from ops.yaml:2336; backward from derivatives.yaml:534 */
+ * from ops.yaml:2340; backward from derivatives.yaml:534 */
 yt_tensor *
 yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size, int output_size_len)
 {
@@ -130,6 +131,7 @@ yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size, int output_s
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, output_size, output_size_len);
     if (status != YT_OK) {
+        yt__error_context("adaptive_avg_pool2d", "adaptive_avg_pool2d");
         yt_release(result);
         return NULL;
     }
@@ -142,7 +144,7 @@ yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size, int output_s
 }
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2408; backward from derivatives.yaml:555 */
+ * from ops.yaml:2412; backward from derivatives.yaml:555 */
 yt_tensor *
 yt_conv2d(yt_tensor *input, yt_tensor *weight)
 {
@@ -150,7 +152,7 @@ yt_conv2d(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2408; backward from derivatives.yaml:555 */
+ * from ops.yaml:2412; backward from derivatives.yaml:555 */
 yt_tensor *
 yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
              int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
@@ -221,6 +223,7 @@ yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t
                            : kernel(result, input, weight, bias, stride, stride_len, padding,
                                     padding_len, dilation, dilation_len, groups);
     if (status != YT_OK) {
+        yt__error_context("conv2d", "conv2d");
         yt_release(result);
         return NULL;
     }
@@ -233,7 +236,7 @@ yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t
 }
 
 /* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2432 */
+ * from ops.yaml:2436 */
 yt_tensor *
 yt_conv2d_padding(yt_tensor *input, yt_tensor *weight)
 {
@@ -241,7 +244,7 @@ yt_conv2d_padding(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2432 */
+ * from ops.yaml:2436 */
 yt_tensor *
 yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
                      int stride_len, const char *padding, const int64_t *dilation, int dilation_len,
@@ -299,11 +302,13 @@ yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const
     yt_tensor *result = yt__composite_conv2d_padding(input, weight, bias, stride, stride_len,
                                                      padding, dilation, dilation_len, groups);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("conv2d", "conv2d");
     return yt__scope_track(result);
 }
 
 /* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2451 */
+ * from ops.yaml:2455 */
 yt_tensor *
 yt_conv1d(yt_tensor *input, yt_tensor *weight)
 {
@@ -311,7 +316,7 @@ yt_conv1d(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2451 */
+ * from ops.yaml:2455 */
 yt_tensor *
 yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
              int stride_len, const int64_t *padding, int padding_len, const int64_t *dilation,
@@ -369,11 +374,13 @@ yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t
     yt_tensor *result = yt__composite_conv1d(input, weight, bias, stride, stride_len, padding,
                                              padding_len, dilation, dilation_len, groups);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("conv1d", "conv1d");
     return yt__scope_track(result);
 }
 
 /* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2471 */
+ * from ops.yaml:2475 */
 yt_tensor *
 yt_conv1d_padding(yt_tensor *input, yt_tensor *weight)
 {
@@ -381,7 +388,7 @@ yt_conv1d_padding(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
- * from ops.yaml:2471 */
+ * from ops.yaml:2475 */
 yt_tensor *
 yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
                      int stride_len, const char *padding, const int64_t *dilation, int dilation_len,
@@ -439,11 +446,13 @@ yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const
     yt_tensor *result = yt__composite_conv1d_padding(input, weight, bias, stride, stride_len,
                                                      padding, dilation, dilation_len, groups);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("conv1d", "conv1d");
     return yt__scope_track(result);
 }
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
- * from ops.yaml:2488 */
+ * from ops.yaml:2492 */
 yt_tensor *
 yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight)
 {
@@ -451,7 +460,7 @@ yt_conv_transpose2d(yt_tensor *input, yt_tensor *weight)
 }
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
- * from ops.yaml:2488 */
+ * from ops.yaml:2492 */
 yt_tensor *
 yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t *stride,
                        int stride_len, const int64_t *padding, int padding_len,
@@ -524,11 +533,13 @@ yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, con
         input, weight, bias, stride, stride_len, padding, padding_len, output_padding,
         output_padding_len, groups, dilation, dilation_len);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("conv_transpose2d", "conv_transpose2d");
     return yt__scope_track(result);
 }
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2553; backward from derivatives.yaml:568 */
+ * from ops.yaml:2557; backward from derivatives.yaml:568 */
 yt_status
 yt_max_pool2d_with_indices(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                            yt_tensor **values, yt_tensor **indices)
@@ -538,7 +549,7 @@ yt_max_pool2d_with_indices(yt_tensor *self, const int64_t *kernel_size, int kern
 }
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:2553; backward from derivatives.yaml:568 */
+ * from ops.yaml:2557; backward from derivatives.yaml:568 */
 yt_status
 yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                               const int64_t *stride, int stride_len, const int64_t *padding,
@@ -620,6 +631,7 @@ yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size, int k
                                                     kernel_size_len, stride, stride_len, padding,
                                                     padding_len, dilation, dilation_len, ceil_mode);
     if (status != YT_OK) {
+        yt__error_context("max_pool2d_with_indices", "max_pool2d_with_indices");
         yt_release(new_values);
         yt_release(new_indices);
         return status;
@@ -630,7 +642,7 @@ yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size, int k
 }
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
- * from ops.yaml:2573 */
+ * from ops.yaml:2577 */
 yt_tensor *
 yt_max_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 {
@@ -638,7 +650,7 @@ yt_max_pool2d(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len)
 }
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
- * from ops.yaml:2573 */
+ * from ops.yaml:2577 */
 yt_tensor *
 yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_len,
                  const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
@@ -681,11 +693,13 @@ yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_le
         yt__composite_max_pool2d(self, kernel_size, kernel_size_len, stride, stride_len, padding,
                                  padding_len, dilation, dilation_len, ceil_mode);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("max_pool2d", "max_pool2d");
     return yt__scope_track(result);
 }
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
- * from ops.yaml:2593 */
+ * from ops.yaml:2597 */
 yt_tensor *
 yt_layer_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len)
 {
@@ -693,7 +707,7 @@ yt_layer_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_
 }
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
- * from ops.yaml:2593 */
+ * from ops.yaml:2597 */
 yt_tensor *
 yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len,
                  yt_tensor *weight, yt_tensor *bias, double eps, bool cudnn_enable)
@@ -751,11 +765,13 @@ yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normaliz
     yt_tensor *result = yt__composite_layer_norm(input, normalized_shape, normalized_shape_len,
                                                  weight, bias, eps, cudnn_enable);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("layer_norm", "layer_norm");
     return yt__scope_track(result);
 }
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
- * from ops.yaml:2616 */
+ * from ops.yaml:2620 */
 yt_tensor *
 yt_group_norm(yt_tensor *input, int64_t num_groups)
 {
@@ -763,7 +779,7 @@ yt_group_norm(yt_tensor *input, int64_t num_groups)
 }
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
- * from ops.yaml:2616 */
+ * from ops.yaml:2620 */
 yt_tensor *
 yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight, yt_tensor *bias,
                  double eps, bool cudnn_enabled)
@@ -815,11 +831,13 @@ yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight, yt_ten
     yt_tensor *result =
         yt__composite_group_norm(input, num_groups, weight, bias, eps, cudnn_enabled);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("group_norm", "group_norm");
     return yt__scope_track(result);
 }
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
- * from ops.yaml:2646 */
+ * from ops.yaml:2650 */
 yt_tensor *
 yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len)
 {
@@ -827,7 +845,7 @@ yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape, int normalized_sh
 }
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
- * from ops.yaml:2646 */
+ * from ops.yaml:2650 */
 yt_tensor *
 yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized_shape_len,
                yt_tensor *weight, const double *eps)
@@ -870,11 +888,13 @@ yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized
     yt_tensor *result =
         yt__composite_rms_norm(input, normalized_shape, normalized_shape_len, weight, eps);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("rms_norm", "rms_norm");
     return yt__scope_track(result);
 }
 
 /* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
- * from ops.yaml:2667 */
+ * from ops.yaml:2671 */
 yt_tensor *
 yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, yt_tensor *running_mean,
               yt_tensor *running_var, bool training, double momentum, double eps,
@@ -967,11 +987,13 @@ yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, yt_tensor *r
     yt_tensor *result = yt__composite_batch_norm(input, weight, bias, running_mean, running_var,
                                                  training, momentum, eps, cudnn_enabled);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("batch_norm", "batch_norm");
     return yt__scope_track(result);
 }
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
- * from ops.yaml:2705; backward from derivatives.yaml:575 */
+ * from ops.yaml:2709; backward from derivatives.yaml:575 */
 yt_tensor *
 yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, double eps)
 {
@@ -1035,6 +1057,7 @@ yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, d
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, input, weight, bias, center, eps);
     if (status != YT_OK) {
+        yt__error_context("row_norm", "row_norm");
         yt_release(result);
         return NULL;
     }
@@ -1046,7 +1069,7 @@ yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, d
 }
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
- * from ops.yaml:2732; backward from derivatives.yaml:587 */
+ * from ops.yaml:2736; backward from derivatives.yaml:587 */
 yt_tensor *
 yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
                        yt_tensor *running_mean, yt_tensor *running_var, double momentum, double eps)
@@ -1163,6 +1186,7 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
                                       : kernel(result, input, weight, bias, running_mean,
                                                running_var, momentum, eps);
     if (status != YT_OK) {
+        yt__error_context("batch_norm_training", "batch_norm_training");
         yt_release(result);
         return NULL;
     }
@@ -1174,7 +1198,7 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3017 */
+ * from ops.yaml:3021 */
 yt_tensor *
 yt_dropout(yt_tensor *input, double p, bool train)
 {
@@ -1182,7 +1206,7 @@ yt_dropout(yt_tensor *input, double p, bool train)
 }
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3017 */
+ * from ops.yaml:3021 */
 yt_tensor *
 yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
 {
@@ -1194,11 +1218,13 @@ yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_dropout(input, p, train, generator);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("dropout", "dropout");
     return yt__scope_track(result);
 }
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3224 */
+ * from ops.yaml:3228 */
 yt_tensor *
 yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *value)
 {
@@ -1206,7 +1232,7 @@ yt_scaled_dot_product_attention(yt_tensor *query, yt_tensor *key, yt_tensor *val
 }
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
- * from ops.yaml:3224 */
+ * from ops.yaml:3228 */
 yt_tensor *
 yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *value,
                                    yt_tensor *attn_mask, double dropout_p, bool is_causal,
@@ -1279,11 +1305,13 @@ yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *
     yt_tensor *result = yt__composite_scaled_dot_product_attention(query, key, value, attn_mask,
                                                                    dropout_p, is_causal, generator);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("scaled_dot_product_attention", "scaled_dot_product_attention");
     return yt__scope_track(result);
 }
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
- * from ops.yaml:3253; backward from derivatives.yaml:687 */
+ * from ops.yaml:3257; backward from derivatives.yaml:687 */
 yt_status
 yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tensor *key, yt_tensor *value,
                                      double scale, yt_tensor **output, yt_tensor **attn)
@@ -1387,6 +1415,7 @@ yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tensor *key, yt_tensor
         status = yt__record_scaled_dot_product_attention_math(new_output, new_attn, query, key,
                                                               value, scale);
     if (status != YT_OK) {
+        yt__error_context("scaled_dot_product_attention_math", "scaled_dot_product_attention_math");
         yt_release(new_output);
         yt_release(new_attn);
         return status;

@@ -5620,7 +5620,7 @@ yt_clamp_tensor_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *min, yt_tenso
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:422; backward from derivatives.yaml:49 */
+ * from ops.yaml:425; backward from derivatives.yaml:49 */
 yt_tensor *
 yt_exp(yt_tensor *self)
 {
@@ -5657,7 +5657,7 @@ yt_exp(yt_tensor *self)
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:422; backward from derivatives.yaml:49 */
+ * from ops.yaml:425; backward from derivatives.yaml:49 */
 yt_status
 yt_exp_(yt_tensor *self)
 {
@@ -5702,7 +5702,7 @@ yt_exp_(yt_tensor *self)
 }
 
 /* exp(Tensor self) -> Tensor
- * from ops.yaml:422; backward from derivatives.yaml:49 */
+ * from ops.yaml:425; backward from derivatives.yaml:49 */
 yt_status
 yt_exp_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5751,7 +5751,7 @@ yt_exp_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:430; backward from derivatives.yaml:52 */
+ * from ops.yaml:433; backward from derivatives.yaml:52 */
 yt_tensor *
 yt_log(yt_tensor *self)
 {
@@ -5788,7 +5788,7 @@ yt_log(yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:430; backward from derivatives.yaml:52 */
+ * from ops.yaml:433; backward from derivatives.yaml:52 */
 yt_status
 yt_log_(yt_tensor *self)
 {
@@ -5841,7 +5841,7 @@ yt_log_(yt_tensor *self)
 }
 
 /* log(Tensor self) -> Tensor
- * from ops.yaml:430; backward from derivatives.yaml:52 */
+ * from ops.yaml:433; backward from derivatives.yaml:52 */
 yt_status
 yt_log_out(yt_tensor *out, yt_tensor *self)
 {
@@ -5890,7 +5890,7 @@ yt_log_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:439; backward from derivatives.yaml:55 */
+ * from ops.yaml:442; backward from derivatives.yaml:55 */
 yt_tensor *
 yt_sqrt(yt_tensor *self)
 {
@@ -5927,7 +5927,7 @@ yt_sqrt(yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:439; backward from derivatives.yaml:55 */
+ * from ops.yaml:442; backward from derivatives.yaml:55 */
 yt_status
 yt_sqrt_(yt_tensor *self)
 {
@@ -5972,7 +5972,7 @@ yt_sqrt_(yt_tensor *self)
 }
 
 /* sqrt(Tensor self) -> Tensor
- * from ops.yaml:439; backward from derivatives.yaml:55 */
+ * from ops.yaml:442; backward from derivatives.yaml:55 */
 yt_status
 yt_sqrt_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6021,7 +6021,7 @@ yt_sqrt_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:448; backward from derivatives.yaml:58 */
+ * from ops.yaml:451; backward from derivatives.yaml:58 */
 yt_tensor *
 yt_relu(yt_tensor *self)
 {
@@ -6056,7 +6056,7 @@ yt_relu(yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:448; backward from derivatives.yaml:58 */
+ * from ops.yaml:451; backward from derivatives.yaml:58 */
 yt_status
 yt_relu_(yt_tensor *self)
 {
@@ -6099,7 +6099,7 @@ yt_relu_(yt_tensor *self)
 }
 
 /* relu(Tensor self) -> Tensor
- * from ops.yaml:448; backward from derivatives.yaml:58 */
+ * from ops.yaml:451; backward from derivatives.yaml:58 */
 yt_status
 yt_relu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6146,7 +6146,7 @@ yt_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:469; backward from derivatives.yaml:65 */
+ * from ops.yaml:472; backward from derivatives.yaml:65 */
 yt_tensor *
 yt_sigmoid(yt_tensor *self)
 {
@@ -6183,7 +6183,7 @@ yt_sigmoid(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:469; backward from derivatives.yaml:65 */
+ * from ops.yaml:472; backward from derivatives.yaml:65 */
 yt_status
 yt_sigmoid_(yt_tensor *self)
 {
@@ -6229,7 +6229,7 @@ yt_sigmoid_(yt_tensor *self)
 }
 
 /* sigmoid(Tensor self) -> Tensor
- * from ops.yaml:469; backward from derivatives.yaml:65 */
+ * from ops.yaml:472; backward from derivatives.yaml:65 */
 yt_status
 yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6279,7 +6279,7 @@ yt_sigmoid_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:477; backward from derivatives.yaml:68 */
+ * from ops.yaml:480; backward from derivatives.yaml:68 */
 yt_tensor *
 yt_tanh(yt_tensor *self)
 {
@@ -6316,7 +6316,7 @@ yt_tanh(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:477; backward from derivatives.yaml:68 */
+ * from ops.yaml:480; backward from derivatives.yaml:68 */
 yt_status
 yt_tanh_(yt_tensor *self)
 {
@@ -6361,7 +6361,7 @@ yt_tanh_(yt_tensor *self)
 }
 
 /* tanh(Tensor self) -> Tensor
- * from ops.yaml:477; backward from derivatives.yaml:68 */
+ * from ops.yaml:480; backward from derivatives.yaml:68 */
 yt_status
 yt_tanh_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6410,7 +6410,7 @@ yt_tanh_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:485; backward from derivatives.yaml:71 */
+ * from ops.yaml:488; backward from derivatives.yaml:71 */
 yt_tensor *
 yt_softplus(yt_tensor *self)
 {
@@ -6418,7 +6418,7 @@ yt_softplus(yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:485; backward from derivatives.yaml:71 */
+ * from ops.yaml:488; backward from derivatives.yaml:71 */
 yt_tensor *
 yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -6457,7 +6457,7 @@ yt_softplus_ex(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:485; backward from derivatives.yaml:71 */
+ * from ops.yaml:488; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_(yt_tensor *self)
 {
@@ -6465,7 +6465,7 @@ yt_softplus_(yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:485; backward from derivatives.yaml:71 */
+ * from ops.yaml:488; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -6521,7 +6521,7 @@ yt_softplus_ex_(yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:485; backward from derivatives.yaml:71 */
+ * from ops.yaml:488; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6529,7 +6529,7 @@ yt_softplus_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
- * from ops.yaml:485; backward from derivatives.yaml:71 */
+ * from ops.yaml:488; backward from derivatives.yaml:71 */
 yt_status
 yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -6583,7 +6583,7 @@ yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta, yt_scalar th
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:492; backward from derivatives.yaml:74 */
+ * from ops.yaml:495; backward from derivatives.yaml:74 */
 yt_tensor *
 yt_clone(yt_tensor *self)
 {
@@ -6613,7 +6613,7 @@ yt_clone(yt_tensor *self)
 }
 
 /* clone(Tensor self) -> Tensor
- * from ops.yaml:492; backward from derivatives.yaml:74 */
+ * from ops.yaml:495; backward from derivatives.yaml:74 */
 yt_status
 yt_clone_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6655,7 +6655,7 @@ yt_clone_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
- * from ops.yaml:499; backward from derivatives.yaml:77 */
+ * from ops.yaml:502; backward from derivatives.yaml:77 */
 yt_tensor *
 yt_to(yt_tensor *self, yt_dtype dtype)
 {
@@ -6674,6 +6674,7 @@ yt_to(yt_tensor *self, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("to", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dtype);
     if (status != YT_OK) {
+        yt__error_context("to", "to");
         yt_release(result);
         return NULL;
     }
@@ -6685,7 +6686,7 @@ yt_to(yt_tensor *self, yt_dtype dtype)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:507; backward from derivatives.yaml:223 */
+ * from ops.yaml:510; backward from derivatives.yaml:223 */
 yt_tensor *
 yt_abs(yt_tensor *self)
 {
@@ -6720,7 +6721,7 @@ yt_abs(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:507; backward from derivatives.yaml:223 */
+ * from ops.yaml:510; backward from derivatives.yaml:223 */
 yt_status
 yt_abs_(yt_tensor *self)
 {
@@ -6770,7 +6771,7 @@ yt_abs_(yt_tensor *self)
 }
 
 /* abs(Tensor self) -> Tensor
- * from ops.yaml:507; backward from derivatives.yaml:223 */
+ * from ops.yaml:510; backward from derivatives.yaml:223 */
 yt_status
 yt_abs_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6817,7 +6818,7 @@ yt_abs_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:515; backward from derivatives.yaml:226 */
+ * from ops.yaml:518; backward from derivatives.yaml:226 */
 yt_tensor *
 yt_sign(yt_tensor *self)
 {
@@ -6847,7 +6848,7 @@ yt_sign(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:515; backward from derivatives.yaml:226 */
+ * from ops.yaml:518; backward from derivatives.yaml:226 */
 yt_status
 yt_sign_(yt_tensor *self)
 {
@@ -6885,7 +6886,7 @@ yt_sign_(yt_tensor *self)
 }
 
 /* sign(Tensor self) -> Tensor
- * from ops.yaml:515; backward from derivatives.yaml:226 */
+ * from ops.yaml:518; backward from derivatives.yaml:226 */
 yt_status
 yt_sign_out(yt_tensor *out, yt_tensor *self)
 {
@@ -6927,7 +6928,7 @@ yt_sign_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:522; backward from derivatives.yaml:229 */
+ * from ops.yaml:525; backward from derivatives.yaml:229 */
 yt_tensor *
 yt_square(yt_tensor *self)
 {
@@ -6964,7 +6965,7 @@ yt_square(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:522; backward from derivatives.yaml:229 */
+ * from ops.yaml:525; backward from derivatives.yaml:229 */
 yt_status
 yt_square_(yt_tensor *self)
 {
@@ -7017,7 +7018,7 @@ yt_square_(yt_tensor *self)
 }
 
 /* square(Tensor self) -> Tensor
- * from ops.yaml:522; backward from derivatives.yaml:229 */
+ * from ops.yaml:525; backward from derivatives.yaml:229 */
 yt_status
 yt_square_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7067,7 +7068,7 @@ yt_square_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:531; backward from derivatives.yaml:232 */
+ * from ops.yaml:534; backward from derivatives.yaml:232 */
 yt_tensor *
 yt_reciprocal(yt_tensor *self)
 {
@@ -7104,7 +7105,7 @@ yt_reciprocal(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:531; backward from derivatives.yaml:232 */
+ * from ops.yaml:534; backward from derivatives.yaml:232 */
 yt_status
 yt_reciprocal_(yt_tensor *self)
 {
@@ -7150,7 +7151,7 @@ yt_reciprocal_(yt_tensor *self)
 }
 
 /* reciprocal(Tensor self) -> Tensor
- * from ops.yaml:531; backward from derivatives.yaml:232 */
+ * from ops.yaml:534; backward from derivatives.yaml:232 */
 yt_status
 yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7200,7 +7201,7 @@ yt_reciprocal_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:540; backward from derivatives.yaml:235 */
+ * from ops.yaml:543; backward from derivatives.yaml:235 */
 yt_tensor *
 yt_rsqrt(yt_tensor *self)
 {
@@ -7237,7 +7238,7 @@ yt_rsqrt(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:540; backward from derivatives.yaml:235 */
+ * from ops.yaml:543; backward from derivatives.yaml:235 */
 yt_status
 yt_rsqrt_(yt_tensor *self)
 {
@@ -7282,7 +7283,7 @@ yt_rsqrt_(yt_tensor *self)
 }
 
 /* rsqrt(Tensor self) -> Tensor
- * from ops.yaml:540; backward from derivatives.yaml:235 */
+ * from ops.yaml:543; backward from derivatives.yaml:235 */
 yt_status
 yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7331,7 +7332,7 @@ yt_rsqrt_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:549; backward from derivatives.yaml:238 */
+ * from ops.yaml:552; backward from derivatives.yaml:238 */
 yt_tensor *
 yt_expm1(yt_tensor *self)
 {
@@ -7368,7 +7369,7 @@ yt_expm1(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:549; backward from derivatives.yaml:238 */
+ * from ops.yaml:552; backward from derivatives.yaml:238 */
 yt_status
 yt_expm1_(yt_tensor *self)
 {
@@ -7413,7 +7414,7 @@ yt_expm1_(yt_tensor *self)
 }
 
 /* expm1(Tensor self) -> Tensor
- * from ops.yaml:549; backward from derivatives.yaml:238 */
+ * from ops.yaml:552; backward from derivatives.yaml:238 */
 yt_status
 yt_expm1_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7462,7 +7463,7 @@ yt_expm1_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:557; backward from derivatives.yaml:241 */
+ * from ops.yaml:560; backward from derivatives.yaml:241 */
 yt_tensor *
 yt_log1p(yt_tensor *self)
 {
@@ -7499,7 +7500,7 @@ yt_log1p(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:557; backward from derivatives.yaml:241 */
+ * from ops.yaml:560; backward from derivatives.yaml:241 */
 yt_status
 yt_log1p_(yt_tensor *self)
 {
@@ -7552,7 +7553,7 @@ yt_log1p_(yt_tensor *self)
 }
 
 /* log1p(Tensor self) -> Tensor
- * from ops.yaml:557; backward from derivatives.yaml:241 */
+ * from ops.yaml:560; backward from derivatives.yaml:241 */
 yt_status
 yt_log1p_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7601,7 +7602,7 @@ yt_log1p_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:566; backward from derivatives.yaml:244 */
+ * from ops.yaml:569; backward from derivatives.yaml:244 */
 yt_tensor *
 yt_log2(yt_tensor *self)
 {
@@ -7638,7 +7639,7 @@ yt_log2(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:566; backward from derivatives.yaml:244 */
+ * from ops.yaml:569; backward from derivatives.yaml:244 */
 yt_status
 yt_log2_(yt_tensor *self)
 {
@@ -7691,7 +7692,7 @@ yt_log2_(yt_tensor *self)
 }
 
 /* log2(Tensor self) -> Tensor
- * from ops.yaml:566; backward from derivatives.yaml:244 */
+ * from ops.yaml:569; backward from derivatives.yaml:244 */
 yt_status
 yt_log2_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7740,7 +7741,7 @@ yt_log2_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:575; backward from derivatives.yaml:247 */
+ * from ops.yaml:578; backward from derivatives.yaml:247 */
 yt_tensor *
 yt_sin(yt_tensor *self)
 {
@@ -7777,7 +7778,7 @@ yt_sin(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:575; backward from derivatives.yaml:247 */
+ * from ops.yaml:578; backward from derivatives.yaml:247 */
 yt_status
 yt_sin_(yt_tensor *self)
 {
@@ -7830,7 +7831,7 @@ yt_sin_(yt_tensor *self)
 }
 
 /* sin(Tensor self) -> Tensor
- * from ops.yaml:575; backward from derivatives.yaml:247 */
+ * from ops.yaml:578; backward from derivatives.yaml:247 */
 yt_status
 yt_sin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -7879,7 +7880,7 @@ yt_sin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:583; backward from derivatives.yaml:250 */
+ * from ops.yaml:586; backward from derivatives.yaml:250 */
 yt_tensor *
 yt_cos(yt_tensor *self)
 {
@@ -7916,7 +7917,7 @@ yt_cos(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:583; backward from derivatives.yaml:250 */
+ * from ops.yaml:586; backward from derivatives.yaml:250 */
 yt_status
 yt_cos_(yt_tensor *self)
 {
@@ -7969,7 +7970,7 @@ yt_cos_(yt_tensor *self)
 }
 
 /* cos(Tensor self) -> Tensor
- * from ops.yaml:583; backward from derivatives.yaml:250 */
+ * from ops.yaml:586; backward from derivatives.yaml:250 */
 yt_status
 yt_cos_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8018,7 +8019,7 @@ yt_cos_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:591; backward from derivatives.yaml:253 */
+ * from ops.yaml:594; backward from derivatives.yaml:253 */
 yt_tensor *
 yt_erf(yt_tensor *self)
 {
@@ -8055,7 +8056,7 @@ yt_erf(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:591; backward from derivatives.yaml:253 */
+ * from ops.yaml:594; backward from derivatives.yaml:253 */
 yt_status
 yt_erf_(yt_tensor *self)
 {
@@ -8108,7 +8109,7 @@ yt_erf_(yt_tensor *self)
 }
 
 /* erf(Tensor self) -> Tensor
- * from ops.yaml:591; backward from derivatives.yaml:253 */
+ * from ops.yaml:594; backward from derivatives.yaml:253 */
 yt_status
 yt_erf_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8157,7 +8158,7 @@ yt_erf_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:599; backward from derivatives.yaml:256 */
+ * from ops.yaml:602; backward from derivatives.yaml:256 */
 yt_tensor *
 yt_floor(yt_tensor *self)
 {
@@ -8192,7 +8193,7 @@ yt_floor(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:599; backward from derivatives.yaml:256 */
+ * from ops.yaml:602; backward from derivatives.yaml:256 */
 yt_status
 yt_floor_(yt_tensor *self)
 {
@@ -8235,7 +8236,7 @@ yt_floor_(yt_tensor *self)
 }
 
 /* floor(Tensor self) -> Tensor
- * from ops.yaml:599; backward from derivatives.yaml:256 */
+ * from ops.yaml:602; backward from derivatives.yaml:256 */
 yt_status
 yt_floor_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8282,7 +8283,7 @@ yt_floor_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:606; backward from derivatives.yaml:259 */
+ * from ops.yaml:609; backward from derivatives.yaml:259 */
 yt_tensor *
 yt_ceil(yt_tensor *self)
 {
@@ -8317,7 +8318,7 @@ yt_ceil(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:606; backward from derivatives.yaml:259 */
+ * from ops.yaml:609; backward from derivatives.yaml:259 */
 yt_status
 yt_ceil_(yt_tensor *self)
 {
@@ -8360,7 +8361,7 @@ yt_ceil_(yt_tensor *self)
 }
 
 /* ceil(Tensor self) -> Tensor
- * from ops.yaml:606; backward from derivatives.yaml:259 */
+ * from ops.yaml:609; backward from derivatives.yaml:259 */
 yt_status
 yt_ceil_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8407,7 +8408,7 @@ yt_ceil_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:613; backward from derivatives.yaml:262 */
+ * from ops.yaml:616; backward from derivatives.yaml:262 */
 yt_tensor *
 yt_round(yt_tensor *self)
 {
@@ -8442,7 +8443,7 @@ yt_round(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:613; backward from derivatives.yaml:262 */
+ * from ops.yaml:616; backward from derivatives.yaml:262 */
 yt_status
 yt_round_(yt_tensor *self)
 {
@@ -8485,7 +8486,7 @@ yt_round_(yt_tensor *self)
 }
 
 /* round(Tensor self) -> Tensor
- * from ops.yaml:613; backward from derivatives.yaml:262 */
+ * from ops.yaml:616; backward from derivatives.yaml:262 */
 yt_status
 yt_round_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8532,7 +8533,7 @@ yt_round_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:620; backward from derivatives.yaml:265 */
+ * from ops.yaml:623; backward from derivatives.yaml:265 */
 yt_tensor *
 yt_trunc(yt_tensor *self)
 {
@@ -8567,7 +8568,7 @@ yt_trunc(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:620; backward from derivatives.yaml:265 */
+ * from ops.yaml:623; backward from derivatives.yaml:265 */
 yt_status
 yt_trunc_(yt_tensor *self)
 {
@@ -8610,7 +8611,7 @@ yt_trunc_(yt_tensor *self)
 }
 
 /* trunc(Tensor self) -> Tensor
- * from ops.yaml:620; backward from derivatives.yaml:265 */
+ * from ops.yaml:623; backward from derivatives.yaml:265 */
 yt_status
 yt_trunc_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8657,7 +8658,7 @@ yt_trunc_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:627; backward from derivatives.yaml:268 */
+ * from ops.yaml:630; backward from derivatives.yaml:268 */
 yt_tensor *
 yt_leaky_relu(yt_tensor *self)
 {
@@ -8665,7 +8666,7 @@ yt_leaky_relu(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:627; backward from derivatives.yaml:268 */
+ * from ops.yaml:630; backward from derivatives.yaml:268 */
 yt_tensor *
 yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -8701,7 +8702,7 @@ yt_leaky_relu_ex(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:627; backward from derivatives.yaml:268 */
+ * from ops.yaml:630; backward from derivatives.yaml:268 */
 yt_status
 yt_leaky_relu_(yt_tensor *self)
 {
@@ -8709,7 +8710,7 @@ yt_leaky_relu_(yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:627; backward from derivatives.yaml:268 */
+ * from ops.yaml:630; backward from derivatives.yaml:268 */
 yt_status
 yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 {
@@ -8763,7 +8764,7 @@ yt_leaky_relu_ex_(yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:627; backward from derivatives.yaml:268 */
+ * from ops.yaml:630; backward from derivatives.yaml:268 */
 yt_status
 yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8771,7 +8772,7 @@ yt_leaky_relu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
- * from ops.yaml:627; backward from derivatives.yaml:268 */
+ * from ops.yaml:630; backward from derivatives.yaml:268 */
 yt_status
 yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -8822,7 +8823,7 @@ yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:646; backward from derivatives.yaml:275 */
+ * from ops.yaml:649; backward from derivatives.yaml:275 */
 yt_tensor *
 yt_elu(yt_tensor *self)
 {
@@ -8830,7 +8831,7 @@ yt_elu(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:646; backward from derivatives.yaml:275 */
+ * from ops.yaml:649; backward from derivatives.yaml:275 */
 yt_tensor *
 yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -8871,7 +8872,7 @@ yt_elu_ex(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sca
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:646; backward from derivatives.yaml:275 */
+ * from ops.yaml:649; backward from derivatives.yaml:275 */
 yt_status
 yt_elu_(yt_tensor *self)
 {
@@ -8879,7 +8880,7 @@ yt_elu_(yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:646; backward from derivatives.yaml:275 */
+ * from ops.yaml:649; backward from derivatives.yaml:275 */
 yt_status
 yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_scale)
 {
@@ -8938,7 +8939,7 @@ yt_elu_ex_(yt_tensor *self, yt_scalar alpha, yt_scalar scale, yt_scalar input_sc
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:646; backward from derivatives.yaml:275 */
+ * from ops.yaml:649; backward from derivatives.yaml:275 */
 yt_status
 yt_elu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -8946,7 +8947,7 @@ yt_elu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
- * from ops.yaml:646; backward from derivatives.yaml:275 */
+ * from ops.yaml:649; backward from derivatives.yaml:275 */
 yt_status
 yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
               yt_scalar input_scale)
@@ -9003,7 +9004,7 @@ yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:665; backward from derivatives.yaml:282 */
+ * from ops.yaml:668; backward from derivatives.yaml:282 */
 yt_tensor *
 yt_silu(yt_tensor *self)
 {
@@ -9036,7 +9037,7 @@ yt_silu(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:665; backward from derivatives.yaml:282 */
+ * from ops.yaml:668; backward from derivatives.yaml:282 */
 yt_status
 yt_silu_(yt_tensor *self)
 {
@@ -9085,7 +9086,7 @@ yt_silu_(yt_tensor *self)
 }
 
 /* silu(Tensor self) -> Tensor
- * from ops.yaml:665; backward from derivatives.yaml:282 */
+ * from ops.yaml:668; backward from derivatives.yaml:282 */
 yt_status
 yt_silu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9131,7 +9132,7 @@ yt_silu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* isnan(Tensor self) -> Tensor
- * from ops.yaml:672 */
+ * from ops.yaml:675 */
 yt_tensor *
 yt_isnan(yt_tensor *self)
 {
@@ -9162,7 +9163,7 @@ yt_isnan(yt_tensor *self)
 }
 
 /* isfinite(Tensor self) -> Tensor
- * from ops.yaml:681 */
+ * from ops.yaml:684 */
 yt_tensor *
 yt_isfinite(yt_tensor *self)
 {
@@ -9193,7 +9194,7 @@ yt_isfinite(yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:690; backward from derivatives.yaml:368 */
+ * from ops.yaml:693; backward from derivatives.yaml:368 */
 yt_tensor *
 yt_gelu(yt_tensor *self)
 {
@@ -9201,7 +9202,7 @@ yt_gelu(yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:690; backward from derivatives.yaml:368 */
+ * from ops.yaml:693; backward from derivatives.yaml:368 */
 yt_tensor *
 yt_gelu_ex(yt_tensor *self, const char *approximate)
 {
@@ -9243,7 +9244,7 @@ yt_gelu_ex(yt_tensor *self, const char *approximate)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:690; backward from derivatives.yaml:368 */
+ * from ops.yaml:693; backward from derivatives.yaml:368 */
 yt_status
 yt_gelu_(yt_tensor *self)
 {
@@ -9251,7 +9252,7 @@ yt_gelu_(yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:690; backward from derivatives.yaml:368 */
+ * from ops.yaml:693; backward from derivatives.yaml:368 */
 yt_status
 yt_gelu_ex_(yt_tensor *self, const char *approximate)
 {
@@ -9310,7 +9311,7 @@ yt_gelu_ex_(yt_tensor *self, const char *approximate)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:690; backward from derivatives.yaml:368 */
+ * from ops.yaml:693; backward from derivatives.yaml:368 */
 yt_status
 yt_gelu_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9318,7 +9319,7 @@ yt_gelu_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
- * from ops.yaml:690; backward from derivatives.yaml:368 */
+ * from ops.yaml:693; backward from derivatives.yaml:368 */
 yt_status
 yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate)
 {
@@ -9374,7 +9375,7 @@ yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:728; backward from derivatives.yaml:375 */
+ * from ops.yaml:731; backward from derivatives.yaml:375 */
 yt_tensor *
 yt_nan_to_num(yt_tensor *self)
 {
@@ -9382,7 +9383,7 @@ yt_nan_to_num(yt_tensor *self)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:728; backward from derivatives.yaml:375 */
+ * from ops.yaml:731; backward from derivatives.yaml:375 */
 yt_tensor *
 yt_nan_to_num_ex(yt_tensor *self, const double *nan, const double *posinf, const double *neginf)
 {
@@ -9412,7 +9413,7 @@ yt_nan_to_num_ex(yt_tensor *self, const double *nan, const double *posinf, const
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:728; backward from derivatives.yaml:375 */
+ * from ops.yaml:731; backward from derivatives.yaml:375 */
 yt_status
 yt_nan_to_num_(yt_tensor *self)
 {
@@ -9420,7 +9421,7 @@ yt_nan_to_num_(yt_tensor *self)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:728; backward from derivatives.yaml:375 */
+ * from ops.yaml:731; backward from derivatives.yaml:375 */
 yt_status
 yt_nan_to_num_ex_(yt_tensor *self, const double *nan, const double *posinf, const double *neginf)
 {
@@ -9466,7 +9467,7 @@ yt_nan_to_num_ex_(yt_tensor *self, const double *nan, const double *posinf, cons
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:728; backward from derivatives.yaml:375 */
+ * from ops.yaml:731; backward from derivatives.yaml:375 */
 yt_status
 yt_nan_to_num_out(yt_tensor *out, yt_tensor *self)
 {
@@ -9474,7 +9475,7 @@ yt_nan_to_num_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
- * from ops.yaml:728; backward from derivatives.yaml:375 */
+ * from ops.yaml:731; backward from derivatives.yaml:375 */
 yt_status
 yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan, const double *posinf,
                      const double *neginf)
@@ -9518,7 +9519,7 @@ yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan, const d
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:743 */
+ * from ops.yaml:746 */
 yt_tensor *
 yt_eq(yt_tensor *self, yt_tensor *other)
 {
@@ -9561,7 +9562,7 @@ yt_eq(yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:743 */
+ * from ops.yaml:746 */
 yt_status
 yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9624,7 +9625,7 @@ yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:753 */
+ * from ops.yaml:756 */
 yt_tensor *
 yt_eq_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9658,7 +9659,7 @@ yt_eq_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:753 */
+ * from ops.yaml:756 */
 yt_status
 yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9711,7 +9712,7 @@ yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:762 */
+ * from ops.yaml:765 */
 yt_tensor *
 yt_lt(yt_tensor *self, yt_tensor *other)
 {
@@ -9754,7 +9755,7 @@ yt_lt(yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:762 */
+ * from ops.yaml:765 */
 yt_status
 yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -9817,7 +9818,7 @@ yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:772 */
+ * from ops.yaml:775 */
 yt_tensor *
 yt_lt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -9851,7 +9852,7 @@ yt_lt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:772 */
+ * from ops.yaml:775 */
 yt_status
 yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -9904,7 +9905,7 @@ yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:781 */
+ * from ops.yaml:784 */
 yt_tensor *
 yt_gt(yt_tensor *self, yt_tensor *other)
 {
@@ -9947,7 +9948,7 @@ yt_gt(yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:781 */
+ * from ops.yaml:784 */
 yt_status
 yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10010,7 +10011,7 @@ yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:791 */
+ * from ops.yaml:794 */
 yt_tensor *
 yt_gt_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10044,7 +10045,7 @@ yt_gt_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:791 */
+ * from ops.yaml:794 */
 yt_status
 yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10097,7 +10098,7 @@ yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:800; backward from derivatives.yaml:98 */
+ * from ops.yaml:803; backward from derivatives.yaml:98 */
 yt_tensor *
 yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -10156,7 +10157,7 @@ yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 }
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
- * from ops.yaml:800; backward from derivatives.yaml:98 */
+ * from ops.yaml:803; backward from derivatives.yaml:98 */
 yt_status
 yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *other)
 {
@@ -10227,7 +10228,7 @@ yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self, yt_tensor *o
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:813 */
+ * from ops.yaml:816 */
 yt_tensor *
 yt_ne(yt_tensor *self, yt_tensor *other)
 {
@@ -10270,7 +10271,7 @@ yt_ne(yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:813 */
+ * from ops.yaml:816 */
 yt_status
 yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10333,7 +10334,7 @@ yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:823 */
+ * from ops.yaml:826 */
 yt_tensor *
 yt_ne_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10367,7 +10368,7 @@ yt_ne_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:823 */
+ * from ops.yaml:826 */
 yt_status
 yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10420,7 +10421,7 @@ yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:832 */
+ * from ops.yaml:835 */
 yt_tensor *
 yt_le(yt_tensor *self, yt_tensor *other)
 {
@@ -10463,7 +10464,7 @@ yt_le(yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:832 */
+ * from ops.yaml:835 */
 yt_status
 yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10526,7 +10527,7 @@ yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:842 */
+ * from ops.yaml:845 */
 yt_tensor *
 yt_le_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10560,7 +10561,7 @@ yt_le_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:842 */
+ * from ops.yaml:845 */
 yt_status
 yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10613,7 +10614,7 @@ yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:851 */
+ * from ops.yaml:854 */
 yt_tensor *
 yt_ge(yt_tensor *self, yt_tensor *other)
 {
@@ -10656,7 +10657,7 @@ yt_ge(yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:851 */
+ * from ops.yaml:854 */
 yt_status
 yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10719,7 +10720,7 @@ yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:861 */
+ * from ops.yaml:864 */
 yt_tensor *
 yt_ge_scalar(yt_tensor *self, yt_scalar other)
 {
@@ -10753,7 +10754,7 @@ yt_ge_scalar(yt_tensor *self, yt_scalar other)
 }
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
- * from ops.yaml:861 */
+ * from ops.yaml:864 */
 yt_status
 yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 {
@@ -10806,7 +10807,7 @@ yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:870 */
+ * from ops.yaml:873 */
 yt_tensor *
 yt_logical_and(yt_tensor *self, yt_tensor *other)
 {
@@ -10851,7 +10852,7 @@ yt_logical_and(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:870 */
+ * from ops.yaml:873 */
 yt_status
 yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -10915,7 +10916,7 @@ yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:880 */
+ * from ops.yaml:883 */
 yt_tensor *
 yt_logical_or(yt_tensor *self, yt_tensor *other)
 {
@@ -10960,7 +10961,7 @@ yt_logical_or(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:880 */
+ * from ops.yaml:883 */
 yt_status
 yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -11024,7 +11025,7 @@ yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:890 */
+ * from ops.yaml:893 */
 yt_tensor *
 yt_logical_xor(yt_tensor *self, yt_tensor *other)
 {
@@ -11069,7 +11070,7 @@ yt_logical_xor(yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
- * from ops.yaml:890 */
+ * from ops.yaml:893 */
 yt_status
 yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 {
@@ -11133,7 +11134,7 @@ yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:900 */
+ * from ops.yaml:903 */
 yt_tensor *
 yt_logical_not(yt_tensor *self)
 {
@@ -11164,7 +11165,7 @@ yt_logical_not(yt_tensor *self)
 }
 
 /* logical_not(Tensor self) -> Tensor
- * from ops.yaml:900 */
+ * from ops.yaml:903 */
 yt_status
 yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 {
@@ -11213,7 +11214,7 @@ yt_logical_not_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:909; backward from derivatives.yaml:321 */
+ * from ops.yaml:912; backward from derivatives.yaml:321 */
 yt_tensor *
 yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -11258,7 +11259,7 @@ yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
- * from ops.yaml:909; backward from derivatives.yaml:321 */
+ * from ops.yaml:912; backward from derivatives.yaml:321 */
 yt_status
 yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 {
@@ -11313,7 +11314,7 @@ yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:922; backward from derivatives.yaml:324 */
+ * from ops.yaml:925; backward from derivatives.yaml:324 */
 yt_tensor *
 yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {
@@ -11371,7 +11372,7 @@ yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 }
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
- * from ops.yaml:922; backward from derivatives.yaml:324 */
+ * from ops.yaml:925; backward from derivatives.yaml:324 */
 yt_status
 yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value)
 {

@@ -12,7 +12,7 @@
 #endif
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:942; backward from derivatives.yaml:102 */
+ * from ops.yaml:945; backward from derivatives.yaml:102 */
 yt_tensor *
 yt_sum(yt_tensor *self)
 {
@@ -20,7 +20,7 @@ yt_sum(yt_tensor *self)
 }
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:942; backward from derivatives.yaml:102 */
+ * from ops.yaml:945; backward from derivatives.yaml:102 */
 yt_tensor *
 yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -40,6 +40,7 @@ yt_sum_ex(yt_tensor *self, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("sum", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dtype);
     if (status != YT_OK) {
+        yt__error_context("sum", "sum");
         yt_release(result);
         return NULL;
     }
@@ -51,7 +52,7 @@ yt_sum_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:956; backward from derivatives.yaml:105 */
+ * from ops.yaml:959; backward from derivatives.yaml:105 */
 yt_tensor *
 yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -59,7 +60,7 @@ yt_sum_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:956; backward from derivatives.yaml:105 */
+ * from ops.yaml:959; backward from derivatives.yaml:105 */
 yt_tensor *
 yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -90,6 +91,7 @@ yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim, dtype);
     if (status != YT_OK) {
+        yt__error_context("sum", "sum");
         yt_release(result);
         return NULL;
     }
@@ -101,7 +103,7 @@ yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:956; backward from derivatives.yaml:105 */
+ * from ops.yaml:959; backward from derivatives.yaml:105 */
 yt_status
 yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -109,7 +111,7 @@ yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:956; backward from derivatives.yaml:105 */
+ * from ops.yaml:959; backward from derivatives.yaml:105 */
 yt_status
 yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
                   yt_dtype dtype)
@@ -155,6 +157,8 @@ yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_l
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim, dtype);
+    if (status != YT_OK)
+        yt__error_context("sum", "sum_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -166,7 +170,7 @@ yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_l
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:971; backward from derivatives.yaml:108 */
+ * from ops.yaml:974; backward from derivatives.yaml:108 */
 yt_tensor *
 yt_mean(yt_tensor *self)
 {
@@ -174,7 +178,7 @@ yt_mean(yt_tensor *self)
 }
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:971; backward from derivatives.yaml:108 */
+ * from ops.yaml:974; backward from derivatives.yaml:108 */
 yt_tensor *
 yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -198,6 +202,7 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("mean", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dtype);
     if (status != YT_OK) {
+        yt__error_context("mean", "mean");
         yt_release(result);
         return NULL;
     }
@@ -209,7 +214,7 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:988; backward from derivatives.yaml:111 */
+ * from ops.yaml:991; backward from derivatives.yaml:111 */
 yt_tensor *
 yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -217,7 +222,7 @@ yt_mean_dim(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:988; backward from derivatives.yaml:111 */
+ * from ops.yaml:991; backward from derivatives.yaml:111 */
 yt_tensor *
 yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt_dtype dtype)
 {
@@ -253,6 +258,7 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim, dtype);
     if (status != YT_OK) {
+        yt__error_context("mean", "mean");
         yt_release(result);
         return NULL;
     }
@@ -264,7 +270,7 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:988; backward from derivatives.yaml:111 */
+ * from ops.yaml:991; backward from derivatives.yaml:111 */
 yt_status
 yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -272,7 +278,7 @@ yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len
 }
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:988; backward from derivatives.yaml:111 */
+ * from ops.yaml:991; backward from derivatives.yaml:111 */
 yt_status
 yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim,
                    yt_dtype dtype)
@@ -322,6 +328,8 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim, dtype);
+    if (status != YT_OK)
+        yt__error_context("mean", "mean_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -333,7 +341,7 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1006; backward from derivatives.yaml:114 */
+ * from ops.yaml:1009; backward from derivatives.yaml:114 */
 yt_tensor *
 yt_amax(yt_tensor *self)
 {
@@ -341,7 +349,7 @@ yt_amax(yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1006; backward from derivatives.yaml:114 */
+ * from ops.yaml:1009; backward from derivatives.yaml:114 */
 yt_tensor *
 yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -371,6 +379,7 @@ yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
     yt_tensor *result = yt__empty_named("amax", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim);
     if (status != YT_OK) {
+        yt__error_context("amax", "amax");
         yt_release(result);
         return NULL;
     }
@@ -382,7 +391,7 @@ yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1006; backward from derivatives.yaml:114 */
+ * from ops.yaml:1009; backward from derivatives.yaml:114 */
 yt_status
 yt_amax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -390,7 +399,7 @@ yt_amax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1006; backward from derivatives.yaml:114 */
+ * from ops.yaml:1009; backward from derivatives.yaml:114 */
 yt_status
 yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -433,6 +442,8 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim);
+    if (status != YT_OK)
+        yt__error_context("amax", "amax_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -444,7 +455,7 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1019; backward from derivatives.yaml:382 */
+ * from ops.yaml:1022; backward from derivatives.yaml:382 */
 yt_tensor *
 yt_amin(yt_tensor *self)
 {
@@ -452,7 +463,7 @@ yt_amin(yt_tensor *self)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1019; backward from derivatives.yaml:382 */
+ * from ops.yaml:1022; backward from derivatives.yaml:382 */
 yt_tensor *
 yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -482,6 +493,7 @@ yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
     yt_tensor *result = yt__empty_named("amin", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim);
     if (status != YT_OK) {
+        yt__error_context("amin", "amin");
         yt_release(result);
         return NULL;
     }
@@ -493,7 +505,7 @@ yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1019; backward from derivatives.yaml:382 */
+ * from ops.yaml:1022; backward from derivatives.yaml:382 */
 yt_status
 yt_amin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -501,7 +513,7 @@ yt_amin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
- * from ops.yaml:1019; backward from derivatives.yaml:382 */
+ * from ops.yaml:1022; backward from derivatives.yaml:382 */
 yt_status
 yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -544,6 +556,8 @@ yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim);
+    if (status != YT_OK)
+        yt__error_context("amin", "amin_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -555,7 +569,7 @@ yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
 }
 
 /* max(Tensor self) -> Tensor
- * from ops.yaml:1034; backward from derivatives.yaml:385 */
+ * from ops.yaml:1037; backward from derivatives.yaml:385 */
 yt_tensor *
 yt_max(yt_tensor *self)
 {
@@ -574,6 +588,7 @@ yt_max(yt_tensor *self)
     yt_tensor *result = yt__empty_named("max", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
+        yt__error_context("max", "max");
         yt_release(result);
         return NULL;
     }
@@ -585,7 +600,7 @@ yt_max(yt_tensor *self)
 }
 
 /* min(Tensor self) -> Tensor
- * from ops.yaml:1046; backward from derivatives.yaml:388 */
+ * from ops.yaml:1049; backward from derivatives.yaml:388 */
 yt_tensor *
 yt_min(yt_tensor *self)
 {
@@ -604,6 +619,7 @@ yt_min(yt_tensor *self)
     yt_tensor *result = yt__empty_named("min", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
+        yt__error_context("min", "min");
         yt_release(result);
         return NULL;
     }
@@ -615,7 +631,7 @@ yt_min(yt_tensor *self)
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1058; backward from derivatives.yaml:391 */
+ * from ops.yaml:1061; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
 {
@@ -623,7 +639,7 @@ yt_max_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1058; backward from derivatives.yaml:391 */
+ * from ops.yaml:1061; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
 {
@@ -659,6 +675,7 @@ yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
     if (status == YT_OK && recording)
         status = yt__record_max_dim(new_values, new_indices, self, dim, keepdim);
     if (status != YT_OK) {
+        yt__error_context("max", "max");
         yt_release(new_values);
         yt_release(new_indices);
         return status;
@@ -669,7 +686,7 @@ yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1058; backward from derivatives.yaml:391 */
+ * from ops.yaml:1061; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
 {
@@ -677,7 +694,7 @@ yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t d
 }
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1058; backward from derivatives.yaml:391 */
+ * from ops.yaml:1061; backward from derivatives.yaml:391 */
 yt_status
 yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -729,6 +746,8 @@ yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
     yt_status status = values_target == NULL || indices_target == NULL
                            ? yt_errcode()
                            : kernel(values_target, indices_target, self, dim, keepdim);
+    if (status != YT_OK)
+        yt__error_context("max", "max_out");
     if (values_target != values) {
         if (status == YT_OK)
             status = yt__copy_into(values, values_target);
@@ -747,7 +766,7 @@ yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1074; backward from derivatives.yaml:395 */
+ * from ops.yaml:1077; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices)
 {
@@ -755,7 +774,7 @@ yt_min_dim(yt_tensor *self, int64_t dim, yt_tensor **values, yt_tensor **indices
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1074; backward from derivatives.yaml:395 */
+ * from ops.yaml:1077; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt_tensor **indices)
 {
@@ -791,6 +810,7 @@ yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
     if (status == YT_OK && recording)
         status = yt__record_min_dim(new_values, new_indices, self, dim, keepdim);
     if (status != YT_OK) {
+        yt__error_context("min", "min");
         yt_release(new_values);
         yt_release(new_indices);
         return status;
@@ -801,7 +821,7 @@ yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1074; backward from derivatives.yaml:395 */
+ * from ops.yaml:1077; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim)
 {
@@ -809,7 +829,7 @@ yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t d
 }
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
- * from ops.yaml:1074; backward from derivatives.yaml:395 */
+ * from ops.yaml:1077; backward from derivatives.yaml:395 */
 yt_status
 yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -861,6 +881,8 @@ yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
     yt_status status = values_target == NULL || indices_target == NULL
                            ? yt_errcode()
                            : kernel(values_target, indices_target, self, dim, keepdim);
+    if (status != YT_OK)
+        yt__error_context("min", "min_out");
     if (values_target != values) {
         if (status == YT_OK)
             status = yt__copy_into(values, values_target);
@@ -879,7 +901,7 @@ yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1089 */
+ * from ops.yaml:1092 */
 yt_tensor *
 yt_argmax(yt_tensor *self)
 {
@@ -887,7 +909,7 @@ yt_argmax(yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1089 */
+ * from ops.yaml:1092 */
 yt_tensor *
 yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -910,6 +932,7 @@ yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
     yt_tensor *result = yt__empty_named("argmax", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
     if (status != YT_OK) {
+        yt__error_context("argmax", "argmax");
         yt_release(result);
         return NULL;
     }
@@ -917,7 +940,7 @@ yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1089 */
+ * from ops.yaml:1092 */
 yt_status
 yt_argmax_out(yt_tensor *out, yt_tensor *self)
 {
@@ -925,7 +948,7 @@ yt_argmax_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1089 */
+ * from ops.yaml:1092 */
 yt_status
 yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -963,6 +986,8 @@ yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
+    if (status != YT_OK)
+        yt__error_context("argmax", "argmax_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -974,7 +999,7 @@ yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1104 */
+ * from ops.yaml:1107 */
 yt_tensor *
 yt_argmin(yt_tensor *self)
 {
@@ -982,7 +1007,7 @@ yt_argmin(yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1104 */
+ * from ops.yaml:1107 */
 yt_tensor *
 yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1005,6 +1030,7 @@ yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
     yt_tensor *result = yt__empty_named("argmin", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
     if (status != YT_OK) {
+        yt__error_context("argmin", "argmin");
         yt_release(result);
         return NULL;
     }
@@ -1012,7 +1038,7 @@ yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1104 */
+ * from ops.yaml:1107 */
 yt_status
 yt_argmin_out(yt_tensor *out, yt_tensor *self)
 {
@@ -1020,7 +1046,7 @@ yt_argmin_out(yt_tensor *out, yt_tensor *self)
 }
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1104 */
+ * from ops.yaml:1107 */
 yt_status
 yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1058,6 +1084,8 @@ yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
+    if (status != YT_OK)
+        yt__error_context("argmin", "argmin_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -1069,7 +1097,7 @@ yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1118; backward from derivatives.yaml:405 */
+ * from ops.yaml:1121; backward from derivatives.yaml:405 */
 yt_tensor *
 yt_prod(yt_tensor *self)
 {
@@ -1077,7 +1105,7 @@ yt_prod(yt_tensor *self)
 }
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1118; backward from derivatives.yaml:405 */
+ * from ops.yaml:1121; backward from derivatives.yaml:405 */
 yt_tensor *
 yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 {
@@ -1097,6 +1125,7 @@ yt_prod_ex(yt_tensor *self, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("prod", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dtype);
     if (status != YT_OK) {
+        yt__error_context("prod", "prod");
         yt_release(result);
         return NULL;
     }
@@ -1108,7 +1137,7 @@ yt_prod_ex(yt_tensor *self, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1132; backward from derivatives.yaml:408 */
+ * from ops.yaml:1135; backward from derivatives.yaml:408 */
 yt_tensor *
 yt_prod_dim_int(yt_tensor *self, int64_t dim)
 {
@@ -1116,7 +1145,7 @@ yt_prod_dim_int(yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1132; backward from derivatives.yaml:408 */
+ * from ops.yaml:1135; backward from derivatives.yaml:408 */
 yt_tensor *
 yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -1139,6 +1168,7 @@ yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("prod", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim, dtype);
     if (status != YT_OK) {
+        yt__error_context("prod", "prod");
         yt_release(result);
         return NULL;
     }
@@ -1150,7 +1180,7 @@ yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1132; backward from derivatives.yaml:408 */
+ * from ops.yaml:1135; backward from derivatives.yaml:408 */
 yt_status
 yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1158,7 +1188,7 @@ yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1132; backward from derivatives.yaml:408 */
+ * from ops.yaml:1135; backward from derivatives.yaml:408 */
 yt_status
 yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
 {
@@ -1194,6 +1224,8 @@ yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdi
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim, dtype);
+    if (status != YT_OK)
+        yt__error_context("prod", "prod_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -1205,7 +1237,7 @@ yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdi
 }
 
 /* all(Tensor self) -> Tensor
- * from ops.yaml:1147 */
+ * from ops.yaml:1150 */
 yt_tensor *
 yt_all(yt_tensor *self)
 {
@@ -1222,6 +1254,7 @@ yt_all(yt_tensor *self)
     yt_tensor *result = yt__empty_named("all", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
+        yt__error_context("all", "all");
         yt_release(result);
         return NULL;
     }
@@ -1229,7 +1262,7 @@ yt_all(yt_tensor *self)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1159 */
+ * from ops.yaml:1162 */
 yt_tensor *
 yt_all_dim(yt_tensor *self, int64_t dim)
 {
@@ -1237,7 +1270,7 @@ yt_all_dim(yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1159 */
+ * from ops.yaml:1162 */
 yt_tensor *
 yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1257,6 +1290,7 @@ yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
     yt_tensor *result = yt__empty_named("all", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
     if (status != YT_OK) {
+        yt__error_context("all", "all");
         yt_release(result);
         return NULL;
     }
@@ -1264,7 +1298,7 @@ yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1159 */
+ * from ops.yaml:1162 */
 yt_status
 yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1272,7 +1306,7 @@ yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1159 */
+ * from ops.yaml:1162 */
 yt_status
 yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1306,6 +1340,8 @@ yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
+    if (status != YT_OK)
+        yt__error_context("all", "all_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -1317,7 +1353,7 @@ yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any(Tensor self) -> Tensor
- * from ops.yaml:1173 */
+ * from ops.yaml:1176 */
 yt_tensor *
 yt_any(yt_tensor *self)
 {
@@ -1334,6 +1370,7 @@ yt_any(yt_tensor *self)
     yt_tensor *result = yt__empty_named("any", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
+        yt__error_context("any", "any");
         yt_release(result);
         return NULL;
     }
@@ -1341,7 +1378,7 @@ yt_any(yt_tensor *self)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1185 */
+ * from ops.yaml:1188 */
 yt_tensor *
 yt_any_dim(yt_tensor *self, int64_t dim)
 {
@@ -1349,7 +1386,7 @@ yt_any_dim(yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1185 */
+ * from ops.yaml:1188 */
 yt_tensor *
 yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1369,6 +1406,7 @@ yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
     yt_tensor *result = yt__empty_named("any", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
     if (status != YT_OK) {
+        yt__error_context("any", "any");
         yt_release(result);
         return NULL;
     }
@@ -1376,7 +1414,7 @@ yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1185 */
+ * from ops.yaml:1188 */
 yt_status
 yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1384,7 +1422,7 @@ yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1185 */
+ * from ops.yaml:1188 */
 yt_status
 yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 {
@@ -1418,6 +1456,8 @@ yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
+    if (status != YT_OK)
+        yt__error_context("any", "any_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -1429,7 +1469,7 @@ yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1199; backward from derivatives.yaml:423 */
+ * from ops.yaml:1202; backward from derivatives.yaml:423 */
 yt_tensor *
 yt_cumsum(yt_tensor *self, int64_t dim)
 {
@@ -1437,7 +1477,7 @@ yt_cumsum(yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1199; backward from derivatives.yaml:423 */
+ * from ops.yaml:1202; backward from derivatives.yaml:423 */
 yt_tensor *
 yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1459,6 +1499,7 @@ yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("cumsum", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
     if (status != YT_OK) {
+        yt__error_context("cumsum", "cumsum");
         yt_release(result);
         return NULL;
     }
@@ -1470,7 +1511,7 @@ yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1199; backward from derivatives.yaml:423 */
+ * from ops.yaml:1202; backward from derivatives.yaml:423 */
 yt_status
 yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 {
@@ -1478,7 +1519,7 @@ yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim)
 }
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1199; backward from derivatives.yaml:423 */
+ * from ops.yaml:1202; backward from derivatives.yaml:423 */
 yt_status
 yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1515,6 +1556,8 @@ yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dtype);
+    if (status != YT_OK)
+        yt__error_context("cumsum", "cumsum_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -1526,7 +1569,7 @@ yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1214; backward from derivatives.yaml:432 */
+ * from ops.yaml:1217; backward from derivatives.yaml:432 */
 yt_tensor *
 yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 {
@@ -1534,7 +1577,7 @@ yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
 }
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
- * from ops.yaml:1214; backward from derivatives.yaml:432 */
+ * from ops.yaml:1217; backward from derivatives.yaml:432 */
 yt_tensor *
 yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 {
@@ -1565,6 +1608,7 @@ yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
     yt_tensor *result = yt__empty_named("logsumexp", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim);
     if (status != YT_OK) {
+        yt__error_context("logsumexp", "logsumexp");
         yt_release(result);
         return NULL;
     }
@@ -1576,7 +1620,7 @@ yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1231; backward from derivatives.yaml:435 */
+ * from ops.yaml:1234; backward from derivatives.yaml:435 */
 yt_tensor *
 yt_var(yt_tensor *self)
 {
@@ -1584,7 +1628,7 @@ yt_var(yt_tensor *self)
 }
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1231; backward from derivatives.yaml:435 */
+ * from ops.yaml:1234; backward from derivatives.yaml:435 */
 yt_tensor *
 yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1617,6 +1661,7 @@ yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, correction, keepdim);
     if (status != YT_OK) {
+        yt__error_context("var", "var");
         yt_release(result);
         return NULL;
     }
@@ -1628,7 +1673,7 @@ yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1246; backward from derivatives.yaml:438 */
+ * from ops.yaml:1249; backward from derivatives.yaml:438 */
 yt_tensor *
 yt_std(yt_tensor *self)
 {
@@ -1636,7 +1681,7 @@ yt_std(yt_tensor *self)
 }
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
- * from ops.yaml:1246; backward from derivatives.yaml:438 */
+ * from ops.yaml:1249; backward from derivatives.yaml:438 */
 yt_tensor *
 yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, bool keepdim)
 {
@@ -1669,6 +1714,7 @@ yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, correction, keepdim);
     if (status != YT_OK) {
+        yt__error_context("std", "std");
         yt_release(result);
         return NULL;
     }
@@ -1680,7 +1726,7 @@ yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1260; backward from derivatives.yaml:429 */
+ * from ops.yaml:1263; backward from derivatives.yaml:429 */
 yt_tensor *
 yt_linalg_vector_norm(yt_tensor *self)
 {
@@ -1688,7 +1734,7 @@ yt_linalg_vector_norm(yt_tensor *self)
 }
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:1260; backward from derivatives.yaml:429 */
+ * from ops.yaml:1263; backward from derivatives.yaml:429 */
 yt_tensor *
 yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int dim_len,
                          bool keepdim, yt_dtype dtype)
@@ -1736,6 +1782,7 @@ yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, ord, dim, dim_len, keepdim, dtype);
     if (status != YT_OK) {
+        yt__error_context("linalg_vector_norm", "linalg_vector_norm");
         yt_release(result);
         return NULL;
     }
@@ -1748,7 +1795,7 @@ yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2916; backward from derivatives.yaml:628 */
+ * from ops.yaml:2920; backward from derivatives.yaml:628 */
 yt_tensor *
 yt_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1756,7 +1803,7 @@ yt_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2916; backward from derivatives.yaml:628 */
+ * from ops.yaml:2920; backward from derivatives.yaml:628 */
 yt_tensor *
 yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1782,6 +1829,7 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("softmax", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
     if (status != YT_OK) {
+        yt__error_context("softmax", "softmax");
         yt_release(result);
         return NULL;
     }
@@ -1793,7 +1841,7 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2936; backward from derivatives.yaml:631 */
+ * from ops.yaml:2940; backward from derivatives.yaml:631 */
 yt_tensor *
 yt_log_softmax(yt_tensor *self, int64_t dim)
 {
@@ -1801,7 +1849,7 @@ yt_log_softmax(yt_tensor *self, int64_t dim)
 }
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
- * from ops.yaml:2936; backward from derivatives.yaml:631 */
+ * from ops.yaml:2940; backward from derivatives.yaml:631 */
 yt_tensor *
 yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
 {
@@ -1827,6 +1875,7 @@ yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("log_softmax", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
     if (status != YT_OK) {
+        yt__error_context("log_softmax", "log_softmax");
         yt_release(result);
         return NULL;
     }

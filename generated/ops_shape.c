@@ -12,7 +12,7 @@
 #endif
 
 /* t(Tensor self) -> Tensor
- * from ops.yaml:1605; backward from derivatives.yaml:121 */
+ * from ops.yaml:1608; backward from derivatives.yaml:121 */
 yt_tensor *
 yt_t(yt_tensor *self)
 {
@@ -32,7 +32,7 @@ yt_t(yt_tensor *self)
 }
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
- * from ops.yaml:1618; backward from derivatives.yaml:124 */
+ * from ops.yaml:1621; backward from derivatives.yaml:124 */
 yt_tensor *
 yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 {
@@ -54,7 +54,7 @@ yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1)
 }
 
 /* permute(Tensor self, int[] dims) -> Tensor
- * from ops.yaml:1629; backward from derivatives.yaml:127 */
+ * from ops.yaml:1632; backward from derivatives.yaml:127 */
 yt_tensor *
 yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 {
@@ -85,7 +85,7 @@ yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
 }
 
 /* view(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1642; backward from derivatives.yaml:130 */
+ * from ops.yaml:1645; backward from derivatives.yaml:130 */
 yt_tensor *
 yt_view(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -107,7 +107,7 @@ yt_view(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* reshape(Tensor self, int[] shape) -> Tensor
- * from ops.yaml:1652 */
+ * from ops.yaml:1655 */
 yt_tensor *
 yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
 {
@@ -120,11 +120,13 @@ yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_reshape(self, shape, shape_len);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("reshape", "reshape");
     return yt__scope_track(result);
 }
 
 /* expand(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1662; backward from derivatives.yaml:133 */
+ * from ops.yaml:1665; backward from derivatives.yaml:133 */
 yt_tensor *
 yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -146,7 +148,7 @@ yt_expand(yt_tensor *self, const int64_t *size, int size_len)
 }
 
 /* squeeze(Tensor self) -> Tensor
- * from ops.yaml:1672; backward from derivatives.yaml:136 */
+ * from ops.yaml:1675; backward from derivatives.yaml:136 */
 yt_tensor *
 yt_squeeze(yt_tensor *self)
 {
@@ -164,7 +166,7 @@ yt_squeeze(yt_tensor *self)
 }
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
- * from ops.yaml:1681; backward from derivatives.yaml:139 */
+ * from ops.yaml:1684; backward from derivatives.yaml:139 */
 yt_tensor *
 yt_squeeze_dim(yt_tensor *self, int64_t dim)
 {
@@ -184,7 +186,7 @@ yt_squeeze_dim(yt_tensor *self, int64_t dim)
 }
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
- * from ops.yaml:1692; backward from derivatives.yaml:142 */
+ * from ops.yaml:1695; backward from derivatives.yaml:142 */
 yt_tensor *
 yt_unsqueeze(yt_tensor *self, int64_t dim)
 {
@@ -204,7 +206,7 @@ yt_unsqueeze(yt_tensor *self, int64_t dim)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:1703; backward from derivatives.yaml:145 */
+ * from ops.yaml:1706; backward from derivatives.yaml:145 */
 yt_tensor *
 yt_slice(yt_tensor *self)
 {
@@ -212,7 +214,7 @@ yt_slice(yt_tensor *self)
 }
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
- * from ops.yaml:1703; backward from derivatives.yaml:145 */
+ * from ops.yaml:1706; backward from derivatives.yaml:145 */
 yt_tensor *
 yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t step)
 {
@@ -234,7 +236,7 @@ yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end, int64_t st
 }
 
 /* select(Tensor self, int dim, int index) -> Tensor
- * from ops.yaml:1717; backward from derivatives.yaml:148 */
+ * from ops.yaml:1720; backward from derivatives.yaml:148 */
 yt_tensor *
 yt_select(yt_tensor *self, int64_t dim, int64_t index)
 {
@@ -254,7 +256,7 @@ yt_select(yt_tensor *self, int64_t dim, int64_t index)
 }
 
 /* contiguous(Tensor self) -> Tensor
- * from ops.yaml:1728 */
+ * from ops.yaml:1731 */
 yt_tensor *
 yt_contiguous(yt_tensor *self)
 {
@@ -263,11 +265,13 @@ yt_contiguous(yt_tensor *self)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_contiguous(self);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("contiguous", "contiguous");
     return yt__scope_track(result);
 }
 
 /* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
- * from ops.yaml:1737 */
+ * from ops.yaml:1740 */
 yt_tensor *
 yt_flatten(yt_tensor *self)
 {
@@ -275,7 +279,7 @@ yt_flatten(yt_tensor *self)
 }
 
 /* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
- * from ops.yaml:1737 */
+ * from ops.yaml:1740 */
 yt_tensor *
 yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim)
 {
@@ -292,11 +296,13 @@ yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_flatten(self, start_dim, end_dim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("flatten", "flatten");
     return yt__scope_track(result);
 }
 
 /* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
- * from ops.yaml:1754 */
+ * from ops.yaml:1757 */
 yt_tensor *
 yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len)
 {
@@ -316,11 +322,13 @@ yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_unflatten(self, dim, sizes, sizes_len);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("unflatten", "unflatten");
     return yt__scope_track(result);
 }
 
 /* broadcast_to(Tensor self, int[] size) -> Tensor
- * from ops.yaml:1772 */
+ * from ops.yaml:1775 */
 yt_tensor *
 yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len)
 {
@@ -333,11 +341,13 @@ yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_broadcast_to(self, size, size_len);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("broadcast_to", "broadcast_to");
     return yt__scope_track(result);
 }
 
 /* narrow(Tensor self, int dim, int start, int length) -> Tensor
- * from ops.yaml:1784 */
+ * from ops.yaml:1787 */
 yt_tensor *
 yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length)
 {
@@ -353,11 +363,13 @@ yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_narrow(self, dim, start, length);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("narrow", "narrow");
     return yt__scope_track(result);
 }
 
 /* repeat(Tensor self, int[] repeats) -> Tensor
- * from ops.yaml:1802 */
+ * from ops.yaml:1805 */
 yt_tensor *
 yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len)
 {
@@ -375,11 +387,13 @@ yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_repeat(self, repeats, repeats_len);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("repeat", "repeat");
     return yt__scope_track(result);
 }
 
 /* flip(Tensor self, int[] dims) -> Tensor
- * from ops.yaml:1819; backward from derivatives.yaml:461 */
+ * from ops.yaml:1822; backward from derivatives.yaml:461 */
 yt_tensor *
 yt_flip(yt_tensor *self, const int64_t *dims, int dims_len)
 {
@@ -408,6 +422,7 @@ yt_flip(yt_tensor *self, const int64_t *dims, int dims_len)
     yt_tensor *result = yt__empty_named("flip", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dims, dims_len);
     if (status != YT_OK) {
+        yt__error_context("flip", "flip");
         yt_release(result);
         return NULL;
     }
@@ -419,7 +434,7 @@ yt_flip(yt_tensor *self, const int64_t *dims, int dims_len)
 }
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
- * from ops.yaml:1833; backward from derivatives.yaml:464 */
+ * from ops.yaml:1836; backward from derivatives.yaml:464 */
 yt_tensor *
 yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len)
 {
@@ -427,7 +442,7 @@ yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len)
 }
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
- * from ops.yaml:1833; backward from derivatives.yaml:464 */
+ * from ops.yaml:1836; backward from derivatives.yaml:464 */
 yt_tensor *
 yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len, const int64_t *dims,
            int dims_len)
@@ -465,6 +480,7 @@ yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len, const int64_t
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, shifts, shifts_len, dims, dims_len);
     if (status != YT_OK) {
+        yt__error_context("roll", "roll");
         yt_release(result);
         return NULL;
     }
@@ -476,7 +492,7 @@ yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len, const int64_t
 }
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:1858; backward from derivatives.yaml:467 */
+ * from ops.yaml:1861; backward from derivatives.yaml:467 */
 yt_tensor *
 yt_tril(yt_tensor *self)
 {
@@ -484,7 +500,7 @@ yt_tril(yt_tensor *self)
 }
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:1858; backward from derivatives.yaml:467 */
+ * from ops.yaml:1861; backward from derivatives.yaml:467 */
 yt_tensor *
 yt_tril_ex(yt_tensor *self, int64_t diagonal)
 {
@@ -505,6 +521,7 @@ yt_tril_ex(yt_tensor *self, int64_t diagonal)
     yt_tensor *result = yt__empty_named("tril", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, diagonal);
     if (status != YT_OK) {
+        yt__error_context("tril", "tril");
         yt_release(result);
         return NULL;
     }
@@ -516,7 +533,7 @@ yt_tril_ex(yt_tensor *self, int64_t diagonal)
 }
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:1874; backward from derivatives.yaml:470 */
+ * from ops.yaml:1877; backward from derivatives.yaml:470 */
 yt_tensor *
 yt_triu(yt_tensor *self)
 {
@@ -524,7 +541,7 @@ yt_triu(yt_tensor *self)
 }
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
- * from ops.yaml:1874; backward from derivatives.yaml:470 */
+ * from ops.yaml:1877; backward from derivatives.yaml:470 */
 yt_tensor *
 yt_triu_ex(yt_tensor *self, int64_t diagonal)
 {
@@ -545,6 +562,7 @@ yt_triu_ex(yt_tensor *self, int64_t diagonal)
     yt_tensor *result = yt__empty_named("triu", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, diagonal);
     if (status != YT_OK) {
+        yt__error_context("triu", "triu");
         yt_release(result);
         return NULL;
     }
@@ -556,7 +574,7 @@ yt_triu_ex(yt_tensor *self, int64_t diagonal)
 }
 
 /* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
- * from ops.yaml:1890 */
+ * from ops.yaml:1893 */
 yt_tensor *
 yt_pad(yt_tensor *self, const int64_t *pad, int pad_len)
 {
@@ -564,7 +582,7 @@ yt_pad(yt_tensor *self, const int64_t *pad, int pad_len)
 }
 
 /* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
- * from ops.yaml:1890 */
+ * from ops.yaml:1893 */
 yt_tensor *
 yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode, const double *value)
 {
@@ -588,11 +606,13 @@ yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode, co
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_pad(self, pad, pad_len, mode, value);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("pad", "pad");
     return yt__scope_track(result);
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1912; backward from derivatives.yaml:473 */
+ * from ops.yaml:1915; backward from derivatives.yaml:473 */
 yt_tensor *
 yt_cat(yt_tensor *const *tensors, int tensors_len)
 {
@@ -600,7 +620,7 @@ yt_cat(yt_tensor *const *tensors, int tensors_len)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1912; backward from derivatives.yaml:473 */
+ * from ops.yaml:1915; backward from derivatives.yaml:473 */
 yt_tensor *
 yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 {
@@ -632,6 +652,7 @@ yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
     yt_tensor *result = yt__empty_named("cat", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, tensors, tensors_len, dim);
     if (status != YT_OK) {
+        yt__error_context("cat", "cat");
         yt_release(result);
         return NULL;
     }
@@ -643,7 +664,7 @@ yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1912; backward from derivatives.yaml:473 */
+ * from ops.yaml:1915; backward from derivatives.yaml:473 */
 yt_status
 yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len)
 {
@@ -651,7 +672,7 @@ yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len)
 }
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1912; backward from derivatives.yaml:473 */
+ * from ops.yaml:1915; backward from derivatives.yaml:473 */
 yt_status
 yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_t dim)
 {
@@ -700,6 +721,8 @@ yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_
                             ? out
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, tensors, tensors_len, dim);
+    if (status != YT_OK)
+        yt__error_context("cat", "cat_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -711,7 +734,7 @@ yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_
 }
 
 /* stack(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1935 */
+ * from ops.yaml:1938 */
 yt_tensor *
 yt_stack(yt_tensor *const *tensors, int tensors_len)
 {
@@ -719,7 +742,7 @@ yt_stack(yt_tensor *const *tensors, int tensors_len)
 }
 
 /* stack(Tensor[] tensors, int dim=0) -> Tensor
- * from ops.yaml:1935 */
+ * from ops.yaml:1938 */
 yt_tensor *
 yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
 {
@@ -740,11 +763,13 @@ yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     yt_tensor *result = yt__composite_stack(tensors, tensors_len, dim);
     yt__scope_resume();
+    if (result == NULL)
+        yt__error_context("stack", "stack");
     return yt__scope_track(result);
 }
 
 /* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
- * from ops.yaml:1948 */
+ * from ops.yaml:1951 */
 int64_t
 yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capacity)
 {
@@ -752,7 +777,7 @@ yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, int64_t out_capac
 }
 
 /* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
- * from ops.yaml:1948 */
+ * from ops.yaml:1951 */
 int64_t
 yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {
@@ -768,13 +793,15 @@ yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, i
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     int64_t count = yt__composite_split(self, split_size, dim, out, out_capacity);
     yt__scope_resume();
+    if (count < 0)
+        yt__error_context("split", "split");
     for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
         yt__scope_track(out[i]);
     return count;
 }
 
 /* split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]
- * from ops.yaml:1961 */
+ * from ops.yaml:1964 */
 int64_t
 yt_split_with_sizes(yt_tensor *self, const int64_t *split_sizes, int split_sizes_len,
                     yt_tensor **out, int64_t out_capacity)
@@ -783,7 +810,7 @@ yt_split_with_sizes(yt_tensor *self, const int64_t *split_sizes, int split_sizes
 }
 
 /* split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]
- * from ops.yaml:1961 */
+ * from ops.yaml:1964 */
 int64_t
 yt_split_with_sizes_ex(yt_tensor *self, const int64_t *split_sizes, int split_sizes_len,
                        int64_t dim, yt_tensor **out, int64_t out_capacity)
@@ -808,13 +835,15 @@ yt_split_with_sizes_ex(yt_tensor *self, const int64_t *split_sizes, int split_si
     int64_t count =
         yt__composite_split_with_sizes(self, split_sizes, split_sizes_len, dim, out, out_capacity);
     yt__scope_resume();
+    if (count < 0)
+        yt__error_context("split_with_sizes", "split_with_sizes");
     for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
         yt__scope_track(out[i]);
     return count;
 }
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
- * from ops.yaml:1974 */
+ * from ops.yaml:1977 */
 int64_t
 yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity)
 {
@@ -822,7 +851,7 @@ yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_t out_capacity)
 }
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
- * from ops.yaml:1974 */
+ * from ops.yaml:1977 */
 int64_t
 yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {
@@ -838,13 +867,15 @@ yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out, int64
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     int64_t count = yt__composite_chunk(self, chunks, dim, out, out_capacity);
     yt__scope_resume();
+    if (count < 0)
+        yt__error_context("chunk", "chunk");
     for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
         yt__scope_track(out[i]);
     return count;
 }
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
- * from ops.yaml:1987 */
+ * from ops.yaml:1990 */
 int64_t
 yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
 {
@@ -852,7 +883,7 @@ yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
 }
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
- * from ops.yaml:1987 */
+ * from ops.yaml:1990 */
 int64_t
 yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity)
 {
@@ -868,6 +899,8 @@ yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity
     yt__scope_suspend(); /* temporaries of the composite are released by it, not by a scope */
     int64_t count = yt__composite_unbind(self, dim, out, out_capacity);
     yt__scope_resume();
+    if (count < 0)
+        yt__error_context("unbind", "unbind");
     for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
         yt__scope_track(out[i]);
     return count;

@@ -51,6 +51,30 @@ yt__fail_status(yt_status code, const char *fmt, ...)
     return last_error.code;
 }
 
+/* Whether msg starts with "name:". */
+static bool
+names_op(const char *msg, const char *name)
+{
+    const size_t len = strlen(name);
+    return strncmp(msg, name, len) == 0 && msg[len] == ':';
+}
+
+void
+yt__error_context(const char *base, const char *name)
+{
+    if (last_error.code == YT_OK || names_op(last_error.msg, base) ||
+        names_op(last_error.msg, name))
+        return;
+    yt__fail_status(last_error.code, "%s: %s", name, last_error.msg);
+}
+
+void
+yt__error_rename(const char *from, const char *to)
+{
+    if (last_error.code != YT_OK && names_op(last_error.msg, from))
+        yt__fail_status(last_error.code, "%s%s", to, last_error.msg + strlen(from));
+}
+
 yt_status
 yt_errcode(void)
 {

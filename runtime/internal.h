@@ -53,6 +53,15 @@ YT_INTERNAL yt_tensor *yt__fail(yt_status code, const char *fmt, ...)
 /* The same, returning the code (for functions that return yt_status). */
 YT_INTERNAL yt_status yt__fail_status(yt_status code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Called by an op whose composite or kernel just failed inside another public op: the message
+ * then named that op ("sub: self.size(0)=6 cannot broadcast with other.size(0)=3" from
+ * huber_loss), so it is prefixed with the op the caller called, `name` (its variant: "add_",
+ * "conv1d_out"), unless it already starts with `name` or with `base` (the op without the variant's
+ * suffix) and a colon. The code stays. */
+YT_INTERNAL void yt__error_context(const char *base, const char *name);
+/* For a composite that hands its arguments, names unchanged, to another op: a message that starts
+ * with "from: " is made to start with "to: " instead. */
+YT_INTERNAL void yt__error_rename(const char *from, const char *to);
 
 /* ---------------------------------------------------------------- storage and tensors */
 
@@ -115,6 +124,13 @@ YT_INTERNAL void yt__element_span(const yt_tensor *t, int64_t *first, int64_t *l
 /* Recomputes numel and is_contiguous after sizes/strides were written. */
 YT_INTERNAL void yt__tensor_set_geometry(yt_tensor *t);
 YT_INTERNAL void yt__shape_of(yt_shape *out, const yt_tensor *t);
+/* t's size along d, a 0-d t taken as 1-D of one element (PyTorch's rule for index tensors); a
+ * 0-d tensor's sizes[] holds nothing to read. */
+static inline int64_t
+yt__size_as_1d(const yt_tensor *t, int d)
+{
+    return t->dim == 0 ? 1 : t->sizes[d];
+}
 YT_INTERNAL void yt__contiguous_strides(int64_t *strides, const int64_t *sizes, int dim);
 /* Pointer to element 0 (CPU). */
 static inline char *
@@ -484,7 +500,8 @@ YT_INTERNAL void yt__node_release(yt_node *node);
 /* Connects forward input `i` (may be NULL, or not require grad: then no gradient flows). */
 YT_INTERNAL void yt__node_set_edge(yt_node *node, int i, yt_tensor *input);
 /* Makes `node` the grad_fn of `result` as output `output_nr` (takes a node reference, sets
- * requires_grad, records shape and dtype for zero-filling). */
+ * requires_grad, records shape and dtype for zero-filling); a result that is not floating is left
+ * alone. */
 YT_INTERNAL void yt__node_set_output(yt_node *node, yt_tensor *result, int output_nr);
 /* After in-place op `op` recorded its node as the grad_fn of `self`: when self is a view, its base's
  * history is rebased through the write (a CopySlices node) and self becomes a view of the new

@@ -53,3448 +53,3663 @@ def case_6(self, other):
     return torch.ops.aten.add(self, other, alpha=alpha)
 
 
-def case_7(self):
+def case_7(self, other):
+    """add.Tensor (ops.yaml:8 sample 7)"""
+    alpha = 1
+    return torch.ops.aten.add(self, other, alpha=alpha)
+
+
+def case_8(self, other):
+    """add.Tensor (ops.yaml:8 sample 8)"""
+    alpha = 1
+    return torch.ops.aten.add(self, other, alpha=alpha)
+
+
+def case_9(self):
     """add.Scalar (ops.yaml:17 sample 0)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.add(self, other, alpha)
 
 
-def case_8(self):
+def case_10(self):
     """add.Scalar (ops.yaml:17 sample 1)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.add(self, other, alpha)
 
 
-def case_9(self):
+def case_11(self):
     """add.Scalar (ops.yaml:17 sample 2)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.add(self, other, alpha)
 
 
-def case_10(self):
+def case_12(self):
     """add.Scalar (ops.yaml:17 sample 3)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.add(self, other, alpha)
 
 
-def case_11(self):
+def case_13(self):
     """add.Scalar (ops.yaml:17 sample 4)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.add(self, other, alpha)
 
 
-def case_12(self):
+def case_14(self):
     """add.Scalar (ops.yaml:17 sample 5)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.add(self, other, alpha)
 
 
-def case_13(self, other):
+def case_15(self, other):
     """sub.Tensor (ops.yaml:25 sample 0)"""
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha=alpha)
 
 
-def case_14(self, other):
+def case_16(self, other):
     """sub.Tensor (ops.yaml:25 sample 1)"""
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha=alpha)
 
 
-def case_15(self, other):
+def case_17(self, other):
     """sub.Tensor (ops.yaml:25 sample 2)"""
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha=alpha)
 
 
-def case_16(self, other):
+def case_18(self, other):
     """sub.Tensor (ops.yaml:25 sample 3)"""
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha=alpha)
 
 
-def case_17(self, other):
+def case_19(self, other):
     """sub.Tensor (ops.yaml:25 sample 4)"""
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha=alpha)
 
 
-def case_18(self, other):
+def case_20(self, other):
     """sub.Tensor (ops.yaml:25 sample 5)"""
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha=alpha)
 
 
-def case_19(self, other):
+def case_21(self, other):
     """sub.Tensor (ops.yaml:25 sample 6)"""
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha=alpha)
 
 
-def case_20(self):
+def case_22(self, other):
+    """sub.Tensor (ops.yaml:25 sample 7)"""
+    alpha = 1
+    return torch.ops.aten.sub(self, other, alpha=alpha)
+
+
+def case_23(self, other):
+    """sub.Tensor (ops.yaml:25 sample 8)"""
+    alpha = 1
+    return torch.ops.aten.sub(self, other, alpha=alpha)
+
+
+def case_24(self):
     """sub.Scalar (ops.yaml:34 sample 0)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha)
 
 
-def case_21(self):
+def case_25(self):
     """sub.Scalar (ops.yaml:34 sample 1)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha)
 
 
-def case_22(self):
+def case_26(self):
     """sub.Scalar (ops.yaml:34 sample 2)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha)
 
 
-def case_23(self):
+def case_27(self):
     """sub.Scalar (ops.yaml:34 sample 3)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha)
 
 
-def case_24(self):
+def case_28(self):
     """sub.Scalar (ops.yaml:34 sample 4)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha)
 
 
-def case_25(self):
+def case_29(self):
     """sub.Scalar (ops.yaml:34 sample 5)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.sub(self, other, alpha)
 
 
-def case_26(self):
+def case_30(self):
     """rsub.Scalar (ops.yaml:42 sample 0)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.rsub(self, other, alpha)
 
 
-def case_27(self):
+def case_31(self):
     """rsub.Scalar (ops.yaml:42 sample 1)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.rsub(self, other, alpha)
 
 
-def case_28(self):
+def case_32(self):
     """rsub.Scalar (ops.yaml:42 sample 2)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.rsub(self, other, alpha)
 
 
-def case_29(self):
+def case_33(self):
     """rsub.Scalar (ops.yaml:42 sample 3)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.rsub(self, other, alpha)
 
 
-def case_30(self):
+def case_34(self):
     """rsub.Scalar (ops.yaml:42 sample 4)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.rsub(self, other, alpha)
 
 
-def case_31(self):
+def case_35(self):
     """rsub.Scalar (ops.yaml:42 sample 5)"""
     other = 1.5
     alpha = 1
     return torch.ops.aten.rsub(self, other, alpha)
 
 
-def case_32(self, other):
+def case_36(self, other):
     """mul.Tensor (ops.yaml:50 sample 0)"""
     return torch.ops.aten.mul(self, other)
 
 
-def case_33(self, other):
+def case_37(self, other):
     """mul.Tensor (ops.yaml:50 sample 1)"""
     return torch.ops.aten.mul(self, other)
 
 
-def case_34(self, other):
+def case_38(self, other):
     """mul.Tensor (ops.yaml:50 sample 2)"""
     return torch.ops.aten.mul(self, other)
 
 
-def case_35(self, other):
+def case_39(self, other):
     """mul.Tensor (ops.yaml:50 sample 3)"""
     return torch.ops.aten.mul(self, other)
 
 
-def case_36(self, other):
+def case_40(self, other):
     """mul.Tensor (ops.yaml:50 sample 4)"""
     return torch.ops.aten.mul(self, other)
 
 
-def case_37(self, other):
+def case_41(self, other):
     """mul.Tensor (ops.yaml:50 sample 5)"""
     return torch.ops.aten.mul(self, other)
 
 
-def case_38(self, other):
+def case_42(self, other):
     """mul.Tensor (ops.yaml:50 sample 6)"""
     return torch.ops.aten.mul(self, other)
 
 
-def case_39(self):
+def case_43(self, other):
+    """mul.Tensor (ops.yaml:50 sample 7)"""
+    return torch.ops.aten.mul(self, other)
+
+
+def case_44(self, other):
+    """mul.Tensor (ops.yaml:50 sample 8)"""
+    return torch.ops.aten.mul(self, other)
+
+
+def case_45(self):
     """mul.Scalar (ops.yaml:59 sample 0)"""
     other = 1.5
     return torch.ops.aten.mul(self, other)
 
 
-def case_40(self):
+def case_46(self):
     """mul.Scalar (ops.yaml:59 sample 1)"""
     other = 1.5
     return torch.ops.aten.mul(self, other)
 
 
-def case_41(self):
+def case_47(self):
     """mul.Scalar (ops.yaml:59 sample 2)"""
     other = 1.5
     return torch.ops.aten.mul(self, other)
 
 
-def case_42(self):
+def case_48(self):
     """mul.Scalar (ops.yaml:59 sample 3)"""
     other = 1.5
     return torch.ops.aten.mul(self, other)
 
 
-def case_43(self):
+def case_49(self):
     """mul.Scalar (ops.yaml:59 sample 4)"""
     other = 1.5
     return torch.ops.aten.mul(self, other)
 
 
-def case_44(self):
+def case_50(self):
     """mul.Scalar (ops.yaml:59 sample 5)"""
     other = 1.5
     return torch.ops.aten.mul(self, other)
 
 
-def case_45(self, other):
+def case_51(self, other):
     """div.Tensor (ops.yaml:67 sample 0)"""
     return torch.ops.aten.div(self, other)
 
 
-def case_46(self, other):
+def case_52(self, other):
     """div.Tensor (ops.yaml:67 sample 1)"""
     return torch.ops.aten.div(self, other)
 
 
-def case_47(self, other):
+def case_53(self, other):
     """div.Tensor (ops.yaml:67 sample 2)"""
     return torch.ops.aten.div(self, other)
 
 
-def case_48(self, other):
+def case_54(self, other):
     """div.Tensor (ops.yaml:67 sample 3)"""
     return torch.ops.aten.div(self, other)
 
 
-def case_49(self, other):
+def case_55(self, other):
     """div.Tensor (ops.yaml:67 sample 4)"""
     return torch.ops.aten.div(self, other)
 
 
-def case_50(self, other):
+def case_56(self, other):
     """div.Tensor (ops.yaml:67 sample 5)"""
     return torch.ops.aten.div(self, other)
 
 
-def case_51(self, other):
+def case_57(self, other):
     """div.Tensor (ops.yaml:67 sample 6)"""
     return torch.ops.aten.div(self, other)
 
 
-def case_52(self):
+def case_58(self, other):
+    """div.Tensor (ops.yaml:67 sample 7)"""
+    return torch.ops.aten.div(self, other)
+
+
+def case_59(self, other):
+    """div.Tensor (ops.yaml:67 sample 8)"""
+    return torch.ops.aten.div(self, other)
+
+
+def case_60(self):
     """div.Scalar (ops.yaml:77 sample 0)"""
     other = 1.5
     return torch.ops.aten.div(self, other)
 
 
-def case_53(self):
+def case_61(self):
     """div.Scalar (ops.yaml:77 sample 1)"""
     other = 1.5
     return torch.ops.aten.div(self, other)
 
 
-def case_54(self):
+def case_62(self):
     """div.Scalar (ops.yaml:77 sample 2)"""
     other = 1.5
     return torch.ops.aten.div(self, other)
 
 
-def case_55(self):
+def case_63(self):
     """div.Scalar (ops.yaml:77 sample 3)"""
     other = 1.5
     return torch.ops.aten.div(self, other)
 
 
-def case_56(self):
+def case_64(self):
     """div.Scalar (ops.yaml:77 sample 4)"""
     other = 1.5
     return torch.ops.aten.div(self, other)
 
 
-def case_57(self):
+def case_65(self):
     """div.Scalar (ops.yaml:77 sample 5)"""
     other = 1.5
     return torch.ops.aten.div(self, other)
 
 
-def case_58(self):
+def case_66(self):
     """neg (ops.yaml:86 sample 0)"""
     return torch.ops.aten.neg(self)
 
 
-def case_59(self):
+def case_67(self):
     """neg (ops.yaml:86 sample 1)"""
     return torch.ops.aten.neg(self)
 
 
-def case_60(self):
+def case_68(self):
     """neg (ops.yaml:86 sample 2)"""
     return torch.ops.aten.neg(self)
 
 
-def case_61(self):
+def case_69(self):
     """neg (ops.yaml:86 sample 3)"""
     return torch.ops.aten.neg(self)
 
 
-def case_62(self):
+def case_70(self):
     """neg (ops.yaml:86 sample 4)"""
     return torch.ops.aten.neg(self)
 
 
-def case_63(self):
+def case_71(self):
     """neg (ops.yaml:86 sample 5)"""
     return torch.ops.aten.neg(self)
 
 
-def case_64(self):
+def case_72(self):
     """pow.Tensor_Scalar (ops.yaml:102 sample 0)"""
     exponent = 2
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_65(self):
+def case_73(self):
     """pow.Tensor_Scalar (ops.yaml:102 sample 1)"""
     exponent = 3
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_66(self):
+def case_74(self):
     """pow.Tensor_Scalar (ops.yaml:102 sample 2)"""
     exponent = 1.5
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_67(self):
+def case_75(self):
     """pow.Tensor_Scalar (ops.yaml:102 sample 3)"""
     exponent = -0.5
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_68(self):
+def case_76(self):
     """pow.Tensor_Scalar (ops.yaml:102 sample 4)"""
     exponent = 2.5
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_69(self, exponent):
+def case_77(self, exponent):
     """pow.Tensor_Tensor (ops.yaml:109 sample 0)"""
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_70(self, exponent):
+def case_78(self, exponent):
     """pow.Tensor_Tensor (ops.yaml:109 sample 1)"""
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_71(self, exponent):
+def case_79(self, exponent):
     """pow.Tensor_Tensor (ops.yaml:109 sample 2)"""
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_72(self, exponent):
+def case_80(self, exponent):
     """pow.Tensor_Tensor (ops.yaml:109 sample 3)"""
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_73(self, exponent):
+def case_81(self, exponent):
     """pow.Tensor_Tensor (ops.yaml:109 sample 4)"""
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_74(self, exponent):
+def case_82(self, exponent):
     """pow.Tensor_Tensor (ops.yaml:109 sample 5)"""
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_75(self, exponent):
+def case_83(self, exponent):
     """pow.Tensor_Tensor (ops.yaml:109 sample 6)"""
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_76(exponent):
+def case_84(self, exponent):
+    """pow.Tensor_Tensor (ops.yaml:109 sample 7)"""
+    return torch.ops.aten.pow(self, exponent)
+
+
+def case_85(self, exponent):
+    """pow.Tensor_Tensor (ops.yaml:109 sample 8)"""
+    return torch.ops.aten.pow(self, exponent)
+
+
+def case_86(exponent):
     """pow.Scalar (ops.yaml:127 sample 0)"""
     self = 1.5
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_77(exponent):
+def case_87(exponent):
     """pow.Scalar (ops.yaml:127 sample 1)"""
     self = 2
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_78(exponent):
+def case_88(exponent):
     """pow.Scalar (ops.yaml:127 sample 2)"""
     self = 2.5
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_79(exponent):
+def case_89(exponent):
     """pow.Scalar (ops.yaml:127 sample 3)"""
     self = 0.5
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_80(exponent):
+def case_90(exponent):
     """pow.Scalar (ops.yaml:127 sample 4)"""
     self = 3.0
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_81(exponent):
+def case_91(exponent):
     """pow.Scalar (ops.yaml:127 sample 5)"""
     self = 0.0
     return torch.ops.aten.pow(self, exponent)
 
 
-def case_82(self, other):
+def case_92(self, other):
     """maximum (ops.yaml:135 sample 0)"""
     return torch.ops.aten.maximum(self, other)
 
 
-def case_83(self, other):
+def case_93(self, other):
     """maximum (ops.yaml:135 sample 1)"""
     return torch.ops.aten.maximum(self, other)
 
 
-def case_84(self, other):
+def case_94(self, other):
     """maximum (ops.yaml:135 sample 2)"""
     return torch.ops.aten.maximum(self, other)
 
 
-def case_85(self, other):
+def case_95(self, other):
     """maximum (ops.yaml:135 sample 3)"""
     return torch.ops.aten.maximum(self, other)
 
 
-def case_86(self, other):
+def case_96(self, other):
     """maximum (ops.yaml:135 sample 4)"""
     return torch.ops.aten.maximum(self, other)
 
 
-def case_87(self, other):
+def case_97(self, other):
     """maximum (ops.yaml:135 sample 5)"""
     return torch.ops.aten.maximum(self, other)
 
 
-def case_88(self, other):
+def case_98(self, other):
     """maximum (ops.yaml:135 sample 6)"""
     return torch.ops.aten.maximum(self, other)
 
 
-def case_89(self, other):
+def case_99(self, other):
+    """maximum (ops.yaml:135 sample 7)"""
+    return torch.ops.aten.maximum(self, other)
+
+
+def case_100(self, other):
+    """maximum (ops.yaml:135 sample 8)"""
+    return torch.ops.aten.maximum(self, other)
+
+
+def case_101(self, other):
     """minimum (ops.yaml:144 sample 0)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_90(self, other):
+def case_102(self, other):
     """minimum (ops.yaml:144 sample 1)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_91(self, other):
+def case_103(self, other):
     """minimum (ops.yaml:144 sample 2)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_92(self, other):
+def case_104(self, other):
     """minimum (ops.yaml:144 sample 3)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_93(self, other):
+def case_105(self, other):
     """minimum (ops.yaml:144 sample 4)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_94(self, other):
+def case_106(self, other):
     """minimum (ops.yaml:144 sample 5)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_95(self, other):
+def case_107(self, other):
     """minimum (ops.yaml:144 sample 6)"""
     return torch.ops.aten.minimum(self, other)
 
 
-def case_96(self):
+def case_108(self, other):
+    """minimum (ops.yaml:144 sample 7)"""
+    return torch.ops.aten.minimum(self, other)
+
+
+def case_109(self, other):
+    """minimum (ops.yaml:144 sample 8)"""
+    return torch.ops.aten.minimum(self, other)
+
+
+def case_110(self):
     """clamp_min (ops.yaml:153 sample 0)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_97(self):
+def case_111(self):
     """clamp_min (ops.yaml:153 sample 1)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_98(self):
+def case_112(self):
     """clamp_min (ops.yaml:153 sample 2)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_99(self):
+def case_113(self):
     """clamp_min (ops.yaml:153 sample 3)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_100(self):
+def case_114(self):
     """clamp_min (ops.yaml:153 sample 4)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_101(self):
+def case_115(self):
     """clamp_min (ops.yaml:153 sample 5)"""
     min = 1.5
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_102(self):
+def case_116(self):
     """clamp_max (ops.yaml:161 sample 0)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_103(self):
+def case_117(self):
     """clamp_max (ops.yaml:161 sample 1)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_104(self):
+def case_118(self):
     """clamp_max (ops.yaml:161 sample 2)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_105(self):
+def case_119(self):
     """clamp_max (ops.yaml:161 sample 3)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_106(self):
+def case_120(self):
     """clamp_max (ops.yaml:161 sample 4)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_107(self):
+def case_121(self):
     """clamp_max (ops.yaml:161 sample 5)"""
     max = 1.5
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_108(self, min):
+def case_122(self, min):
     """clamp_min.Tensor (ops.yaml:169 sample 0)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_109(self, min):
+def case_123(self, min):
     """clamp_min.Tensor (ops.yaml:169 sample 1)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_110(self, min):
+def case_124(self, min):
     """clamp_min.Tensor (ops.yaml:169 sample 2)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_111(self, min):
+def case_125(self, min):
     """clamp_min.Tensor (ops.yaml:169 sample 3)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_112(self, min):
+def case_126(self, min):
     """clamp_min.Tensor (ops.yaml:169 sample 4)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_113(self, min):
+def case_127(self, min):
     """clamp_min.Tensor (ops.yaml:169 sample 5)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_114(self, min):
+def case_128(self, min):
     """clamp_min.Tensor (ops.yaml:169 sample 6)"""
     return torch.ops.aten.clamp_min(self, min)
 
 
-def case_115(self, max):
+def case_129(self, min):
+    """clamp_min.Tensor (ops.yaml:169 sample 7)"""
+    return torch.ops.aten.clamp_min(self, min)
+
+
+def case_130(self, min):
+    """clamp_min.Tensor (ops.yaml:169 sample 8)"""
+    return torch.ops.aten.clamp_min(self, min)
+
+
+def case_131(self, max):
     """clamp_max.Tensor (ops.yaml:178 sample 0)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_116(self, max):
+def case_132(self, max):
     """clamp_max.Tensor (ops.yaml:178 sample 1)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_117(self, max):
+def case_133(self, max):
     """clamp_max.Tensor (ops.yaml:178 sample 2)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_118(self, max):
+def case_134(self, max):
     """clamp_max.Tensor (ops.yaml:178 sample 3)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_119(self, max):
+def case_135(self, max):
     """clamp_max.Tensor (ops.yaml:178 sample 4)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_120(self, max):
+def case_136(self, max):
     """clamp_max.Tensor (ops.yaml:178 sample 5)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_121(self, max):
+def case_137(self, max):
     """clamp_max.Tensor (ops.yaml:178 sample 6)"""
     return torch.ops.aten.clamp_max(self, max)
 
 
-def case_122(self, other):
+def case_138(self, max):
+    """clamp_max.Tensor (ops.yaml:178 sample 7)"""
+    return torch.ops.aten.clamp_max(self, max)
+
+
+def case_139(self, max):
+    """clamp_max.Tensor (ops.yaml:178 sample 8)"""
+    return torch.ops.aten.clamp_max(self, max)
+
+
+def case_140(self, other):
     """remainder.Tensor (ops.yaml:187 sample 0)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_123(self, other):
+def case_141(self, other):
     """remainder.Tensor (ops.yaml:187 sample 1)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_124(self, other):
+def case_142(self, other):
     """remainder.Tensor (ops.yaml:187 sample 2)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_125(self, other):
+def case_143(self, other):
     """remainder.Tensor (ops.yaml:187 sample 3)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_126(self, other):
+def case_144(self, other):
     """remainder.Tensor (ops.yaml:187 sample 4)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_127(self, other):
+def case_145(self, other):
     """remainder.Tensor (ops.yaml:187 sample 5)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_128(self, other):
+def case_146(self, other):
     """remainder.Tensor (ops.yaml:187 sample 6)"""
     return torch.ops.aten.remainder(self, other)
 
 
-def case_129(self):
+def case_147(self, other):
+    """remainder.Tensor (ops.yaml:187 sample 7)"""
+    return torch.ops.aten.remainder(self, other)
+
+
+def case_148(self, other):
+    """remainder.Tensor (ops.yaml:187 sample 8)"""
+    return torch.ops.aten.remainder(self, other)
+
+
+def case_149(self):
     """remainder.Scalar (ops.yaml:197 sample 0)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
-def case_130(self):
+def case_150(self):
     """remainder.Scalar (ops.yaml:197 sample 1)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
-def case_131(self):
+def case_151(self):
     """remainder.Scalar (ops.yaml:197 sample 2)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
-def case_132(self):
+def case_152(self):
     """remainder.Scalar (ops.yaml:197 sample 3)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
-def case_133(self):
+def case_153(self):
     """remainder.Scalar (ops.yaml:197 sample 4)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
-def case_134(self):
+def case_154(self):
     """remainder.Scalar (ops.yaml:197 sample 5)"""
     other = 1.5
     return torch.ops.aten.remainder(self, other)
 
 
-def case_135(self, other):
+def case_155(self, other):
     """floor_divide (ops.yaml:205 sample 0)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_136(self, other):
+def case_156(self, other):
     """floor_divide (ops.yaml:205 sample 1)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_137(self, other):
+def case_157(self, other):
     """floor_divide (ops.yaml:205 sample 2)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_138(self, other):
+def case_158(self, other):
     """floor_divide (ops.yaml:205 sample 3)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_139(self, other):
+def case_159(self, other):
     """floor_divide (ops.yaml:205 sample 4)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_140(self, other):
+def case_160(self, other):
     """floor_divide (ops.yaml:205 sample 5)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_141(self, other):
+def case_161(self, other):
     """floor_divide (ops.yaml:205 sample 6)"""
     return torch.ops.aten.floor_divide(self, other)
 
 
-def case_142(self, end):
+def case_162(self, other):
+    """floor_divide (ops.yaml:205 sample 7)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_163(self, other):
+    """floor_divide (ops.yaml:205 sample 8)"""
+    return torch.ops.aten.floor_divide(self, other)
+
+
+def case_164(self, end):
     """lerp.Scalar (ops.yaml:215 sample 0)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_143(self, end):
+def case_165(self, end):
     """lerp.Scalar (ops.yaml:215 sample 1)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_144(self, end):
+def case_166(self, end):
     """lerp.Scalar (ops.yaml:215 sample 2)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_145(self, end):
+def case_167(self, end):
     """lerp.Scalar (ops.yaml:215 sample 3)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_146(self, end):
+def case_168(self, end):
     """lerp.Scalar (ops.yaml:215 sample 4)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_147(self, end):
+def case_169(self, end):
     """lerp.Scalar (ops.yaml:215 sample 5)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_148(self, end):
+def case_170(self, end):
     """lerp.Scalar (ops.yaml:215 sample 6)"""
     weight = 1.5
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_149(self, end, weight):
+def case_171(self, end, weight):
     """lerp.Tensor (ops.yaml:232 sample 0)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_150(self, end, weight):
+def case_172(self, end, weight):
     """lerp.Tensor (ops.yaml:232 sample 1)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_151(self, end, weight):
+def case_173(self, end, weight):
     """lerp.Tensor (ops.yaml:232 sample 2)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_152(self, end, weight):
+def case_174(self, end, weight):
     """lerp.Tensor (ops.yaml:232 sample 3)"""
     return torch.ops.aten.lerp(self, end, weight)
 
 
-def case_153(self, tensor1, tensor2):
+def case_175(self, tensor1, tensor2):
     """addcmul (ops.yaml:246 sample 0)"""
     value = 1
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
-def case_154(self, tensor1, tensor2):
+def case_176(self, tensor1, tensor2):
     """addcmul (ops.yaml:246 sample 1)"""
     value = 1
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
-def case_155(self, tensor1, tensor2):
+def case_177(self, tensor1, tensor2):
     """addcmul (ops.yaml:246 sample 2)"""
     value = 0.5
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
-def case_156(self, tensor1, tensor2):
+def case_178(self, tensor1, tensor2):
     """addcmul (ops.yaml:246 sample 3)"""
     value = 1
     return torch.ops.aten.addcmul(self, tensor1, tensor2, value=value)
 
 
-def case_157(self, tensor1, tensor2):
+def case_179(self, tensor1, tensor2):
     """addcdiv (ops.yaml:261 sample 0)"""
     value = 1
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
-def case_158(self, tensor1, tensor2):
+def case_180(self, tensor1, tensor2):
     """addcdiv (ops.yaml:261 sample 1)"""
     value = 1
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
-def case_159(self, tensor1, tensor2):
+def case_181(self, tensor1, tensor2):
     """addcdiv (ops.yaml:261 sample 2)"""
     value = 0.5
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
-def case_160(self, tensor1, tensor2):
+def case_182(self, tensor1, tensor2):
     """addcdiv (ops.yaml:261 sample 3)"""
     value = 1
     return torch.ops.aten.addcdiv(self, tensor1, tensor2, value=value)
 
 
-def case_161(grad_output, exponent, output):
+def case_183(grad_output, exponent, output):
     """pow_scalar_backward (ops.yaml:276 sample 0)"""
     self = 1.5
     return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
-def case_162(grad_output, exponent, output):
+def case_184(grad_output, exponent, output):
     """pow_scalar_backward (ops.yaml:276 sample 1)"""
     self = 0.5
     return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
-def case_163(grad_output, exponent, output):
+def case_185(grad_output, exponent, output):
     """pow_scalar_backward (ops.yaml:276 sample 2)"""
     self = 2.5
     return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
-def case_164(grad_output, exponent, output):
+def case_186(grad_output, exponent, output):
     """pow_scalar_backward (ops.yaml:276 sample 3)"""
     self = 0.0
     return grad_output * output * torch.where((exponent >= 0) & (self == 0), torch.zeros_like(output), torch.full_like(output, math.log(self) if self > 0 else -math.inf if self == 0 else math.nan))
 
 
-def case_165(self, other):
+def case_187(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 0)"""
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_166(self, other):
+def case_188(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 1)"""
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_167(self, other):
+def case_189(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 2)"""
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_168(self, other):
+def case_190(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 3)"""
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_169(self, other):
+def case_191(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 4)"""
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_170(self, other):
+def case_192(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 5)"""
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_171(self, other):
+def case_193(self, other):
     """div.Tensor_mode (ops.yaml:294 sample 6)"""
     rounding_mode = None
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_172(self):
+def case_194(self):
     """div.Scalar_mode (ops.yaml:312 sample 0)"""
     other = 2
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_173(self):
+def case_195(self):
     """div.Scalar_mode (ops.yaml:312 sample 1)"""
     other = -2
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_174(self):
+def case_196(self):
     """div.Scalar_mode (ops.yaml:312 sample 2)"""
     other = 1.5
     rounding_mode = 'floor'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_175(self):
+def case_197(self):
     """div.Scalar_mode (ops.yaml:312 sample 3)"""
     other = -0.75
     rounding_mode = 'trunc'
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_176(self):
+def case_198(self):
     """div.Scalar_mode (ops.yaml:312 sample 4)"""
     other = 3
     rounding_mode = None
     return torch.ops.aten.div(self, other, rounding_mode=rounding_mode)
 
 
-def case_177(self):
+def case_199(self):
     """clamp (ops.yaml:329 sample 0)"""
     min = -0.5
     max = 0.5
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_178(self):
+def case_200(self):
     """clamp (ops.yaml:329 sample 1)"""
     min = -1.0
     max = None
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_179(self):
+def case_201(self):
     """clamp (ops.yaml:329 sample 2)"""
     min = None
     max = 1.0
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_180(self):
+def case_202(self):
     """clamp (ops.yaml:329 sample 3)"""
     min = 1
     max = 2
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_181(self):
+def case_203(self):
     """clamp (ops.yaml:329 sample 4)"""
     min = 1
     max = -1
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_182(self, min, max):
+def case_204(self, min, max):
     """clamp.Tensor (ops.yaml:347 sample 0)"""
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_183(self, min):
+def case_205(self, min):
     """clamp.Tensor (ops.yaml:347 sample 1)"""
     max = None
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_184(self, max):
+def case_206(self, max):
     """clamp.Tensor (ops.yaml:347 sample 2)"""
     min = None
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_185(self, min, max):
+def case_207(self, min, max):
     """clamp.Tensor (ops.yaml:347 sample 3)"""
     return torch.ops.aten.clamp(self, min, max)
 
 
-def case_186(grad_output, self):
-    """clamp_backward (ops.yaml:361 sample 0)"""
+def case_208(self, min, max):
+    """clamp.Tensor (ops.yaml:347 sample 4)"""
+    return torch.ops.aten.clamp(self, min, max)
+
+
+def case_209(self, min):
+    """clamp.Tensor (ops.yaml:347 sample 5)"""
+    max = None
+    return torch.ops.aten.clamp(self, min, max)
+
+
+def case_210(grad_output, self):
+    """clamp_backward (ops.yaml:364 sample 0)"""
     min = -0.5
     max = 0.5
     return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
-def case_187(grad_output, self):
-    """clamp_backward (ops.yaml:361 sample 1)"""
+def case_211(grad_output, self):
+    """clamp_backward (ops.yaml:364 sample 1)"""
     min = -1.0
     max = None
     return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
-def case_188(grad_output, self):
-    """clamp_backward (ops.yaml:361 sample 2)"""
+def case_212(grad_output, self):
+    """clamp_backward (ops.yaml:364 sample 2)"""
     min = None
     max = 0.5
     return torch.where((self >= (min if min is not None else -math.inf)) & (self <= (max if max is not None else math.inf)), grad_output, torch.zeros_like(grad_output))
 
 
-def case_189(grad_output, self, min, max):
-    """clamp_tensor_backward (ops.yaml:375 sample 0)"""
+def case_213(grad_output, self, min, max):
+    """clamp_tensor_backward (ops.yaml:378 sample 0)"""
     return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_190(grad_output, self, min):
-    """clamp_tensor_backward (ops.yaml:375 sample 1)"""
+def case_214(grad_output, self, min):
+    """clamp_tensor_backward (ops.yaml:378 sample 1)"""
     max = None
     return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_191(grad_output, self, max):
-    """clamp_tensor_backward (ops.yaml:375 sample 2)"""
+def case_215(grad_output, self, max):
+    """clamp_tensor_backward (ops.yaml:378 sample 2)"""
     min = None
     return torch.where(((self >= min) if min is not None else True) & ((self <= max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_192(grad_output, self, min, max):
-    """clamp_tensor_backward_min (ops.yaml:389 sample 0)"""
+def case_216(grad_output, self, min, max):
+    """clamp_tensor_backward_min (ops.yaml:392 sample 0)"""
     return torch.where((self < min) & ((min < max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_193(grad_output, self, min):
-    """clamp_tensor_backward_min (ops.yaml:389 sample 1)"""
+def case_217(grad_output, self, min):
+    """clamp_tensor_backward_min (ops.yaml:392 sample 1)"""
     max = None
     return torch.where((self < min) & ((min < max) if max is not None else True), grad_output, torch.zeros_like(grad_output))
 
 
-def case_194(grad_output, self, min, max):
-    """clamp_tensor_backward_max (ops.yaml:402 sample 0)"""
+def case_218(grad_output, self, min, max):
+    """clamp_tensor_backward_max (ops.yaml:405 sample 0)"""
     return torch.where((self > max) | ((max < min) if min is not None else False), grad_output, torch.zeros_like(grad_output))
 
 
-def case_195(grad_output, self, max):
-    """clamp_tensor_backward_max (ops.yaml:402 sample 1)"""
+def case_219(grad_output, self, max):
+    """clamp_tensor_backward_max (ops.yaml:405 sample 1)"""
     min = None
     return torch.where((self > max) | ((max < min) if min is not None else False), grad_output, torch.zeros_like(grad_output))
 
 
-def case_196(grad_output):
-    """div_rounding_backward (ops.yaml:414 sample 0)"""
+def case_220(grad_output):
+    """div_rounding_backward (ops.yaml:417 sample 0)"""
     rounding_mode = None
     return grad_output.clone() if rounding_mode is None else grad_output * 0.0
 
 
-def case_197(grad_output):
-    """div_rounding_backward (ops.yaml:414 sample 1)"""
+def case_221(grad_output):
+    """div_rounding_backward (ops.yaml:417 sample 1)"""
     rounding_mode = 'floor'
     return grad_output.clone() if rounding_mode is None else grad_output * 0.0
 
 
-def case_198(self):
-    """exp (ops.yaml:422 sample 0)"""
+def case_222(self):
+    """exp (ops.yaml:425 sample 0)"""
     return torch.ops.aten.exp(self)
 
 
-def case_199(self):
-    """exp (ops.yaml:422 sample 1)"""
+def case_223(self):
+    """exp (ops.yaml:425 sample 1)"""
     return torch.ops.aten.exp(self)
 
 
-def case_200(self):
-    """exp (ops.yaml:422 sample 2)"""
+def case_224(self):
+    """exp (ops.yaml:425 sample 2)"""
     return torch.ops.aten.exp(self)
 
 
-def case_201(self):
-    """exp (ops.yaml:422 sample 3)"""
+def case_225(self):
+    """exp (ops.yaml:425 sample 3)"""
     return torch.ops.aten.exp(self)
 
 
-def case_202(self):
-    """exp (ops.yaml:422 sample 4)"""
+def case_226(self):
+    """exp (ops.yaml:425 sample 4)"""
     return torch.ops.aten.exp(self)
 
 
-def case_203(self):
-    """exp (ops.yaml:422 sample 5)"""
+def case_227(self):
+    """exp (ops.yaml:425 sample 5)"""
     return torch.ops.aten.exp(self)
 
 
-def case_204(self):
-    """log (ops.yaml:430 sample 0)"""
+def case_228(self):
+    """log (ops.yaml:433 sample 0)"""
     return torch.ops.aten.log(self)
 
 
-def case_205(self):
-    """log (ops.yaml:430 sample 1)"""
+def case_229(self):
+    """log (ops.yaml:433 sample 1)"""
     return torch.ops.aten.log(self)
 
 
-def case_206(self):
-    """log (ops.yaml:430 sample 2)"""
+def case_230(self):
+    """log (ops.yaml:433 sample 2)"""
     return torch.ops.aten.log(self)
 
 
-def case_207(self):
-    """log (ops.yaml:430 sample 3)"""
+def case_231(self):
+    """log (ops.yaml:433 sample 3)"""
     return torch.ops.aten.log(self)
 
 
-def case_208(self):
-    """log (ops.yaml:430 sample 4)"""
+def case_232(self):
+    """log (ops.yaml:433 sample 4)"""
     return torch.ops.aten.log(self)
 
 
-def case_209(self):
-    """log (ops.yaml:430 sample 5)"""
+def case_233(self):
+    """log (ops.yaml:433 sample 5)"""
     return torch.ops.aten.log(self)
 
 
-def case_210(self):
-    """sqrt (ops.yaml:439 sample 0)"""
+def case_234(self):
+    """sqrt (ops.yaml:442 sample 0)"""
     return torch.ops.aten.sqrt(self)
 
 
-def case_211(self):
-    """sqrt (ops.yaml:439 sample 1)"""
+def case_235(self):
+    """sqrt (ops.yaml:442 sample 1)"""
     return torch.ops.aten.sqrt(self)
 
 
-def case_212(self):
-    """sqrt (ops.yaml:439 sample 2)"""
+def case_236(self):
+    """sqrt (ops.yaml:442 sample 2)"""
     return torch.ops.aten.sqrt(self)
 
 
-def case_213(self):
-    """sqrt (ops.yaml:439 sample 3)"""
+def case_237(self):
+    """sqrt (ops.yaml:442 sample 3)"""
     return torch.ops.aten.sqrt(self)
 
 
-def case_214(self):
-    """sqrt (ops.yaml:439 sample 4)"""
+def case_238(self):
+    """sqrt (ops.yaml:442 sample 4)"""
     return torch.ops.aten.sqrt(self)
 
 
-def case_215(self):
-    """sqrt (ops.yaml:439 sample 5)"""
+def case_239(self):
+    """sqrt (ops.yaml:442 sample 5)"""
     return torch.ops.aten.sqrt(self)
 
 
-def case_216(self):
-    """relu (ops.yaml:448 sample 0)"""
+def case_240(self):
+    """relu (ops.yaml:451 sample 0)"""
     return torch.ops.aten.relu(self)
 
 
-def case_217(self):
-    """relu (ops.yaml:448 sample 1)"""
+def case_241(self):
+    """relu (ops.yaml:451 sample 1)"""
     return torch.ops.aten.relu(self)
 
 
-def case_218(self):
-    """relu (ops.yaml:448 sample 2)"""
+def case_242(self):
+    """relu (ops.yaml:451 sample 2)"""
     return torch.ops.aten.relu(self)
 
 
-def case_219(self):
-    """relu (ops.yaml:448 sample 3)"""
+def case_243(self):
+    """relu (ops.yaml:451 sample 3)"""
     return torch.ops.aten.relu(self)
 
 
-def case_220(self):
-    """relu (ops.yaml:448 sample 4)"""
+def case_244(self):
+    """relu (ops.yaml:451 sample 4)"""
     return torch.ops.aten.relu(self)
 
 
-def case_221(self):
-    """relu (ops.yaml:448 sample 5)"""
+def case_245(self):
+    """relu (ops.yaml:451 sample 5)"""
     return torch.ops.aten.relu(self)
 
 
-def case_222(grad_output, self):
-    """threshold_backward (ops.yaml:464 sample 0)"""
+def case_246(grad_output, self):
+    """threshold_backward (ops.yaml:467 sample 0)"""
     threshold = 0
     return torch.ops.aten.threshold_backward(grad_output, self, threshold)
 
 
-def case_223(grad_output, self):
-    """threshold_backward (ops.yaml:464 sample 1)"""
+def case_247(grad_output, self):
+    """threshold_backward (ops.yaml:467 sample 1)"""
     threshold = 0.5
     return torch.ops.aten.threshold_backward(grad_output, self, threshold)
 
 
-def case_224(self):
-    """sigmoid (ops.yaml:469 sample 0)"""
-    return torch.ops.aten.sigmoid(self)
-
-
-def case_225(self):
-    """sigmoid (ops.yaml:469 sample 1)"""
-    return torch.ops.aten.sigmoid(self)
-
-
-def case_226(self):
-    """sigmoid (ops.yaml:469 sample 2)"""
-    return torch.ops.aten.sigmoid(self)
-
-
-def case_227(self):
-    """sigmoid (ops.yaml:469 sample 3)"""
-    return torch.ops.aten.sigmoid(self)
-
-
-def case_228(self):
-    """sigmoid (ops.yaml:469 sample 4)"""
-    return torch.ops.aten.sigmoid(self)
-
-
-def case_229(self):
-    """sigmoid (ops.yaml:469 sample 5)"""
-    return torch.ops.aten.sigmoid(self)
-
-
-def case_230(self):
-    """tanh (ops.yaml:477 sample 0)"""
-    return torch.ops.aten.tanh(self)
-
-
-def case_231(self):
-    """tanh (ops.yaml:477 sample 1)"""
-    return torch.ops.aten.tanh(self)
-
-
-def case_232(self):
-    """tanh (ops.yaml:477 sample 2)"""
-    return torch.ops.aten.tanh(self)
-
-
-def case_233(self):
-    """tanh (ops.yaml:477 sample 3)"""
-    return torch.ops.aten.tanh(self)
-
-
-def case_234(self):
-    """tanh (ops.yaml:477 sample 4)"""
-    return torch.ops.aten.tanh(self)
-
-
-def case_235(self):
-    """tanh (ops.yaml:477 sample 5)"""
-    return torch.ops.aten.tanh(self)
-
-
-def case_236(self):
-    """softplus (ops.yaml:485 sample 0)"""
-    beta = 1
-    threshold = 20
-    return torch.ops.aten.softplus(self, beta, threshold)
-
-
-def case_237(self):
-    """softplus (ops.yaml:485 sample 1)"""
-    beta = 1
-    threshold = 20
-    return torch.ops.aten.softplus(self, beta, threshold)
-
-
-def case_238(self):
-    """softplus (ops.yaml:485 sample 2)"""
-    beta = 1
-    threshold = 20
-    return torch.ops.aten.softplus(self, beta, threshold)
-
-
-def case_239(self):
-    """softplus (ops.yaml:485 sample 3)"""
-    beta = 1
-    threshold = 20
-    return torch.ops.aten.softplus(self, beta, threshold)
-
-
-def case_240(self):
-    """softplus (ops.yaml:485 sample 4)"""
-    beta = 1
-    threshold = 20
-    return torch.ops.aten.softplus(self, beta, threshold)
-
-
-def case_241(self):
-    """softplus (ops.yaml:485 sample 5)"""
-    beta = 1
-    threshold = 20
-    return torch.ops.aten.softplus(self, beta, threshold)
-
-
-def case_242(self):
-    """clone (ops.yaml:492 sample 0)"""
-    return torch.ops.aten.clone(self)
-
-
-def case_243(self):
-    """clone (ops.yaml:492 sample 1)"""
-    return torch.ops.aten.clone(self)
-
-
-def case_244(self):
-    """clone (ops.yaml:492 sample 2)"""
-    return torch.ops.aten.clone(self)
-
-
-def case_245(self):
-    """clone (ops.yaml:492 sample 3)"""
-    return torch.ops.aten.clone(self)
-
-
-def case_246(self):
-    """clone (ops.yaml:492 sample 4)"""
-    return torch.ops.aten.clone(self)
-
-
-def case_247(self):
-    """clone (ops.yaml:492 sample 5)"""
-    return torch.ops.aten.clone(self)
-
-
 def case_248(self):
-    """abs (ops.yaml:507 sample 0)"""
-    return torch.ops.aten.abs(self)
+    """sigmoid (ops.yaml:472 sample 0)"""
+    return torch.ops.aten.sigmoid(self)
 
 
 def case_249(self):
-    """abs (ops.yaml:507 sample 1)"""
-    return torch.ops.aten.abs(self)
+    """sigmoid (ops.yaml:472 sample 1)"""
+    return torch.ops.aten.sigmoid(self)
 
 
 def case_250(self):
-    """abs (ops.yaml:507 sample 2)"""
-    return torch.ops.aten.abs(self)
+    """sigmoid (ops.yaml:472 sample 2)"""
+    return torch.ops.aten.sigmoid(self)
 
 
 def case_251(self):
-    """abs (ops.yaml:507 sample 3)"""
-    return torch.ops.aten.abs(self)
+    """sigmoid (ops.yaml:472 sample 3)"""
+    return torch.ops.aten.sigmoid(self)
 
 
 def case_252(self):
-    """abs (ops.yaml:507 sample 4)"""
-    return torch.ops.aten.abs(self)
+    """sigmoid (ops.yaml:472 sample 4)"""
+    return torch.ops.aten.sigmoid(self)
 
 
 def case_253(self):
-    """abs (ops.yaml:507 sample 5)"""
-    return torch.ops.aten.abs(self)
+    """sigmoid (ops.yaml:472 sample 5)"""
+    return torch.ops.aten.sigmoid(self)
 
 
 def case_254(self):
-    """sign (ops.yaml:515 sample 0)"""
-    return torch.ops.aten.sign(self)
+    """tanh (ops.yaml:480 sample 0)"""
+    return torch.ops.aten.tanh(self)
 
 
 def case_255(self):
-    """sign (ops.yaml:515 sample 1)"""
-    return torch.ops.aten.sign(self)
+    """tanh (ops.yaml:480 sample 1)"""
+    return torch.ops.aten.tanh(self)
 
 
 def case_256(self):
-    """sign (ops.yaml:515 sample 2)"""
-    return torch.ops.aten.sign(self)
+    """tanh (ops.yaml:480 sample 2)"""
+    return torch.ops.aten.tanh(self)
 
 
 def case_257(self):
-    """sign (ops.yaml:515 sample 3)"""
-    return torch.ops.aten.sign(self)
+    """tanh (ops.yaml:480 sample 3)"""
+    return torch.ops.aten.tanh(self)
 
 
 def case_258(self):
-    """sign (ops.yaml:515 sample 4)"""
-    return torch.ops.aten.sign(self)
+    """tanh (ops.yaml:480 sample 4)"""
+    return torch.ops.aten.tanh(self)
 
 
 def case_259(self):
-    """sign (ops.yaml:515 sample 5)"""
-    return torch.ops.aten.sign(self)
+    """tanh (ops.yaml:480 sample 5)"""
+    return torch.ops.aten.tanh(self)
 
 
 def case_260(self):
-    """square (ops.yaml:522 sample 0)"""
-    return torch.ops.aten.square(self)
+    """softplus (ops.yaml:488 sample 0)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_261(self):
-    """square (ops.yaml:522 sample 1)"""
-    return torch.ops.aten.square(self)
+    """softplus (ops.yaml:488 sample 1)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_262(self):
-    """square (ops.yaml:522 sample 2)"""
-    return torch.ops.aten.square(self)
+    """softplus (ops.yaml:488 sample 2)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_263(self):
-    """square (ops.yaml:522 sample 3)"""
-    return torch.ops.aten.square(self)
+    """softplus (ops.yaml:488 sample 3)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_264(self):
-    """square (ops.yaml:522 sample 4)"""
-    return torch.ops.aten.square(self)
+    """softplus (ops.yaml:488 sample 4)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_265(self):
-    """square (ops.yaml:522 sample 5)"""
-    return torch.ops.aten.square(self)
+    """softplus (ops.yaml:488 sample 5)"""
+    beta = 1
+    threshold = 20
+    return torch.ops.aten.softplus(self, beta, threshold)
 
 
 def case_266(self):
-    """reciprocal (ops.yaml:531 sample 0)"""
-    return torch.ops.aten.reciprocal(self)
+    """clone (ops.yaml:495 sample 0)"""
+    return torch.ops.aten.clone(self)
 
 
 def case_267(self):
-    """reciprocal (ops.yaml:531 sample 1)"""
-    return torch.ops.aten.reciprocal(self)
+    """clone (ops.yaml:495 sample 1)"""
+    return torch.ops.aten.clone(self)
 
 
 def case_268(self):
-    """reciprocal (ops.yaml:531 sample 2)"""
-    return torch.ops.aten.reciprocal(self)
+    """clone (ops.yaml:495 sample 2)"""
+    return torch.ops.aten.clone(self)
 
 
 def case_269(self):
-    """reciprocal (ops.yaml:531 sample 3)"""
-    return torch.ops.aten.reciprocal(self)
+    """clone (ops.yaml:495 sample 3)"""
+    return torch.ops.aten.clone(self)
 
 
 def case_270(self):
-    """reciprocal (ops.yaml:531 sample 4)"""
-    return torch.ops.aten.reciprocal(self)
+    """clone (ops.yaml:495 sample 4)"""
+    return torch.ops.aten.clone(self)
 
 
 def case_271(self):
-    """reciprocal (ops.yaml:531 sample 5)"""
-    return torch.ops.aten.reciprocal(self)
+    """clone (ops.yaml:495 sample 5)"""
+    return torch.ops.aten.clone(self)
 
 
 def case_272(self):
-    """rsqrt (ops.yaml:540 sample 0)"""
-    return torch.ops.aten.rsqrt(self)
+    """abs (ops.yaml:510 sample 0)"""
+    return torch.ops.aten.abs(self)
 
 
 def case_273(self):
-    """rsqrt (ops.yaml:540 sample 1)"""
-    return torch.ops.aten.rsqrt(self)
+    """abs (ops.yaml:510 sample 1)"""
+    return torch.ops.aten.abs(self)
 
 
 def case_274(self):
-    """rsqrt (ops.yaml:540 sample 2)"""
-    return torch.ops.aten.rsqrt(self)
+    """abs (ops.yaml:510 sample 2)"""
+    return torch.ops.aten.abs(self)
 
 
 def case_275(self):
-    """rsqrt (ops.yaml:540 sample 3)"""
-    return torch.ops.aten.rsqrt(self)
+    """abs (ops.yaml:510 sample 3)"""
+    return torch.ops.aten.abs(self)
 
 
 def case_276(self):
-    """rsqrt (ops.yaml:540 sample 4)"""
-    return torch.ops.aten.rsqrt(self)
+    """abs (ops.yaml:510 sample 4)"""
+    return torch.ops.aten.abs(self)
 
 
 def case_277(self):
-    """rsqrt (ops.yaml:540 sample 5)"""
-    return torch.ops.aten.rsqrt(self)
+    """abs (ops.yaml:510 sample 5)"""
+    return torch.ops.aten.abs(self)
 
 
 def case_278(self):
-    """expm1 (ops.yaml:549 sample 0)"""
-    return torch.ops.aten.expm1(self)
+    """sign (ops.yaml:518 sample 0)"""
+    return torch.ops.aten.sign(self)
 
 
 def case_279(self):
-    """expm1 (ops.yaml:549 sample 1)"""
-    return torch.ops.aten.expm1(self)
+    """sign (ops.yaml:518 sample 1)"""
+    return torch.ops.aten.sign(self)
 
 
 def case_280(self):
-    """expm1 (ops.yaml:549 sample 2)"""
-    return torch.ops.aten.expm1(self)
+    """sign (ops.yaml:518 sample 2)"""
+    return torch.ops.aten.sign(self)
 
 
 def case_281(self):
-    """expm1 (ops.yaml:549 sample 3)"""
-    return torch.ops.aten.expm1(self)
+    """sign (ops.yaml:518 sample 3)"""
+    return torch.ops.aten.sign(self)
 
 
 def case_282(self):
-    """expm1 (ops.yaml:549 sample 4)"""
-    return torch.ops.aten.expm1(self)
+    """sign (ops.yaml:518 sample 4)"""
+    return torch.ops.aten.sign(self)
 
 
 def case_283(self):
-    """expm1 (ops.yaml:549 sample 5)"""
-    return torch.ops.aten.expm1(self)
+    """sign (ops.yaml:518 sample 5)"""
+    return torch.ops.aten.sign(self)
 
 
 def case_284(self):
-    """log1p (ops.yaml:557 sample 0)"""
-    return torch.ops.aten.log1p(self)
+    """square (ops.yaml:525 sample 0)"""
+    return torch.ops.aten.square(self)
 
 
 def case_285(self):
-    """log1p (ops.yaml:557 sample 1)"""
-    return torch.ops.aten.log1p(self)
+    """square (ops.yaml:525 sample 1)"""
+    return torch.ops.aten.square(self)
 
 
 def case_286(self):
-    """log1p (ops.yaml:557 sample 2)"""
-    return torch.ops.aten.log1p(self)
+    """square (ops.yaml:525 sample 2)"""
+    return torch.ops.aten.square(self)
 
 
 def case_287(self):
-    """log1p (ops.yaml:557 sample 3)"""
-    return torch.ops.aten.log1p(self)
+    """square (ops.yaml:525 sample 3)"""
+    return torch.ops.aten.square(self)
 
 
 def case_288(self):
-    """log1p (ops.yaml:557 sample 4)"""
-    return torch.ops.aten.log1p(self)
+    """square (ops.yaml:525 sample 4)"""
+    return torch.ops.aten.square(self)
 
 
 def case_289(self):
-    """log1p (ops.yaml:557 sample 5)"""
-    return torch.ops.aten.log1p(self)
+    """square (ops.yaml:525 sample 5)"""
+    return torch.ops.aten.square(self)
 
 
 def case_290(self):
-    """log2 (ops.yaml:566 sample 0)"""
-    return torch.ops.aten.log2(self)
+    """reciprocal (ops.yaml:534 sample 0)"""
+    return torch.ops.aten.reciprocal(self)
 
 
 def case_291(self):
-    """log2 (ops.yaml:566 sample 1)"""
-    return torch.ops.aten.log2(self)
+    """reciprocal (ops.yaml:534 sample 1)"""
+    return torch.ops.aten.reciprocal(self)
 
 
 def case_292(self):
-    """log2 (ops.yaml:566 sample 2)"""
-    return torch.ops.aten.log2(self)
+    """reciprocal (ops.yaml:534 sample 2)"""
+    return torch.ops.aten.reciprocal(self)
 
 
 def case_293(self):
-    """log2 (ops.yaml:566 sample 3)"""
-    return torch.ops.aten.log2(self)
+    """reciprocal (ops.yaml:534 sample 3)"""
+    return torch.ops.aten.reciprocal(self)
 
 
 def case_294(self):
-    """log2 (ops.yaml:566 sample 4)"""
-    return torch.ops.aten.log2(self)
+    """reciprocal (ops.yaml:534 sample 4)"""
+    return torch.ops.aten.reciprocal(self)
 
 
 def case_295(self):
-    """log2 (ops.yaml:566 sample 5)"""
-    return torch.ops.aten.log2(self)
+    """reciprocal (ops.yaml:534 sample 5)"""
+    return torch.ops.aten.reciprocal(self)
 
 
 def case_296(self):
-    """sin (ops.yaml:575 sample 0)"""
-    return torch.ops.aten.sin(self)
+    """rsqrt (ops.yaml:543 sample 0)"""
+    return torch.ops.aten.rsqrt(self)
 
 
 def case_297(self):
-    """sin (ops.yaml:575 sample 1)"""
-    return torch.ops.aten.sin(self)
+    """rsqrt (ops.yaml:543 sample 1)"""
+    return torch.ops.aten.rsqrt(self)
 
 
 def case_298(self):
-    """sin (ops.yaml:575 sample 2)"""
-    return torch.ops.aten.sin(self)
+    """rsqrt (ops.yaml:543 sample 2)"""
+    return torch.ops.aten.rsqrt(self)
 
 
 def case_299(self):
-    """sin (ops.yaml:575 sample 3)"""
-    return torch.ops.aten.sin(self)
+    """rsqrt (ops.yaml:543 sample 3)"""
+    return torch.ops.aten.rsqrt(self)
 
 
 def case_300(self):
-    """sin (ops.yaml:575 sample 4)"""
-    return torch.ops.aten.sin(self)
+    """rsqrt (ops.yaml:543 sample 4)"""
+    return torch.ops.aten.rsqrt(self)
 
 
 def case_301(self):
-    """sin (ops.yaml:575 sample 5)"""
-    return torch.ops.aten.sin(self)
+    """rsqrt (ops.yaml:543 sample 5)"""
+    return torch.ops.aten.rsqrt(self)
 
 
 def case_302(self):
-    """cos (ops.yaml:583 sample 0)"""
-    return torch.ops.aten.cos(self)
+    """expm1 (ops.yaml:552 sample 0)"""
+    return torch.ops.aten.expm1(self)
 
 
 def case_303(self):
-    """cos (ops.yaml:583 sample 1)"""
-    return torch.ops.aten.cos(self)
+    """expm1 (ops.yaml:552 sample 1)"""
+    return torch.ops.aten.expm1(self)
 
 
 def case_304(self):
-    """cos (ops.yaml:583 sample 2)"""
-    return torch.ops.aten.cos(self)
+    """expm1 (ops.yaml:552 sample 2)"""
+    return torch.ops.aten.expm1(self)
 
 
 def case_305(self):
-    """cos (ops.yaml:583 sample 3)"""
-    return torch.ops.aten.cos(self)
+    """expm1 (ops.yaml:552 sample 3)"""
+    return torch.ops.aten.expm1(self)
 
 
 def case_306(self):
-    """cos (ops.yaml:583 sample 4)"""
-    return torch.ops.aten.cos(self)
+    """expm1 (ops.yaml:552 sample 4)"""
+    return torch.ops.aten.expm1(self)
 
 
 def case_307(self):
-    """cos (ops.yaml:583 sample 5)"""
-    return torch.ops.aten.cos(self)
+    """expm1 (ops.yaml:552 sample 5)"""
+    return torch.ops.aten.expm1(self)
 
 
 def case_308(self):
-    """erf (ops.yaml:591 sample 0)"""
-    return torch.ops.aten.erf(self)
+    """log1p (ops.yaml:560 sample 0)"""
+    return torch.ops.aten.log1p(self)
 
 
 def case_309(self):
-    """erf (ops.yaml:591 sample 1)"""
-    return torch.ops.aten.erf(self)
+    """log1p (ops.yaml:560 sample 1)"""
+    return torch.ops.aten.log1p(self)
 
 
 def case_310(self):
-    """erf (ops.yaml:591 sample 2)"""
-    return torch.ops.aten.erf(self)
+    """log1p (ops.yaml:560 sample 2)"""
+    return torch.ops.aten.log1p(self)
 
 
 def case_311(self):
-    """erf (ops.yaml:591 sample 3)"""
-    return torch.ops.aten.erf(self)
+    """log1p (ops.yaml:560 sample 3)"""
+    return torch.ops.aten.log1p(self)
 
 
 def case_312(self):
-    """erf (ops.yaml:591 sample 4)"""
-    return torch.ops.aten.erf(self)
+    """log1p (ops.yaml:560 sample 4)"""
+    return torch.ops.aten.log1p(self)
 
 
 def case_313(self):
-    """erf (ops.yaml:591 sample 5)"""
-    return torch.ops.aten.erf(self)
+    """log1p (ops.yaml:560 sample 5)"""
+    return torch.ops.aten.log1p(self)
 
 
 def case_314(self):
-    """floor (ops.yaml:599 sample 0)"""
-    return torch.ops.aten.floor(self)
+    """log2 (ops.yaml:569 sample 0)"""
+    return torch.ops.aten.log2(self)
 
 
 def case_315(self):
-    """floor (ops.yaml:599 sample 1)"""
-    return torch.ops.aten.floor(self)
+    """log2 (ops.yaml:569 sample 1)"""
+    return torch.ops.aten.log2(self)
 
 
 def case_316(self):
-    """floor (ops.yaml:599 sample 2)"""
-    return torch.ops.aten.floor(self)
+    """log2 (ops.yaml:569 sample 2)"""
+    return torch.ops.aten.log2(self)
 
 
 def case_317(self):
-    """floor (ops.yaml:599 sample 3)"""
-    return torch.ops.aten.floor(self)
+    """log2 (ops.yaml:569 sample 3)"""
+    return torch.ops.aten.log2(self)
 
 
 def case_318(self):
-    """floor (ops.yaml:599 sample 4)"""
-    return torch.ops.aten.floor(self)
+    """log2 (ops.yaml:569 sample 4)"""
+    return torch.ops.aten.log2(self)
 
 
 def case_319(self):
-    """floor (ops.yaml:599 sample 5)"""
-    return torch.ops.aten.floor(self)
+    """log2 (ops.yaml:569 sample 5)"""
+    return torch.ops.aten.log2(self)
 
 
 def case_320(self):
-    """ceil (ops.yaml:606 sample 0)"""
-    return torch.ops.aten.ceil(self)
+    """sin (ops.yaml:578 sample 0)"""
+    return torch.ops.aten.sin(self)
 
 
 def case_321(self):
-    """ceil (ops.yaml:606 sample 1)"""
-    return torch.ops.aten.ceil(self)
+    """sin (ops.yaml:578 sample 1)"""
+    return torch.ops.aten.sin(self)
 
 
 def case_322(self):
-    """ceil (ops.yaml:606 sample 2)"""
-    return torch.ops.aten.ceil(self)
+    """sin (ops.yaml:578 sample 2)"""
+    return torch.ops.aten.sin(self)
 
 
 def case_323(self):
-    """ceil (ops.yaml:606 sample 3)"""
-    return torch.ops.aten.ceil(self)
+    """sin (ops.yaml:578 sample 3)"""
+    return torch.ops.aten.sin(self)
 
 
 def case_324(self):
-    """ceil (ops.yaml:606 sample 4)"""
-    return torch.ops.aten.ceil(self)
+    """sin (ops.yaml:578 sample 4)"""
+    return torch.ops.aten.sin(self)
 
 
 def case_325(self):
-    """ceil (ops.yaml:606 sample 5)"""
-    return torch.ops.aten.ceil(self)
+    """sin (ops.yaml:578 sample 5)"""
+    return torch.ops.aten.sin(self)
 
 
 def case_326(self):
-    """round (ops.yaml:613 sample 0)"""
-    return torch.ops.aten.round(self)
+    """cos (ops.yaml:586 sample 0)"""
+    return torch.ops.aten.cos(self)
 
 
 def case_327(self):
-    """round (ops.yaml:613 sample 1)"""
-    return torch.ops.aten.round(self)
+    """cos (ops.yaml:586 sample 1)"""
+    return torch.ops.aten.cos(self)
 
 
 def case_328(self):
-    """round (ops.yaml:613 sample 2)"""
-    return torch.ops.aten.round(self)
+    """cos (ops.yaml:586 sample 2)"""
+    return torch.ops.aten.cos(self)
 
 
 def case_329(self):
-    """round (ops.yaml:613 sample 3)"""
-    return torch.ops.aten.round(self)
+    """cos (ops.yaml:586 sample 3)"""
+    return torch.ops.aten.cos(self)
 
 
 def case_330(self):
-    """round (ops.yaml:613 sample 4)"""
-    return torch.ops.aten.round(self)
+    """cos (ops.yaml:586 sample 4)"""
+    return torch.ops.aten.cos(self)
 
 
 def case_331(self):
-    """round (ops.yaml:613 sample 5)"""
-    return torch.ops.aten.round(self)
+    """cos (ops.yaml:586 sample 5)"""
+    return torch.ops.aten.cos(self)
 
 
 def case_332(self):
-    """trunc (ops.yaml:620 sample 0)"""
-    return torch.ops.aten.trunc(self)
+    """erf (ops.yaml:594 sample 0)"""
+    return torch.ops.aten.erf(self)
 
 
 def case_333(self):
-    """trunc (ops.yaml:620 sample 1)"""
-    return torch.ops.aten.trunc(self)
+    """erf (ops.yaml:594 sample 1)"""
+    return torch.ops.aten.erf(self)
 
 
 def case_334(self):
-    """trunc (ops.yaml:620 sample 2)"""
-    return torch.ops.aten.trunc(self)
+    """erf (ops.yaml:594 sample 2)"""
+    return torch.ops.aten.erf(self)
 
 
 def case_335(self):
-    """trunc (ops.yaml:620 sample 3)"""
-    return torch.ops.aten.trunc(self)
+    """erf (ops.yaml:594 sample 3)"""
+    return torch.ops.aten.erf(self)
 
 
 def case_336(self):
-    """trunc (ops.yaml:620 sample 4)"""
-    return torch.ops.aten.trunc(self)
+    """erf (ops.yaml:594 sample 4)"""
+    return torch.ops.aten.erf(self)
 
 
 def case_337(self):
-    """trunc (ops.yaml:620 sample 5)"""
-    return torch.ops.aten.trunc(self)
+    """erf (ops.yaml:594 sample 5)"""
+    return torch.ops.aten.erf(self)
 
 
 def case_338(self):
-    """leaky_relu (ops.yaml:627 sample 0)"""
-    negative_slope = 0.01
-    return torch.ops.aten.leaky_relu(self, negative_slope)
+    """floor (ops.yaml:602 sample 0)"""
+    return torch.ops.aten.floor(self)
 
 
 def case_339(self):
-    """leaky_relu (ops.yaml:627 sample 1)"""
-    negative_slope = 0.01
-    return torch.ops.aten.leaky_relu(self, negative_slope)
+    """floor (ops.yaml:602 sample 1)"""
+    return torch.ops.aten.floor(self)
 
 
 def case_340(self):
-    """leaky_relu (ops.yaml:627 sample 2)"""
-    negative_slope = 0.01
-    return torch.ops.aten.leaky_relu(self, negative_slope)
+    """floor (ops.yaml:602 sample 2)"""
+    return torch.ops.aten.floor(self)
 
 
 def case_341(self):
-    """leaky_relu (ops.yaml:627 sample 3)"""
-    negative_slope = 0.01
-    return torch.ops.aten.leaky_relu(self, negative_slope)
+    """floor (ops.yaml:602 sample 3)"""
+    return torch.ops.aten.floor(self)
 
 
 def case_342(self):
-    """leaky_relu (ops.yaml:627 sample 4)"""
-    negative_slope = 0.01
-    return torch.ops.aten.leaky_relu(self, negative_slope)
+    """floor (ops.yaml:602 sample 4)"""
+    return torch.ops.aten.floor(self)
 
 
 def case_343(self):
-    """leaky_relu (ops.yaml:627 sample 5)"""
+    """floor (ops.yaml:602 sample 5)"""
+    return torch.ops.aten.floor(self)
+
+
+def case_344(self):
+    """ceil (ops.yaml:609 sample 0)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_345(self):
+    """ceil (ops.yaml:609 sample 1)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_346(self):
+    """ceil (ops.yaml:609 sample 2)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_347(self):
+    """ceil (ops.yaml:609 sample 3)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_348(self):
+    """ceil (ops.yaml:609 sample 4)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_349(self):
+    """ceil (ops.yaml:609 sample 5)"""
+    return torch.ops.aten.ceil(self)
+
+
+def case_350(self):
+    """round (ops.yaml:616 sample 0)"""
+    return torch.ops.aten.round(self)
+
+
+def case_351(self):
+    """round (ops.yaml:616 sample 1)"""
+    return torch.ops.aten.round(self)
+
+
+def case_352(self):
+    """round (ops.yaml:616 sample 2)"""
+    return torch.ops.aten.round(self)
+
+
+def case_353(self):
+    """round (ops.yaml:616 sample 3)"""
+    return torch.ops.aten.round(self)
+
+
+def case_354(self):
+    """round (ops.yaml:616 sample 4)"""
+    return torch.ops.aten.round(self)
+
+
+def case_355(self):
+    """round (ops.yaml:616 sample 5)"""
+    return torch.ops.aten.round(self)
+
+
+def case_356(self):
+    """trunc (ops.yaml:623 sample 0)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_357(self):
+    """trunc (ops.yaml:623 sample 1)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_358(self):
+    """trunc (ops.yaml:623 sample 2)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_359(self):
+    """trunc (ops.yaml:623 sample 3)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_360(self):
+    """trunc (ops.yaml:623 sample 4)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_361(self):
+    """trunc (ops.yaml:623 sample 5)"""
+    return torch.ops.aten.trunc(self)
+
+
+def case_362(self):
+    """leaky_relu (ops.yaml:630 sample 0)"""
     negative_slope = 0.01
     return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
-def case_344(grad_output, self):
-    """leaky_relu_backward (ops.yaml:635 sample 0)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
-
-
-def case_345(grad_output, self):
-    """leaky_relu_backward (ops.yaml:635 sample 1)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
-
-
-def case_346(grad_output, self):
-    """leaky_relu_backward (ops.yaml:635 sample 2)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
-
-
-def case_347(grad_output, self):
-    """leaky_relu_backward (ops.yaml:635 sample 3)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
-
-
-def case_348(grad_output, self):
-    """leaky_relu_backward (ops.yaml:635 sample 4)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
-
-
-def case_349(grad_output, self):
-    """leaky_relu_backward (ops.yaml:635 sample 5)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
-
-
-def case_350(grad_output, self):
-    """leaky_relu_backward (ops.yaml:635 sample 6)"""
-    negative_slope = 1.5
-    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
-
-
-def case_351(self):
-    """elu (ops.yaml:646 sample 0)"""
-    alpha = 1
-    scale = 1
-    input_scale = 1
-    return torch.ops.aten.elu(self, alpha, scale, input_scale)
-
-
-def case_352(self):
-    """elu (ops.yaml:646 sample 1)"""
-    alpha = 1
-    scale = 1
-    input_scale = 1
-    return torch.ops.aten.elu(self, alpha, scale, input_scale)
-
-
-def case_353(self):
-    """elu (ops.yaml:646 sample 2)"""
-    alpha = 1
-    scale = 1
-    input_scale = 1
-    return torch.ops.aten.elu(self, alpha, scale, input_scale)
-
-
-def case_354(self):
-    """elu (ops.yaml:646 sample 3)"""
-    alpha = 1
-    scale = 1
-    input_scale = 1
-    return torch.ops.aten.elu(self, alpha, scale, input_scale)
-
-
-def case_355(self):
-    """elu (ops.yaml:646 sample 4)"""
-    alpha = 1
-    scale = 1
-    input_scale = 1
-    return torch.ops.aten.elu(self, alpha, scale, input_scale)
-
-
-def case_356(self):
-    """elu (ops.yaml:646 sample 5)"""
-    alpha = 1
-    scale = 1
-    input_scale = 1
-    return torch.ops.aten.elu(self, alpha, scale, input_scale)
-
-
-def case_357(grad_output, self):
-    """elu_backward (ops.yaml:654 sample 0)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
-
-
-def case_358(grad_output, self):
-    """elu_backward (ops.yaml:654 sample 1)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
-
-
-def case_359(grad_output, self):
-    """elu_backward (ops.yaml:654 sample 2)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
-
-
-def case_360(grad_output, self):
-    """elu_backward (ops.yaml:654 sample 3)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
-
-
-def case_361(grad_output, self):
-    """elu_backward (ops.yaml:654 sample 4)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
-
-
-def case_362(grad_output, self):
-    """elu_backward (ops.yaml:654 sample 5)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
-
-
-def case_363(grad_output, self):
-    """elu_backward (ops.yaml:654 sample 6)"""
-    alpha = 1.5
-    scale = 1.5
-    input_scale = 1.5
-    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
+def case_363(self):
+    """leaky_relu (ops.yaml:630 sample 1)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_364(self):
-    """silu (ops.yaml:665 sample 0)"""
-    return torch.ops.aten.silu(self)
+    """leaky_relu (ops.yaml:630 sample 2)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_365(self):
-    """silu (ops.yaml:665 sample 1)"""
-    return torch.ops.aten.silu(self)
+    """leaky_relu (ops.yaml:630 sample 3)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_366(self):
-    """silu (ops.yaml:665 sample 2)"""
-    return torch.ops.aten.silu(self)
+    """leaky_relu (ops.yaml:630 sample 4)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
 def case_367(self):
-    """silu (ops.yaml:665 sample 3)"""
-    return torch.ops.aten.silu(self)
+    """leaky_relu (ops.yaml:630 sample 5)"""
+    negative_slope = 0.01
+    return torch.ops.aten.leaky_relu(self, negative_slope)
 
 
-def case_368(self):
-    """silu (ops.yaml:665 sample 4)"""
-    return torch.ops.aten.silu(self)
+def case_368(grad_output, self):
+    """leaky_relu_backward (ops.yaml:638 sample 0)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
-def case_369(self):
-    """silu (ops.yaml:665 sample 5)"""
-    return torch.ops.aten.silu(self)
+def case_369(grad_output, self):
+    """leaky_relu_backward (ops.yaml:638 sample 1)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
-def case_370(self):
-    """isnan (ops.yaml:672 sample 0)"""
-    return torch.ops.aten.isnan(self)
+def case_370(grad_output, self):
+    """leaky_relu_backward (ops.yaml:638 sample 2)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
-def case_371(self):
-    """isnan (ops.yaml:672 sample 1)"""
-    return torch.ops.aten.isnan(self)
+def case_371(grad_output, self):
+    """leaky_relu_backward (ops.yaml:638 sample 3)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
-def case_372(self):
-    """isnan (ops.yaml:672 sample 2)"""
-    return torch.ops.aten.isnan(self)
+def case_372(grad_output, self):
+    """leaky_relu_backward (ops.yaml:638 sample 4)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
-def case_373(self):
-    """isnan (ops.yaml:672 sample 3)"""
-    return torch.ops.aten.isnan(self)
+def case_373(grad_output, self):
+    """leaky_relu_backward (ops.yaml:638 sample 5)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
-def case_374(self):
-    """isnan (ops.yaml:672 sample 4)"""
-    return torch.ops.aten.isnan(self)
+def case_374(grad_output, self):
+    """leaky_relu_backward (ops.yaml:638 sample 6)"""
+    negative_slope = 1.5
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
 
 
 def case_375(self):
-    """isnan (ops.yaml:672 sample 5)"""
-    return torch.ops.aten.isnan(self)
+    """elu (ops.yaml:649 sample 0)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
 
 
 def case_376(self):
-    """isfinite (ops.yaml:681 sample 0)"""
-    return torch.ops.aten.isfinite(self)
+    """elu (ops.yaml:649 sample 1)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
 
 
 def case_377(self):
-    """isfinite (ops.yaml:681 sample 1)"""
-    return torch.ops.aten.isfinite(self)
+    """elu (ops.yaml:649 sample 2)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
 
 
 def case_378(self):
-    """isfinite (ops.yaml:681 sample 2)"""
-    return torch.ops.aten.isfinite(self)
+    """elu (ops.yaml:649 sample 3)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
 
 
 def case_379(self):
-    """isfinite (ops.yaml:681 sample 3)"""
-    return torch.ops.aten.isfinite(self)
+    """elu (ops.yaml:649 sample 4)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
 
 
 def case_380(self):
-    """isfinite (ops.yaml:681 sample 4)"""
-    return torch.ops.aten.isfinite(self)
+    """elu (ops.yaml:649 sample 5)"""
+    alpha = 1
+    scale = 1
+    input_scale = 1
+    return torch.ops.aten.elu(self, alpha, scale, input_scale)
 
 
-def case_381(self):
-    """isfinite (ops.yaml:681 sample 5)"""
-    return torch.ops.aten.isfinite(self)
+def case_381(grad_output, self):
+    """elu_backward (ops.yaml:657 sample 0)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
-def case_382(self):
-    """gelu (ops.yaml:697 sample 0)"""
-    approximate = 'none'
-    return torch.ops.aten.gelu(self, approximate=approximate)
+def case_382(grad_output, self):
+    """elu_backward (ops.yaml:657 sample 1)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
-def case_383(self):
-    """gelu (ops.yaml:697 sample 1)"""
-    approximate = 'tanh'
-    return torch.ops.aten.gelu(self, approximate=approximate)
+def case_383(grad_output, self):
+    """elu_backward (ops.yaml:657 sample 2)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
-def case_384(self):
-    """gelu (ops.yaml:697 sample 2)"""
-    approximate = 'tanh'
-    return torch.ops.aten.gelu(self, approximate=approximate)
+def case_384(grad_output, self):
+    """elu_backward (ops.yaml:657 sample 3)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
-def case_385(self):
-    """gelu (ops.yaml:697 sample 3)"""
-    approximate = 'none'
-    return torch.ops.aten.gelu(self, approximate=approximate)
+def case_385(grad_output, self):
+    """elu_backward (ops.yaml:657 sample 4)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
-def case_386(self):
-    """gelu (ops.yaml:697 sample 4)"""
-    approximate = 'tanh'
-    return torch.ops.aten.gelu(self, approximate=approximate)
+def case_386(grad_output, self):
+    """elu_backward (ops.yaml:657 sample 5)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
 def case_387(grad_output, self):
-    """gelu_backward (ops.yaml:713 sample 0)"""
-    approximate = 'none'
-    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+    """elu_backward (ops.yaml:657 sample 6)"""
+    alpha = 1.5
+    scale = 1.5
+    input_scale = 1.5
+    return torch.ops.aten.elu_backward(grad_output, alpha, scale, input_scale, False, self)
 
 
-def case_388(grad_output, self):
-    """gelu_backward (ops.yaml:713 sample 1)"""
-    approximate = 'tanh'
-    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+def case_388(self):
+    """silu (ops.yaml:668 sample 0)"""
+    return torch.ops.aten.silu(self)
 
 
-def case_389(grad_output, self):
-    """gelu_backward (ops.yaml:713 sample 2)"""
-    approximate = 'tanh'
-    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+def case_389(self):
+    """silu (ops.yaml:668 sample 1)"""
+    return torch.ops.aten.silu(self)
 
 
-def case_390(grad_output, self):
-    """gelu_backward (ops.yaml:713 sample 3)"""
-    approximate = 'none'
-    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+def case_390(self):
+    """silu (ops.yaml:668 sample 2)"""
+    return torch.ops.aten.silu(self)
 
 
-def case_391(grad_output, self):
-    """gelu_backward (ops.yaml:713 sample 4)"""
-    approximate = 'none'
-    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+def case_391(self):
+    """silu (ops.yaml:668 sample 3)"""
+    return torch.ops.aten.silu(self)
 
 
 def case_392(self):
-    """nan_to_num (ops.yaml:734 sample 0)"""
+    """silu (ops.yaml:668 sample 4)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_393(self):
+    """silu (ops.yaml:668 sample 5)"""
+    return torch.ops.aten.silu(self)
+
+
+def case_394(self):
+    """isnan (ops.yaml:675 sample 0)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_395(self):
+    """isnan (ops.yaml:675 sample 1)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_396(self):
+    """isnan (ops.yaml:675 sample 2)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_397(self):
+    """isnan (ops.yaml:675 sample 3)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_398(self):
+    """isnan (ops.yaml:675 sample 4)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_399(self):
+    """isnan (ops.yaml:675 sample 5)"""
+    return torch.ops.aten.isnan(self)
+
+
+def case_400(self):
+    """isfinite (ops.yaml:684 sample 0)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_401(self):
+    """isfinite (ops.yaml:684 sample 1)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_402(self):
+    """isfinite (ops.yaml:684 sample 2)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_403(self):
+    """isfinite (ops.yaml:684 sample 3)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_404(self):
+    """isfinite (ops.yaml:684 sample 4)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_405(self):
+    """isfinite (ops.yaml:684 sample 5)"""
+    return torch.ops.aten.isfinite(self)
+
+
+def case_406(self):
+    """gelu (ops.yaml:700 sample 0)"""
+    approximate = 'none'
+    return torch.ops.aten.gelu(self, approximate=approximate)
+
+
+def case_407(self):
+    """gelu (ops.yaml:700 sample 1)"""
+    approximate = 'tanh'
+    return torch.ops.aten.gelu(self, approximate=approximate)
+
+
+def case_408(self):
+    """gelu (ops.yaml:700 sample 2)"""
+    approximate = 'tanh'
+    return torch.ops.aten.gelu(self, approximate=approximate)
+
+
+def case_409(self):
+    """gelu (ops.yaml:700 sample 3)"""
+    approximate = 'none'
+    return torch.ops.aten.gelu(self, approximate=approximate)
+
+
+def case_410(self):
+    """gelu (ops.yaml:700 sample 4)"""
+    approximate = 'tanh'
+    return torch.ops.aten.gelu(self, approximate=approximate)
+
+
+def case_411(grad_output, self):
+    """gelu_backward (ops.yaml:716 sample 0)"""
+    approximate = 'none'
+    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+
+
+def case_412(grad_output, self):
+    """gelu_backward (ops.yaml:716 sample 1)"""
+    approximate = 'tanh'
+    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+
+
+def case_413(grad_output, self):
+    """gelu_backward (ops.yaml:716 sample 2)"""
+    approximate = 'tanh'
+    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+
+
+def case_414(grad_output, self):
+    """gelu_backward (ops.yaml:716 sample 3)"""
+    approximate = 'none'
+    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+
+
+def case_415(grad_output, self):
+    """gelu_backward (ops.yaml:716 sample 4)"""
+    approximate = 'none'
+    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+
+
+def case_416(self):
+    """nan_to_num (ops.yaml:737 sample 0)"""
     nan = None
     posinf = None
     neginf = None
     return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
 
 
-def case_393(self):
-    """nan_to_num (ops.yaml:734 sample 1)"""
+def case_417(self):
+    """nan_to_num (ops.yaml:737 sample 1)"""
     nan = 1.0
     posinf = 2.0
     neginf = -2.0
     return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
 
 
-def case_394(self):
-    """nan_to_num (ops.yaml:734 sample 2)"""
+def case_418(self):
+    """nan_to_num (ops.yaml:737 sample 2)"""
     nan = None
     posinf = None
     neginf = None
     return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
 
 
-def case_395(self):
-    """nan_to_num (ops.yaml:734 sample 3)"""
+def case_419(self):
+    """nan_to_num (ops.yaml:737 sample 3)"""
     nan = 0.5
     posinf = None
     neginf = None
     return torch.ops.aten.nan_to_num(self, nan, posinf, neginf)
 
 
-def case_396(self, other):
-    """eq.Tensor (ops.yaml:743 sample 0)"""
+def case_420(self, other):
+    """eq.Tensor (ops.yaml:746 sample 0)"""
     return torch.ops.aten.eq(self, other)
 
 
-def case_397(self, other):
-    """eq.Tensor (ops.yaml:743 sample 1)"""
+def case_421(self, other):
+    """eq.Tensor (ops.yaml:746 sample 1)"""
     return torch.ops.aten.eq(self, other)
-
-
-def case_398(self, other):
-    """eq.Tensor (ops.yaml:743 sample 2)"""
-    return torch.ops.aten.eq(self, other)
-
-
-def case_399(self, other):
-    """eq.Tensor (ops.yaml:743 sample 3)"""
-    return torch.ops.aten.eq(self, other)
-
-
-def case_400(self, other):
-    """eq.Tensor (ops.yaml:743 sample 4)"""
-    return torch.ops.aten.eq(self, other)
-
-
-def case_401(self, other):
-    """eq.Tensor (ops.yaml:743 sample 5)"""
-    return torch.ops.aten.eq(self, other)
-
-
-def case_402(self, other):
-    """eq.Tensor (ops.yaml:743 sample 6)"""
-    return torch.ops.aten.eq(self, other)
-
-
-def case_403(self):
-    """eq.Scalar (ops.yaml:753 sample 0)"""
-    other = 1.5
-    return torch.ops.aten.eq(self, other)
-
-
-def case_404(self):
-    """eq.Scalar (ops.yaml:753 sample 1)"""
-    other = 1.5
-    return torch.ops.aten.eq(self, other)
-
-
-def case_405(self):
-    """eq.Scalar (ops.yaml:753 sample 2)"""
-    other = 1.5
-    return torch.ops.aten.eq(self, other)
-
-
-def case_406(self):
-    """eq.Scalar (ops.yaml:753 sample 3)"""
-    other = 1.5
-    return torch.ops.aten.eq(self, other)
-
-
-def case_407(self):
-    """eq.Scalar (ops.yaml:753 sample 4)"""
-    other = 1.5
-    return torch.ops.aten.eq(self, other)
-
-
-def case_408(self):
-    """eq.Scalar (ops.yaml:753 sample 5)"""
-    other = 1.5
-    return torch.ops.aten.eq(self, other)
-
-
-def case_409(self, other):
-    """lt.Tensor (ops.yaml:762 sample 0)"""
-    return torch.ops.aten.lt(self, other)
-
-
-def case_410(self, other):
-    """lt.Tensor (ops.yaml:762 sample 1)"""
-    return torch.ops.aten.lt(self, other)
-
-
-def case_411(self, other):
-    """lt.Tensor (ops.yaml:762 sample 2)"""
-    return torch.ops.aten.lt(self, other)
-
-
-def case_412(self, other):
-    """lt.Tensor (ops.yaml:762 sample 3)"""
-    return torch.ops.aten.lt(self, other)
-
-
-def case_413(self, other):
-    """lt.Tensor (ops.yaml:762 sample 4)"""
-    return torch.ops.aten.lt(self, other)
-
-
-def case_414(self, other):
-    """lt.Tensor (ops.yaml:762 sample 5)"""
-    return torch.ops.aten.lt(self, other)
-
-
-def case_415(self, other):
-    """lt.Tensor (ops.yaml:762 sample 6)"""
-    return torch.ops.aten.lt(self, other)
-
-
-def case_416(self):
-    """lt.Scalar (ops.yaml:772 sample 0)"""
-    other = 1.5
-    return torch.ops.aten.lt(self, other)
-
-
-def case_417(self):
-    """lt.Scalar (ops.yaml:772 sample 1)"""
-    other = 1.5
-    return torch.ops.aten.lt(self, other)
-
-
-def case_418(self):
-    """lt.Scalar (ops.yaml:772 sample 2)"""
-    other = 1.5
-    return torch.ops.aten.lt(self, other)
-
-
-def case_419(self):
-    """lt.Scalar (ops.yaml:772 sample 3)"""
-    other = 1.5
-    return torch.ops.aten.lt(self, other)
-
-
-def case_420(self):
-    """lt.Scalar (ops.yaml:772 sample 4)"""
-    other = 1.5
-    return torch.ops.aten.lt(self, other)
-
-
-def case_421(self):
-    """lt.Scalar (ops.yaml:772 sample 5)"""
-    other = 1.5
-    return torch.ops.aten.lt(self, other)
 
 
 def case_422(self, other):
-    """gt.Tensor (ops.yaml:781 sample 0)"""
-    return torch.ops.aten.gt(self, other)
+    """eq.Tensor (ops.yaml:746 sample 2)"""
+    return torch.ops.aten.eq(self, other)
 
 
 def case_423(self, other):
-    """gt.Tensor (ops.yaml:781 sample 1)"""
-    return torch.ops.aten.gt(self, other)
+    """eq.Tensor (ops.yaml:746 sample 3)"""
+    return torch.ops.aten.eq(self, other)
 
 
 def case_424(self, other):
-    """gt.Tensor (ops.yaml:781 sample 2)"""
-    return torch.ops.aten.gt(self, other)
+    """eq.Tensor (ops.yaml:746 sample 4)"""
+    return torch.ops.aten.eq(self, other)
 
 
 def case_425(self, other):
-    """gt.Tensor (ops.yaml:781 sample 3)"""
-    return torch.ops.aten.gt(self, other)
+    """eq.Tensor (ops.yaml:746 sample 5)"""
+    return torch.ops.aten.eq(self, other)
 
 
 def case_426(self, other):
-    """gt.Tensor (ops.yaml:781 sample 4)"""
-    return torch.ops.aten.gt(self, other)
+    """eq.Tensor (ops.yaml:746 sample 6)"""
+    return torch.ops.aten.eq(self, other)
 
 
 def case_427(self, other):
-    """gt.Tensor (ops.yaml:781 sample 5)"""
-    return torch.ops.aten.gt(self, other)
+    """eq.Tensor (ops.yaml:746 sample 7)"""
+    return torch.ops.aten.eq(self, other)
 
 
 def case_428(self, other):
-    """gt.Tensor (ops.yaml:781 sample 6)"""
-    return torch.ops.aten.gt(self, other)
+    """eq.Tensor (ops.yaml:746 sample 8)"""
+    return torch.ops.aten.eq(self, other)
 
 
 def case_429(self):
-    """gt.Scalar (ops.yaml:791 sample 0)"""
+    """eq.Scalar (ops.yaml:756 sample 0)"""
     other = 1.5
-    return torch.ops.aten.gt(self, other)
+    return torch.ops.aten.eq(self, other)
 
 
 def case_430(self):
-    """gt.Scalar (ops.yaml:791 sample 1)"""
+    """eq.Scalar (ops.yaml:756 sample 1)"""
     other = 1.5
-    return torch.ops.aten.gt(self, other)
+    return torch.ops.aten.eq(self, other)
 
 
 def case_431(self):
-    """gt.Scalar (ops.yaml:791 sample 2)"""
+    """eq.Scalar (ops.yaml:756 sample 2)"""
     other = 1.5
-    return torch.ops.aten.gt(self, other)
+    return torch.ops.aten.eq(self, other)
 
 
 def case_432(self):
-    """gt.Scalar (ops.yaml:791 sample 3)"""
+    """eq.Scalar (ops.yaml:756 sample 3)"""
     other = 1.5
-    return torch.ops.aten.gt(self, other)
+    return torch.ops.aten.eq(self, other)
 
 
 def case_433(self):
-    """gt.Scalar (ops.yaml:791 sample 4)"""
+    """eq.Scalar (ops.yaml:756 sample 4)"""
     other = 1.5
-    return torch.ops.aten.gt(self, other)
+    return torch.ops.aten.eq(self, other)
 
 
 def case_434(self):
-    """gt.Scalar (ops.yaml:791 sample 5)"""
+    """eq.Scalar (ops.yaml:756 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.eq(self, other)
+
+
+def case_435(self, other):
+    """lt.Tensor (ops.yaml:765 sample 0)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_436(self, other):
+    """lt.Tensor (ops.yaml:765 sample 1)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_437(self, other):
+    """lt.Tensor (ops.yaml:765 sample 2)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_438(self, other):
+    """lt.Tensor (ops.yaml:765 sample 3)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_439(self, other):
+    """lt.Tensor (ops.yaml:765 sample 4)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_440(self, other):
+    """lt.Tensor (ops.yaml:765 sample 5)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_441(self, other):
+    """lt.Tensor (ops.yaml:765 sample 6)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_442(self, other):
+    """lt.Tensor (ops.yaml:765 sample 7)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_443(self, other):
+    """lt.Tensor (ops.yaml:765 sample 8)"""
+    return torch.ops.aten.lt(self, other)
+
+
+def case_444(self):
+    """lt.Scalar (ops.yaml:775 sample 0)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
+
+
+def case_445(self):
+    """lt.Scalar (ops.yaml:775 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
+
+
+def case_446(self):
+    """lt.Scalar (ops.yaml:775 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
+
+
+def case_447(self):
+    """lt.Scalar (ops.yaml:775 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
+
+
+def case_448(self):
+    """lt.Scalar (ops.yaml:775 sample 4)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
+
+
+def case_449(self):
+    """lt.Scalar (ops.yaml:775 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.lt(self, other)
+
+
+def case_450(self, other):
+    """gt.Tensor (ops.yaml:784 sample 0)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_451(self, other):
+    """gt.Tensor (ops.yaml:784 sample 1)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_452(self, other):
+    """gt.Tensor (ops.yaml:784 sample 2)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_453(self, other):
+    """gt.Tensor (ops.yaml:784 sample 3)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_454(self, other):
+    """gt.Tensor (ops.yaml:784 sample 4)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_455(self, other):
+    """gt.Tensor (ops.yaml:784 sample 5)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_456(self, other):
+    """gt.Tensor (ops.yaml:784 sample 6)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_457(self, other):
+    """gt.Tensor (ops.yaml:784 sample 7)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_458(self, other):
+    """gt.Tensor (ops.yaml:784 sample 8)"""
+    return torch.ops.aten.gt(self, other)
+
+
+def case_459(self):
+    """gt.Scalar (ops.yaml:794 sample 0)"""
     other = 1.5
     return torch.ops.aten.gt(self, other)
 
 
-def case_435(condition, self, other):
-    """where (ops.yaml:808 sample 0)"""
-    return torch.ops.aten.where(condition, self, other)
-
-
-def case_436(condition, self, other):
-    """where (ops.yaml:808 sample 1)"""
-    return torch.ops.aten.where(condition, self, other)
-
-
-def case_437(condition, self, other):
-    """where (ops.yaml:808 sample 2)"""
-    return torch.ops.aten.where(condition, self, other)
-
-
-def case_438(self, other):
-    """ne.Tensor (ops.yaml:813 sample 0)"""
-    return torch.ops.aten.ne(self, other)
-
-
-def case_439(self, other):
-    """ne.Tensor (ops.yaml:813 sample 1)"""
-    return torch.ops.aten.ne(self, other)
-
-
-def case_440(self, other):
-    """ne.Tensor (ops.yaml:813 sample 2)"""
-    return torch.ops.aten.ne(self, other)
-
-
-def case_441(self, other):
-    """ne.Tensor (ops.yaml:813 sample 3)"""
-    return torch.ops.aten.ne(self, other)
-
-
-def case_442(self, other):
-    """ne.Tensor (ops.yaml:813 sample 4)"""
-    return torch.ops.aten.ne(self, other)
-
-
-def case_443(self, other):
-    """ne.Tensor (ops.yaml:813 sample 5)"""
-    return torch.ops.aten.ne(self, other)
-
-
-def case_444(self, other):
-    """ne.Tensor (ops.yaml:813 sample 6)"""
-    return torch.ops.aten.ne(self, other)
-
-
-def case_445(self):
-    """ne.Scalar (ops.yaml:823 sample 0)"""
-    other = 1.5
-    return torch.ops.aten.ne(self, other)
-
-
-def case_446(self):
-    """ne.Scalar (ops.yaml:823 sample 1)"""
-    other = 1.5
-    return torch.ops.aten.ne(self, other)
-
-
-def case_447(self):
-    """ne.Scalar (ops.yaml:823 sample 2)"""
-    other = 1.5
-    return torch.ops.aten.ne(self, other)
-
-
-def case_448(self):
-    """ne.Scalar (ops.yaml:823 sample 3)"""
-    other = 1.5
-    return torch.ops.aten.ne(self, other)
-
-
-def case_449(self):
-    """ne.Scalar (ops.yaml:823 sample 4)"""
-    other = 1.5
-    return torch.ops.aten.ne(self, other)
-
-
-def case_450(self):
-    """ne.Scalar (ops.yaml:823 sample 5)"""
-    other = 1.5
-    return torch.ops.aten.ne(self, other)
-
-
-def case_451(self, other):
-    """le.Tensor (ops.yaml:832 sample 0)"""
-    return torch.ops.aten.le(self, other)
-
-
-def case_452(self, other):
-    """le.Tensor (ops.yaml:832 sample 1)"""
-    return torch.ops.aten.le(self, other)
-
-
-def case_453(self, other):
-    """le.Tensor (ops.yaml:832 sample 2)"""
-    return torch.ops.aten.le(self, other)
-
-
-def case_454(self, other):
-    """le.Tensor (ops.yaml:832 sample 3)"""
-    return torch.ops.aten.le(self, other)
-
-
-def case_455(self, other):
-    """le.Tensor (ops.yaml:832 sample 4)"""
-    return torch.ops.aten.le(self, other)
-
-
-def case_456(self, other):
-    """le.Tensor (ops.yaml:832 sample 5)"""
-    return torch.ops.aten.le(self, other)
-
-
-def case_457(self, other):
-    """le.Tensor (ops.yaml:832 sample 6)"""
-    return torch.ops.aten.le(self, other)
-
-
-def case_458(self):
-    """le.Scalar (ops.yaml:842 sample 0)"""
-    other = 1.5
-    return torch.ops.aten.le(self, other)
-
-
-def case_459(self):
-    """le.Scalar (ops.yaml:842 sample 1)"""
-    other = 1.5
-    return torch.ops.aten.le(self, other)
-
-
 def case_460(self):
-    """le.Scalar (ops.yaml:842 sample 2)"""
+    """gt.Scalar (ops.yaml:794 sample 1)"""
     other = 1.5
-    return torch.ops.aten.le(self, other)
+    return torch.ops.aten.gt(self, other)
 
 
 def case_461(self):
-    """le.Scalar (ops.yaml:842 sample 3)"""
+    """gt.Scalar (ops.yaml:794 sample 2)"""
     other = 1.5
-    return torch.ops.aten.le(self, other)
+    return torch.ops.aten.gt(self, other)
 
 
 def case_462(self):
-    """le.Scalar (ops.yaml:842 sample 4)"""
+    """gt.Scalar (ops.yaml:794 sample 3)"""
     other = 1.5
-    return torch.ops.aten.le(self, other)
+    return torch.ops.aten.gt(self, other)
 
 
 def case_463(self):
-    """le.Scalar (ops.yaml:842 sample 5)"""
+    """gt.Scalar (ops.yaml:794 sample 4)"""
+    other = 1.5
+    return torch.ops.aten.gt(self, other)
+
+
+def case_464(self):
+    """gt.Scalar (ops.yaml:794 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.gt(self, other)
+
+
+def case_465(condition, self, other):
+    """where (ops.yaml:811 sample 0)"""
+    return torch.ops.aten.where(condition, self, other)
+
+
+def case_466(condition, self, other):
+    """where (ops.yaml:811 sample 1)"""
+    return torch.ops.aten.where(condition, self, other)
+
+
+def case_467(condition, self, other):
+    """where (ops.yaml:811 sample 2)"""
+    return torch.ops.aten.where(condition, self, other)
+
+
+def case_468(self, other):
+    """ne.Tensor (ops.yaml:816 sample 0)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_469(self, other):
+    """ne.Tensor (ops.yaml:816 sample 1)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_470(self, other):
+    """ne.Tensor (ops.yaml:816 sample 2)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_471(self, other):
+    """ne.Tensor (ops.yaml:816 sample 3)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_472(self, other):
+    """ne.Tensor (ops.yaml:816 sample 4)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_473(self, other):
+    """ne.Tensor (ops.yaml:816 sample 5)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_474(self, other):
+    """ne.Tensor (ops.yaml:816 sample 6)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_475(self, other):
+    """ne.Tensor (ops.yaml:816 sample 7)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_476(self, other):
+    """ne.Tensor (ops.yaml:816 sample 8)"""
+    return torch.ops.aten.ne(self, other)
+
+
+def case_477(self):
+    """ne.Scalar (ops.yaml:826 sample 0)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_478(self):
+    """ne.Scalar (ops.yaml:826 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_479(self):
+    """ne.Scalar (ops.yaml:826 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_480(self):
+    """ne.Scalar (ops.yaml:826 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_481(self):
+    """ne.Scalar (ops.yaml:826 sample 4)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_482(self):
+    """ne.Scalar (ops.yaml:826 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.ne(self, other)
+
+
+def case_483(self, other):
+    """le.Tensor (ops.yaml:835 sample 0)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_484(self, other):
+    """le.Tensor (ops.yaml:835 sample 1)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_485(self, other):
+    """le.Tensor (ops.yaml:835 sample 2)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_486(self, other):
+    """le.Tensor (ops.yaml:835 sample 3)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_487(self, other):
+    """le.Tensor (ops.yaml:835 sample 4)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_488(self, other):
+    """le.Tensor (ops.yaml:835 sample 5)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_489(self, other):
+    """le.Tensor (ops.yaml:835 sample 6)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_490(self, other):
+    """le.Tensor (ops.yaml:835 sample 7)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_491(self, other):
+    """le.Tensor (ops.yaml:835 sample 8)"""
+    return torch.ops.aten.le(self, other)
+
+
+def case_492(self):
+    """le.Scalar (ops.yaml:845 sample 0)"""
     other = 1.5
     return torch.ops.aten.le(self, other)
 
 
-def case_464(self, other):
-    """ge.Tensor (ops.yaml:851 sample 0)"""
+def case_493(self):
+    """le.Scalar (ops.yaml:845 sample 1)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_494(self):
+    """le.Scalar (ops.yaml:845 sample 2)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_495(self):
+    """le.Scalar (ops.yaml:845 sample 3)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_496(self):
+    """le.Scalar (ops.yaml:845 sample 4)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_497(self):
+    """le.Scalar (ops.yaml:845 sample 5)"""
+    other = 1.5
+    return torch.ops.aten.le(self, other)
+
+
+def case_498(self, other):
+    """ge.Tensor (ops.yaml:854 sample 0)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_465(self, other):
-    """ge.Tensor (ops.yaml:851 sample 1)"""
+def case_499(self, other):
+    """ge.Tensor (ops.yaml:854 sample 1)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_466(self, other):
-    """ge.Tensor (ops.yaml:851 sample 2)"""
+def case_500(self, other):
+    """ge.Tensor (ops.yaml:854 sample 2)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_467(self, other):
-    """ge.Tensor (ops.yaml:851 sample 3)"""
+def case_501(self, other):
+    """ge.Tensor (ops.yaml:854 sample 3)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_468(self, other):
-    """ge.Tensor (ops.yaml:851 sample 4)"""
+def case_502(self, other):
+    """ge.Tensor (ops.yaml:854 sample 4)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_469(self, other):
-    """ge.Tensor (ops.yaml:851 sample 5)"""
+def case_503(self, other):
+    """ge.Tensor (ops.yaml:854 sample 5)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_470(self, other):
-    """ge.Tensor (ops.yaml:851 sample 6)"""
+def case_504(self, other):
+    """ge.Tensor (ops.yaml:854 sample 6)"""
     return torch.ops.aten.ge(self, other)
 
 
-def case_471(self):
-    """ge.Scalar (ops.yaml:861 sample 0)"""
+def case_505(self, other):
+    """ge.Tensor (ops.yaml:854 sample 7)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_506(self, other):
+    """ge.Tensor (ops.yaml:854 sample 8)"""
+    return torch.ops.aten.ge(self, other)
+
+
+def case_507(self):
+    """ge.Scalar (ops.yaml:864 sample 0)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
-def case_472(self):
-    """ge.Scalar (ops.yaml:861 sample 1)"""
+def case_508(self):
+    """ge.Scalar (ops.yaml:864 sample 1)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
-def case_473(self):
-    """ge.Scalar (ops.yaml:861 sample 2)"""
+def case_509(self):
+    """ge.Scalar (ops.yaml:864 sample 2)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
-def case_474(self):
-    """ge.Scalar (ops.yaml:861 sample 3)"""
+def case_510(self):
+    """ge.Scalar (ops.yaml:864 sample 3)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
-def case_475(self):
-    """ge.Scalar (ops.yaml:861 sample 4)"""
+def case_511(self):
+    """ge.Scalar (ops.yaml:864 sample 4)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
-def case_476(self):
-    """ge.Scalar (ops.yaml:861 sample 5)"""
+def case_512(self):
+    """ge.Scalar (ops.yaml:864 sample 5)"""
     other = 1.5
     return torch.ops.aten.ge(self, other)
 
 
-def case_477(self, other):
-    """logical_and (ops.yaml:870 sample 0)"""
+def case_513(self, other):
+    """logical_and (ops.yaml:873 sample 0)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_478(self, other):
-    """logical_and (ops.yaml:870 sample 1)"""
+def case_514(self, other):
+    """logical_and (ops.yaml:873 sample 1)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_479(self, other):
-    """logical_and (ops.yaml:870 sample 2)"""
+def case_515(self, other):
+    """logical_and (ops.yaml:873 sample 2)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_480(self, other):
-    """logical_and (ops.yaml:870 sample 3)"""
+def case_516(self, other):
+    """logical_and (ops.yaml:873 sample 3)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_481(self, other):
-    """logical_and (ops.yaml:870 sample 4)"""
+def case_517(self, other):
+    """logical_and (ops.yaml:873 sample 4)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_482(self, other):
-    """logical_and (ops.yaml:870 sample 5)"""
+def case_518(self, other):
+    """logical_and (ops.yaml:873 sample 5)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_483(self, other):
-    """logical_and (ops.yaml:870 sample 6)"""
+def case_519(self, other):
+    """logical_and (ops.yaml:873 sample 6)"""
     return torch.ops.aten.logical_and(self, other)
 
 
-def case_484(self, other):
-    """logical_or (ops.yaml:880 sample 0)"""
+def case_520(self, other):
+    """logical_and (ops.yaml:873 sample 7)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_521(self, other):
+    """logical_and (ops.yaml:873 sample 8)"""
+    return torch.ops.aten.logical_and(self, other)
+
+
+def case_522(self, other):
+    """logical_or (ops.yaml:883 sample 0)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_485(self, other):
-    """logical_or (ops.yaml:880 sample 1)"""
+def case_523(self, other):
+    """logical_or (ops.yaml:883 sample 1)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_486(self, other):
-    """logical_or (ops.yaml:880 sample 2)"""
+def case_524(self, other):
+    """logical_or (ops.yaml:883 sample 2)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_487(self, other):
-    """logical_or (ops.yaml:880 sample 3)"""
+def case_525(self, other):
+    """logical_or (ops.yaml:883 sample 3)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_488(self, other):
-    """logical_or (ops.yaml:880 sample 4)"""
+def case_526(self, other):
+    """logical_or (ops.yaml:883 sample 4)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_489(self, other):
-    """logical_or (ops.yaml:880 sample 5)"""
+def case_527(self, other):
+    """logical_or (ops.yaml:883 sample 5)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_490(self, other):
-    """logical_or (ops.yaml:880 sample 6)"""
+def case_528(self, other):
+    """logical_or (ops.yaml:883 sample 6)"""
     return torch.ops.aten.logical_or(self, other)
 
 
-def case_491(self, other):
-    """logical_xor (ops.yaml:890 sample 0)"""
+def case_529(self, other):
+    """logical_or (ops.yaml:883 sample 7)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_530(self, other):
+    """logical_or (ops.yaml:883 sample 8)"""
+    return torch.ops.aten.logical_or(self, other)
+
+
+def case_531(self, other):
+    """logical_xor (ops.yaml:893 sample 0)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_492(self, other):
-    """logical_xor (ops.yaml:890 sample 1)"""
+def case_532(self, other):
+    """logical_xor (ops.yaml:893 sample 1)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_493(self, other):
-    """logical_xor (ops.yaml:890 sample 2)"""
+def case_533(self, other):
+    """logical_xor (ops.yaml:893 sample 2)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_494(self, other):
-    """logical_xor (ops.yaml:890 sample 3)"""
+def case_534(self, other):
+    """logical_xor (ops.yaml:893 sample 3)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_495(self, other):
-    """logical_xor (ops.yaml:890 sample 4)"""
+def case_535(self, other):
+    """logical_xor (ops.yaml:893 sample 4)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_496(self, other):
-    """logical_xor (ops.yaml:890 sample 5)"""
+def case_536(self, other):
+    """logical_xor (ops.yaml:893 sample 5)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_497(self, other):
-    """logical_xor (ops.yaml:890 sample 6)"""
+def case_537(self, other):
+    """logical_xor (ops.yaml:893 sample 6)"""
     return torch.ops.aten.logical_xor(self, other)
 
 
-def case_498(self):
-    """logical_not (ops.yaml:900 sample 0)"""
+def case_538(self, other):
+    """logical_xor (ops.yaml:893 sample 7)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_539(self, other):
+    """logical_xor (ops.yaml:893 sample 8)"""
+    return torch.ops.aten.logical_xor(self, other)
+
+
+def case_540(self):
+    """logical_not (ops.yaml:903 sample 0)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_499(self):
-    """logical_not (ops.yaml:900 sample 1)"""
+def case_541(self):
+    """logical_not (ops.yaml:903 sample 1)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_500(self):
-    """logical_not (ops.yaml:900 sample 2)"""
+def case_542(self):
+    """logical_not (ops.yaml:903 sample 2)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_501(self):
-    """logical_not (ops.yaml:900 sample 3)"""
+def case_543(self):
+    """logical_not (ops.yaml:903 sample 3)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_502(self):
-    """logical_not (ops.yaml:900 sample 4)"""
+def case_544(self):
+    """logical_not (ops.yaml:903 sample 4)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_503(self):
-    """logical_not (ops.yaml:900 sample 5)"""
+def case_545(self):
+    """logical_not (ops.yaml:903 sample 5)"""
     return torch.ops.aten.logical_not(self)
 
 
-def case_504(self, mask):
-    """masked_fill.Scalar (ops.yaml:916 sample 0)"""
+def case_546(self, mask):
+    """masked_fill.Scalar (ops.yaml:919 sample 0)"""
     value = 1.5
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_505(self, mask):
-    """masked_fill.Scalar (ops.yaml:916 sample 1)"""
+def case_547(self, mask):
+    """masked_fill.Scalar (ops.yaml:919 sample 1)"""
     value = -2
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_506(self, mask):
-    """masked_fill.Scalar (ops.yaml:916 sample 2)"""
+def case_548(self, mask):
+    """masked_fill.Scalar (ops.yaml:919 sample 2)"""
     value = 0.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_507(self, mask):
-    """masked_fill.Scalar (ops.yaml:916 sample 3)"""
+def case_549(self, mask):
+    """masked_fill.Scalar (ops.yaml:919 sample 3)"""
     value = 1.0
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_508(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:933 sample 0)"""
+def case_550(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:936 sample 0)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_509(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:933 sample 1)"""
+def case_551(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:936 sample 1)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_510(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:933 sample 2)"""
+def case_552(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:936 sample 2)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_511(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:933 sample 3)"""
+def case_553(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:936 sample 3)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_512(self, mask, value):
-    """masked_fill.Tensor (ops.yaml:933 sample 4)"""
+def case_554(self, mask, value):
+    """masked_fill.Tensor (ops.yaml:936 sample 4)"""
     return torch.ops.aten.masked_fill(self, mask, value)
 
 
-def case_513(self):
-    """sum (ops.yaml:950 sample 0)"""
+def case_555(self):
+    """sum (ops.yaml:953 sample 0)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_514(self):
-    """sum (ops.yaml:950 sample 1)"""
+def case_556(self):
+    """sum (ops.yaml:953 sample 1)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_515(self):
-    """sum (ops.yaml:950 sample 2)"""
+def case_557(self):
+    """sum (ops.yaml:953 sample 2)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_516(self):
-    """sum (ops.yaml:950 sample 3)"""
+def case_558(self):
+    """sum (ops.yaml:953 sample 3)"""
     dtype = None
     return torch.ops.aten.sum(self, dtype=dtype)
 
 
-def case_517(self):
-    """sum.dim (ops.yaml:965 sample 0)"""
+def case_559(self):
+    """sum.dim (ops.yaml:968 sample 0)"""
     dim = [1]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_518(self):
-    """sum.dim (ops.yaml:965 sample 1)"""
+def case_560(self):
+    """sum.dim (ops.yaml:968 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_519(self):
-    """sum.dim (ops.yaml:965 sample 2)"""
+def case_561(self):
+    """sum.dim (ops.yaml:968 sample 2)"""
     dim = [-1]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_520(self):
-    """sum.dim (ops.yaml:965 sample 3)"""
+def case_562(self):
+    """sum.dim (ops.yaml:968 sample 3)"""
     dim = [0]
     keepdim = False
     dtype = None
     return torch.ops.aten.sum(self, dim, keepdim, dtype=dtype)
 
 
-def case_521(self):
-    """mean (ops.yaml:982 sample 0)"""
+def case_563(self):
+    """mean (ops.yaml:985 sample 0)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_522(self):
-    """mean (ops.yaml:982 sample 1)"""
+def case_564(self):
+    """mean (ops.yaml:985 sample 1)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_523(self):
-    """mean (ops.yaml:982 sample 2)"""
+def case_565(self):
+    """mean (ops.yaml:985 sample 2)"""
     dtype = None
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_524(self):
-    """mean (ops.yaml:982 sample 3)"""
+def case_566(self):
+    """mean (ops.yaml:985 sample 3)"""
     dtype = torch.float64
     return torch.ops.aten.mean(self, dtype=dtype)
 
 
-def case_525(self):
-    """mean.dim (ops.yaml:1000 sample 0)"""
+def case_567(self):
+    """mean.dim (ops.yaml:1003 sample 0)"""
     dim = [1]
     keepdim = False
     dtype = None
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_526(self):
-    """mean.dim (ops.yaml:1000 sample 1)"""
+def case_568(self):
+    """mean.dim (ops.yaml:1003 sample 1)"""
     dim = [0, 2]
     keepdim = True
     dtype = None
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_527(self):
-    """mean.dim (ops.yaml:1000 sample 2)"""
+def case_569(self):
+    """mean.dim (ops.yaml:1003 sample 2)"""
     dim = [1]
     keepdim = False
     dtype = torch.float64
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_528(self):
-    """mean.dim (ops.yaml:1000 sample 3)"""
+def case_570(self):
+    """mean.dim (ops.yaml:1003 sample 3)"""
     dim = [0]
     keepdim = False
     dtype = torch.float32
     return torch.ops.aten.mean(self, dim, keepdim, dtype=dtype)
 
 
-def case_529(self):
-    """amax (ops.yaml:1014 sample 0)"""
-    dim = [1]
-    keepdim = False
-    return torch.ops.aten.amax(self, dim, keepdim)
-
-
-def case_530(self):
-    """amax (ops.yaml:1014 sample 1)"""
-    dim = [0, 2]
-    keepdim = True
-    return torch.ops.aten.amax(self, dim, keepdim)
-
-
-def case_531(self):
-    """amax (ops.yaml:1014 sample 2)"""
-    dim = []
-    keepdim = False
-    return torch.ops.aten.amax(self, dim, keepdim)
-
-
-def case_532(self):
-    """amin (ops.yaml:1027 sample 0)"""
-    dim = [1]
-    keepdim = False
-    return torch.ops.aten.amin(self, dim, keepdim)
-
-
-def case_533(self):
-    """amin (ops.yaml:1027 sample 1)"""
-    dim = [0, 2]
-    keepdim = True
-    return torch.ops.aten.amin(self, dim, keepdim)
-
-
-def case_534(self):
-    """amin (ops.yaml:1027 sample 2)"""
-    dim = [0]
-    keepdim = False
-    return torch.ops.aten.amin(self, dim, keepdim)
-
-
-def case_535(self):
-    """amin (ops.yaml:1027 sample 3)"""
-    dim = []
-    keepdim = False
-    return torch.ops.aten.amin(self, dim, keepdim)
-
-
-def case_536(self):
-    """amin (ops.yaml:1027 sample 4)"""
-    dim = [1]
-    keepdim = False
-    return torch.ops.aten.amin(self, dim, keepdim)
-
-
-def case_537(self):
-    """max (ops.yaml:1041 sample 0)"""
-    return torch.ops.aten.max(self)
-
-
-def case_538(self):
-    """max (ops.yaml:1041 sample 1)"""
-    return torch.ops.aten.max(self)
-
-
-def case_539(self):
-    """max (ops.yaml:1041 sample 2)"""
-    return torch.ops.aten.max(self)
-
-
-def case_540(self):
-    """min (ops.yaml:1053 sample 0)"""
-    return torch.ops.aten.min(self)
-
-
-def case_541(self):
-    """min (ops.yaml:1053 sample 1)"""
-    return torch.ops.aten.min(self)
-
-
-def case_542(self):
-    """min (ops.yaml:1053 sample 2)"""
-    return torch.ops.aten.min(self)
-
-
-def case_543(self):
-    """max.dim (ops.yaml:1067 sample 0 result values)"""
-    dim = 1
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[0]
-
-
-def case_544(self):
-    """max.dim (ops.yaml:1067 sample 0 result indices)"""
-    dim = 1
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[1]
-
-
-def case_545(self):
-    """max.dim (ops.yaml:1067 sample 1 result values)"""
-    dim = 0
-    keepdim = True
-    return (torch.ops.aten.max(self, dim, keepdim))[0]
-
-
-def case_546(self):
-    """max.dim (ops.yaml:1067 sample 1 result indices)"""
-    dim = 0
-    keepdim = True
-    return (torch.ops.aten.max(self, dim, keepdim))[1]
-
-
-def case_547(self):
-    """max.dim (ops.yaml:1067 sample 2 result values)"""
-    dim = -1
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[0]
-
-
-def case_548(self):
-    """max.dim (ops.yaml:1067 sample 2 result indices)"""
-    dim = -1
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[1]
-
-
-def case_549(self):
-    """max.dim (ops.yaml:1067 sample 3 result values)"""
-    dim = 0
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[0]
-
-
-def case_550(self):
-    """max.dim (ops.yaml:1067 sample 3 result indices)"""
-    dim = 0
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[1]
-
-
-def case_551(self):
-    """max.dim (ops.yaml:1067 sample 4 result values)"""
-    dim = 0
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[0]
-
-
-def case_552(self):
-    """max.dim (ops.yaml:1067 sample 4 result indices)"""
-    dim = 0
-    keepdim = False
-    return (torch.ops.aten.max(self, dim, keepdim))[1]
-
-
-def case_553(self):
-    """min.dim (ops.yaml:1083 sample 0 result values)"""
-    dim = 1
-    keepdim = False
-    return (torch.ops.aten.min(self, dim, keepdim))[0]
-
-
-def case_554(self):
-    """min.dim (ops.yaml:1083 sample 0 result indices)"""
-    dim = 1
-    keepdim = False
-    return (torch.ops.aten.min(self, dim, keepdim))[1]
-
-
-def case_555(self):
-    """min.dim (ops.yaml:1083 sample 1 result values)"""
-    dim = 0
-    keepdim = True
-    return (torch.ops.aten.min(self, dim, keepdim))[0]
-
-
-def case_556(self):
-    """min.dim (ops.yaml:1083 sample 1 result indices)"""
-    dim = 0
-    keepdim = True
-    return (torch.ops.aten.min(self, dim, keepdim))[1]
-
-
-def case_557(self):
-    """min.dim (ops.yaml:1083 sample 2 result values)"""
-    dim = -1
-    keepdim = False
-    return (torch.ops.aten.min(self, dim, keepdim))[0]
-
-
-def case_558(self):
-    """min.dim (ops.yaml:1083 sample 2 result indices)"""
-    dim = -1
-    keepdim = False
-    return (torch.ops.aten.min(self, dim, keepdim))[1]
-
-
-def case_559(self):
-    """min.dim (ops.yaml:1083 sample 3 result values)"""
-    dim = 0
-    keepdim = False
-    return (torch.ops.aten.min(self, dim, keepdim))[0]
-
-
-def case_560(self):
-    """min.dim (ops.yaml:1083 sample 3 result indices)"""
-    dim = 0
-    keepdim = False
-    return (torch.ops.aten.min(self, dim, keepdim))[1]
-
-
-def case_561(self):
-    """argmax (ops.yaml:1097 sample 0)"""
-    dim = 1
-    keepdim = False
-    return torch.ops.aten.argmax(self, dim, keepdim)
-
-
-def case_562(self):
-    """argmax (ops.yaml:1097 sample 1)"""
-    dim = 0
-    keepdim = True
-    return torch.ops.aten.argmax(self, dim, keepdim)
-
-
-def case_563(self):
-    """argmax (ops.yaml:1097 sample 2)"""
-    dim = -1
-    keepdim = False
-    return torch.ops.aten.argmax(self, dim, keepdim)
-
-
-def case_564(self):
-    """argmax (ops.yaml:1097 sample 3)"""
-    dim = None
-    keepdim = False
-    return torch.ops.aten.argmax(self, dim, keepdim)
-
-
-def case_565(self):
-    """argmax (ops.yaml:1097 sample 4)"""
-    dim = 1
-    keepdim = False
-    return torch.ops.aten.argmax(self, dim, keepdim)
-
-
-def case_566(self):
-    """argmin (ops.yaml:1112 sample 0)"""
-    dim = 1
-    keepdim = False
-    return torch.ops.aten.argmin(self, dim, keepdim)
-
-
-def case_567(self):
-    """argmin (ops.yaml:1112 sample 1)"""
-    dim = 0
-    keepdim = True
-    return torch.ops.aten.argmin(self, dim, keepdim)
-
-
-def case_568(self):
-    """argmin (ops.yaml:1112 sample 2)"""
-    dim = -1
-    keepdim = False
-    return torch.ops.aten.argmin(self, dim, keepdim)
-
-
-def case_569(self):
-    """argmin (ops.yaml:1112 sample 3)"""
-    dim = None
-    keepdim = False
-    return torch.ops.aten.argmin(self, dim, keepdim)
-
-
-def case_570(self):
-    """prod (ops.yaml:1126 sample 0)"""
-    dtype = None
-    return torch.ops.aten.prod(self, dtype=dtype)
-
-
 def case_571(self):
-    """prod (ops.yaml:1126 sample 1)"""
-    dtype = None
-    return torch.ops.aten.prod(self, dtype=dtype)
+    """amax (ops.yaml:1017 sample 0)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_572(self):
-    """prod (ops.yaml:1126 sample 2)"""
-    dtype = None
-    return torch.ops.aten.prod(self, dtype=dtype)
+    """amax (ops.yaml:1017 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.amax(self, dim, keepdim)
 
 
 def case_573(self):
-    """prod (ops.yaml:1126 sample 3)"""
+    """amax (ops.yaml:1017 sample 2)"""
+    dim = []
+    keepdim = False
+    return torch.ops.aten.amax(self, dim, keepdim)
+
+
+def case_574(self):
+    """amin (ops.yaml:1030 sample 0)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_575(self):
+    """amin (ops.yaml:1030 sample 1)"""
+    dim = [0, 2]
+    keepdim = True
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_576(self):
+    """amin (ops.yaml:1030 sample 2)"""
+    dim = [0]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_577(self):
+    """amin (ops.yaml:1030 sample 3)"""
+    dim = []
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_578(self):
+    """amin (ops.yaml:1030 sample 4)"""
+    dim = [1]
+    keepdim = False
+    return torch.ops.aten.amin(self, dim, keepdim)
+
+
+def case_579(self):
+    """max (ops.yaml:1044 sample 0)"""
+    return torch.ops.aten.max(self)
+
+
+def case_580(self):
+    """max (ops.yaml:1044 sample 1)"""
+    return torch.ops.aten.max(self)
+
+
+def case_581(self):
+    """max (ops.yaml:1044 sample 2)"""
+    return torch.ops.aten.max(self)
+
+
+def case_582(self):
+    """min (ops.yaml:1056 sample 0)"""
+    return torch.ops.aten.min(self)
+
+
+def case_583(self):
+    """min (ops.yaml:1056 sample 1)"""
+    return torch.ops.aten.min(self)
+
+
+def case_584(self):
+    """min (ops.yaml:1056 sample 2)"""
+    return torch.ops.aten.min(self)
+
+
+def case_585(self):
+    """max.dim (ops.yaml:1070 sample 0 result values)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_586(self):
+    """max.dim (ops.yaml:1070 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_587(self):
+    """max.dim (ops.yaml:1070 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_588(self):
+    """max.dim (ops.yaml:1070 sample 1 result indices)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_589(self):
+    """max.dim (ops.yaml:1070 sample 2 result values)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_590(self):
+    """max.dim (ops.yaml:1070 sample 2 result indices)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_591(self):
+    """max.dim (ops.yaml:1070 sample 3 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_592(self):
+    """max.dim (ops.yaml:1070 sample 3 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_593(self):
+    """max.dim (ops.yaml:1070 sample 4 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[0]
+
+
+def case_594(self):
+    """max.dim (ops.yaml:1070 sample 4 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.max(self, dim, keepdim))[1]
+
+
+def case_595(self):
+    """min.dim (ops.yaml:1086 sample 0 result values)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_596(self):
+    """min.dim (ops.yaml:1086 sample 0 result indices)"""
+    dim = 1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_597(self):
+    """min.dim (ops.yaml:1086 sample 1 result values)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_598(self):
+    """min.dim (ops.yaml:1086 sample 1 result indices)"""
+    dim = 0
+    keepdim = True
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_599(self):
+    """min.dim (ops.yaml:1086 sample 2 result values)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_600(self):
+    """min.dim (ops.yaml:1086 sample 2 result indices)"""
+    dim = -1
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_601(self):
+    """min.dim (ops.yaml:1086 sample 3 result values)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[0]
+
+
+def case_602(self):
+    """min.dim (ops.yaml:1086 sample 3 result indices)"""
+    dim = 0
+    keepdim = False
+    return (torch.ops.aten.min(self, dim, keepdim))[1]
+
+
+def case_603(self):
+    """argmax (ops.yaml:1100 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_604(self):
+    """argmax (ops.yaml:1100 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_605(self):
+    """argmax (ops.yaml:1100 sample 2)"""
+    dim = -1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_606(self):
+    """argmax (ops.yaml:1100 sample 3)"""
+    dim = None
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_607(self):
+    """argmax (ops.yaml:1100 sample 4)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmax(self, dim, keepdim)
+
+
+def case_608(self):
+    """argmin (ops.yaml:1115 sample 0)"""
+    dim = 1
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_609(self):
+    """argmin (ops.yaml:1115 sample 1)"""
+    dim = 0
+    keepdim = True
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_610(self):
+    """argmin (ops.yaml:1115 sample 2)"""
+    dim = -1
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_611(self):
+    """argmin (ops.yaml:1115 sample 3)"""
+    dim = None
+    keepdim = False
+    return torch.ops.aten.argmin(self, dim, keepdim)
+
+
+def case_612(self):
+    """prod (ops.yaml:1129 sample 0)"""
     dtype = None
     return torch.ops.aten.prod(self, dtype=dtype)
 
 
-def case_574(self):
-    """prod.dim_int (ops.yaml:1141 sample 0)"""
+def case_613(self):
+    """prod (ops.yaml:1129 sample 1)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_614(self):
+    """prod (ops.yaml:1129 sample 2)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_615(self):
+    """prod (ops.yaml:1129 sample 3)"""
+    dtype = None
+    return torch.ops.aten.prod(self, dtype=dtype)
+
+
+def case_616(self):
+    """prod.dim_int (ops.yaml:1144 sample 0)"""
     dim = 1
     keepdim = False
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_575(self):
-    """prod.dim_int (ops.yaml:1141 sample 1)"""
+def case_617(self):
+    """prod.dim_int (ops.yaml:1144 sample 1)"""
     dim = 0
     keepdim = True
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_576(self):
-    """prod.dim_int (ops.yaml:1141 sample 2)"""
+def case_618(self):
+    """prod.dim_int (ops.yaml:1144 sample 2)"""
     dim = -1
     keepdim = False
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_577(self):
-    """prod.dim_int (ops.yaml:1141 sample 3)"""
+def case_619(self):
+    """prod.dim_int (ops.yaml:1144 sample 3)"""
     dim = 0
     keepdim = False
     dtype = None
     return torch.ops.aten.prod(self, dim, keepdim, dtype=dtype)
 
 
-def case_578(self):
-    """all (ops.yaml:1155 sample 0)"""
+def case_620(self):
+    """all (ops.yaml:1158 sample 0)"""
     return torch.ops.aten.all(self)
 
 
-def case_579(self):
-    """all (ops.yaml:1155 sample 1)"""
+def case_621(self):
+    """all (ops.yaml:1158 sample 1)"""
     return torch.ops.aten.all(self)
 
 
-def case_580(self):
-    """all.dim (ops.yaml:1168 sample 0)"""
+def case_622(self):
+    """all.dim (ops.yaml:1171 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.all(self, dim, keepdim)
 
 
-def case_581(self):
-    """all.dim (ops.yaml:1168 sample 1)"""
+def case_623(self):
+    """all.dim (ops.yaml:1171 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.all(self, dim, keepdim)
 
 
-def case_582(self):
-    """all.dim (ops.yaml:1168 sample 2)"""
+def case_624(self):
+    """all.dim (ops.yaml:1171 sample 2)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.all(self, dim, keepdim)
 
 
-def case_583(self):
-    """any (ops.yaml:1181 sample 0)"""
+def case_625(self):
+    """any (ops.yaml:1184 sample 0)"""
     return torch.ops.aten.any(self)
 
 
-def case_584(self):
-    """any (ops.yaml:1181 sample 1)"""
+def case_626(self):
+    """any (ops.yaml:1184 sample 1)"""
     return torch.ops.aten.any(self)
 
 
-def case_585(self):
-    """any.dim (ops.yaml:1194 sample 0)"""
+def case_627(self):
+    """any.dim (ops.yaml:1197 sample 0)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.any(self, dim, keepdim)
 
 
-def case_586(self):
-    """any.dim (ops.yaml:1194 sample 1)"""
+def case_628(self):
+    """any.dim (ops.yaml:1197 sample 1)"""
     dim = 0
     keepdim = True
     return torch.ops.aten.any(self, dim, keepdim)
 
 
-def case_587(self):
-    """any.dim (ops.yaml:1194 sample 2)"""
+def case_629(self):
+    """any.dim (ops.yaml:1197 sample 2)"""
     dim = 1
     keepdim = False
     return torch.ops.aten.any(self, dim, keepdim)
 
 
-def case_588(self):
-    """cumsum (ops.yaml:1207 sample 0)"""
+def case_630(self):
+    """cumsum (ops.yaml:1210 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_589(self):
-    """cumsum (ops.yaml:1207 sample 1)"""
+def case_631(self):
+    """cumsum (ops.yaml:1210 sample 1)"""
     dim = 1
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_590(self):
-    """cumsum (ops.yaml:1207 sample 2)"""
+def case_632(self):
+    """cumsum (ops.yaml:1210 sample 2)"""
     dim = 0
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_591(self):
-    """cumsum (ops.yaml:1207 sample 3)"""
+def case_633(self):
+    """cumsum (ops.yaml:1210 sample 3)"""
     dim = 0
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_592(self):
-    """cumsum (ops.yaml:1207 sample 4)"""
+def case_634(self):
+    """cumsum (ops.yaml:1210 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.cumsum(self, dim, dtype=dtype)
 
 
-def case_593(self):
-    """logsumexp (ops.yaml:1223 sample 0)"""
+def case_635(self):
+    """logsumexp (ops.yaml:1226 sample 0)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_594(self):
-    """logsumexp (ops.yaml:1223 sample 1)"""
+def case_636(self):
+    """logsumexp (ops.yaml:1226 sample 1)"""
     dim = [0, 2]
     keepdim = True
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_595(self):
-    """logsumexp (ops.yaml:1223 sample 2)"""
+def case_637(self):
+    """logsumexp (ops.yaml:1226 sample 2)"""
     dim = [0]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_596(self):
-    """logsumexp (ops.yaml:1223 sample 3)"""
+def case_638(self):
+    """logsumexp (ops.yaml:1226 sample 3)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_597(self):
-    """logsumexp (ops.yaml:1223 sample 4)"""
+def case_639(self):
+    """logsumexp (ops.yaml:1226 sample 4)"""
     dim = [1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_598(self):
-    """logsumexp (ops.yaml:1223 sample 5)"""
+def case_640(self):
+    """logsumexp (ops.yaml:1226 sample 5)"""
     dim = [0, 1]
     keepdim = False
     return torch.ops.aten.logsumexp(self, dim, keepdim)
 
 
-def case_599(self):
-    """var.correction (ops.yaml:1239 sample 0)"""
+def case_641(self):
+    """var.correction (ops.yaml:1242 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_600(self):
-    """var.correction (ops.yaml:1239 sample 1)"""
+def case_642(self):
+    """var.correction (ops.yaml:1242 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_601(self):
-    """var.correction (ops.yaml:1239 sample 2)"""
+def case_643(self):
+    """var.correction (ops.yaml:1242 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_602(self):
-    """var.correction (ops.yaml:1239 sample 3)"""
+def case_644(self):
+    """var.correction (ops.yaml:1242 sample 3)"""
     dim = []
     correction = None
     keepdim = False
     return torch.ops.aten.var.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_603(self):
-    """std.correction (ops.yaml:1254 sample 0)"""
+def case_645(self):
+    """std.correction (ops.yaml:1257 sample 0)"""
     dim = [1]
     correction = None
     keepdim = False
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_604(self):
-    """std.correction (ops.yaml:1254 sample 1)"""
+def case_646(self):
+    """std.correction (ops.yaml:1257 sample 1)"""
     dim = [0, 2]
     correction = None
     keepdim = True
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_605(self):
-    """std.correction (ops.yaml:1254 sample 2)"""
+def case_647(self):
+    """std.correction (ops.yaml:1257 sample 2)"""
     dim = [0]
     correction = 0
     keepdim = False
     return torch.ops.aten.std.correction(self, dim if dim else None, correction=correction, keepdim=keepdim)
 
 
-def case_606(self):
-    """linalg_vector_norm (ops.yaml:1272 sample 0)"""
+def case_648(self):
+    """linalg_vector_norm (ops.yaml:1275 sample 0)"""
     ord = 2
     dim = [1]
     keepdim = False
@@ -3502,8 +3717,8 @@ def case_606(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_607(self):
-    """linalg_vector_norm (ops.yaml:1272 sample 1)"""
+def case_649(self):
+    """linalg_vector_norm (ops.yaml:1275 sample 1)"""
     ord = 1
     dim = [0, 2]
     keepdim = True
@@ -3511,8 +3726,8 @@ def case_607(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_608(self):
-    """linalg_vector_norm (ops.yaml:1272 sample 2)"""
+def case_650(self):
+    """linalg_vector_norm (ops.yaml:1275 sample 2)"""
     ord = 2
     dim = [0]
     keepdim = False
@@ -3520,8 +3735,8 @@ def case_608(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_609(self):
-    """linalg_vector_norm (ops.yaml:1272 sample 3)"""
+def case_651(self):
+    """linalg_vector_norm (ops.yaml:1275 sample 3)"""
     ord = 2
     dim = []
     keepdim = False
@@ -3529,503 +3744,503 @@ def case_609(self):
     return torch.ops.aten.linalg_vector_norm(self, ord, dim if dim else None, keepdim, dtype=dtype)
 
 
-def case_610(grad_output):
-    """cumsum_backward (ops.yaml:1308 sample 0)"""
+def case_652(grad_output):
+    """cumsum_backward (ops.yaml:1311 sample 0)"""
     dim = 1
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_611(grad_output):
-    """cumsum_backward (ops.yaml:1308 sample 1)"""
+def case_653(grad_output):
+    """cumsum_backward (ops.yaml:1311 sample 1)"""
     dim = -2
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_612(grad_output):
-    """cumsum_backward (ops.yaml:1308 sample 2)"""
+def case_654(grad_output):
+    """cumsum_backward (ops.yaml:1311 sample 2)"""
     dim = 0
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_613(grad_output):
-    """cumsum_backward (ops.yaml:1308 sample 3)"""
+def case_655(grad_output):
+    """cumsum_backward (ops.yaml:1311 sample 3)"""
     dim = 0
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_614(grad_output):
-    """cumsum_backward (ops.yaml:1308 sample 4)"""
+def case_656(grad_output):
+    """cumsum_backward (ops.yaml:1311 sample 4)"""
     dim = 0
     return grad_output.flip(dim).cumsum(dim).flip(dim)
 
 
-def case_615(self, mat2):
-    """mm (ops.yaml:1368 sample 0)"""
+def case_657(self, mat2):
+    """mm (ops.yaml:1371 sample 0)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_616(self, mat2):
-    """mm (ops.yaml:1368 sample 1)"""
+def case_658(self, mat2):
+    """mm (ops.yaml:1371 sample 1)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_617(self, mat2):
-    """mm (ops.yaml:1368 sample 2)"""
+def case_659(self, mat2):
+    """mm (ops.yaml:1371 sample 2)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_618(self, mat2):
-    """mm (ops.yaml:1368 sample 3)"""
+def case_660(self, mat2):
+    """mm (ops.yaml:1371 sample 3)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_619(self, mat2):
-    """mm (ops.yaml:1368 sample 4)"""
+def case_661(self, mat2):
+    """mm (ops.yaml:1371 sample 4)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_620(self, mat2):
-    """mm (ops.yaml:1368 sample 5)"""
+def case_662(self, mat2):
+    """mm (ops.yaml:1371 sample 5)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_621(self, mat2):
-    """mm (ops.yaml:1368 sample 6)"""
+def case_663(self, mat2):
+    """mm (ops.yaml:1371 sample 6)"""
     return torch.ops.aten.mm(self, mat2)
 
 
-def case_622(self, other):
-    """matmul (ops.yaml:1389 sample 0)"""
+def case_664(self, other):
+    """matmul (ops.yaml:1392 sample 0)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_623(self, other):
-    """matmul (ops.yaml:1389 sample 1)"""
+def case_665(self, other):
+    """matmul (ops.yaml:1392 sample 1)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_624(self, other):
-    """matmul (ops.yaml:1389 sample 2)"""
+def case_666(self, other):
+    """matmul (ops.yaml:1392 sample 2)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_625(self, other):
-    """matmul (ops.yaml:1389 sample 3)"""
+def case_667(self, other):
+    """matmul (ops.yaml:1392 sample 3)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_626(self, other):
-    """matmul (ops.yaml:1389 sample 4)"""
+def case_668(self, other):
+    """matmul (ops.yaml:1392 sample 4)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_627(self, other):
-    """matmul (ops.yaml:1389 sample 5)"""
+def case_669(self, other):
+    """matmul (ops.yaml:1392 sample 5)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_628(self, other):
-    """matmul (ops.yaml:1389 sample 6)"""
+def case_670(self, other):
+    """matmul (ops.yaml:1392 sample 6)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_629(self, other):
-    """matmul (ops.yaml:1389 sample 7)"""
+def case_671(self, other):
+    """matmul (ops.yaml:1392 sample 7)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_630(self, other):
-    """matmul (ops.yaml:1389 sample 8)"""
+def case_672(self, other):
+    """matmul (ops.yaml:1392 sample 8)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_631(self, other):
-    """matmul (ops.yaml:1389 sample 9)"""
+def case_673(self, other):
+    """matmul (ops.yaml:1392 sample 9)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_632(self, other):
-    """matmul (ops.yaml:1389 sample 10)"""
+def case_674(self, other):
+    """matmul (ops.yaml:1392 sample 10)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_633(self, other):
-    """matmul (ops.yaml:1389 sample 11)"""
+def case_675(self, other):
+    """matmul (ops.yaml:1392 sample 11)"""
     return torch.ops.aten.matmul(self, other)
 
 
-def case_634(self, mat2):
-    """bmm (ops.yaml:1420 sample 0)"""
+def case_676(self, mat2):
+    """bmm (ops.yaml:1423 sample 0)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_635(self, mat2):
-    """bmm (ops.yaml:1420 sample 1)"""
+def case_677(self, mat2):
+    """bmm (ops.yaml:1423 sample 1)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_636(self, mat2):
-    """bmm (ops.yaml:1420 sample 2)"""
+def case_678(self, mat2):
+    """bmm (ops.yaml:1423 sample 2)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_637(self, mat2):
-    """bmm (ops.yaml:1420 sample 3)"""
+def case_679(self, mat2):
+    """bmm (ops.yaml:1423 sample 3)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_638(self, mat2):
-    """bmm (ops.yaml:1420 sample 4)"""
+def case_680(self, mat2):
+    """bmm (ops.yaml:1423 sample 4)"""
     return torch.ops.aten.bmm(self, mat2)
 
 
-def case_639(self, mat1, mat2):
-    """addmm (ops.yaml:1448 sample 0)"""
+def case_681(self, mat1, mat2):
+    """addmm (ops.yaml:1451 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_640(self, mat1, mat2):
-    """addmm (ops.yaml:1448 sample 1)"""
+def case_682(self, mat1, mat2):
+    """addmm (ops.yaml:1451 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_641(self, mat1, mat2):
-    """addmm (ops.yaml:1448 sample 2)"""
+def case_683(self, mat1, mat2):
+    """addmm (ops.yaml:1451 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_642(self, mat1, mat2):
-    """addmm (ops.yaml:1448 sample 3)"""
+def case_684(self, mat1, mat2):
+    """addmm (ops.yaml:1451 sample 3)"""
     beta = 2
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_643(self, mat1, mat2):
-    """addmm (ops.yaml:1448 sample 4)"""
+def case_685(self, mat1, mat2):
+    """addmm (ops.yaml:1451 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_644(self, mat1, mat2):
-    """addmm (ops.yaml:1448 sample 5)"""
+def case_686(self, mat1, mat2):
+    """addmm (ops.yaml:1451 sample 5)"""
     beta = 2
     alpha = -3
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_645(self, mat1, mat2):
-    """addmm (ops.yaml:1448 sample 6)"""
+def case_687(self, mat1, mat2):
+    """addmm (ops.yaml:1451 sample 6)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def case_646(self, batch1, batch2):
-    """baddbmm (ops.yaml:1482 sample 0)"""
+def case_688(self, batch1, batch2):
+    """baddbmm (ops.yaml:1485 sample 0)"""
     beta = 0.5
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_647(self, batch1, batch2):
-    """baddbmm (ops.yaml:1482 sample 1)"""
+def case_689(self, batch1, batch2):
+    """baddbmm (ops.yaml:1485 sample 1)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_648(self, batch1, batch2):
-    """baddbmm (ops.yaml:1482 sample 2)"""
+def case_690(self, batch1, batch2):
+    """baddbmm (ops.yaml:1485 sample 2)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_649(self, batch1, batch2):
-    """baddbmm (ops.yaml:1482 sample 3)"""
+def case_691(self, batch1, batch2):
+    """baddbmm (ops.yaml:1485 sample 3)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_650(self, batch1, batch2):
-    """baddbmm (ops.yaml:1482 sample 4)"""
+def case_692(self, batch1, batch2):
+    """baddbmm (ops.yaml:1485 sample 4)"""
     beta = 1
     alpha = 1
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_651(self, batch1, batch2):
-    """baddbmm (ops.yaml:1482 sample 5)"""
+def case_693(self, batch1, batch2):
+    """baddbmm (ops.yaml:1485 sample 5)"""
     beta = 0
     alpha = 2
     return torch.ops.aten.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
-def case_652(self, tensor):
-    """dot (ops.yaml:1504 sample 0)"""
+def case_694(self, tensor):
+    """dot (ops.yaml:1507 sample 0)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_653(self, tensor):
-    """dot (ops.yaml:1504 sample 1)"""
+def case_695(self, tensor):
+    """dot (ops.yaml:1507 sample 1)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_654(self, tensor):
-    """dot (ops.yaml:1504 sample 2)"""
+def case_696(self, tensor):
+    """dot (ops.yaml:1507 sample 2)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_655(self, tensor):
-    """dot (ops.yaml:1504 sample 3)"""
+def case_697(self, tensor):
+    """dot (ops.yaml:1507 sample 3)"""
     return torch.ops.aten.dot(self, tensor)
 
 
-def case_656(self, vec2):
-    """outer (ops.yaml:1522 sample 0)"""
+def case_698(self, vec2):
+    """outer (ops.yaml:1525 sample 0)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_657(self, vec2):
-    """outer (ops.yaml:1522 sample 1)"""
+def case_699(self, vec2):
+    """outer (ops.yaml:1525 sample 1)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_658(self, vec2):
-    """outer (ops.yaml:1522 sample 2)"""
+def case_700(self, vec2):
+    """outer (ops.yaml:1525 sample 2)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_659(self, vec2):
-    """outer (ops.yaml:1522 sample 3)"""
+def case_701(self, vec2):
+    """outer (ops.yaml:1525 sample 3)"""
     return torch.ops.aten.outer(self, vec2)
 
 
-def case_660(input, weight, bias):
-    """linear (ops.yaml:1546 sample 0)"""
+def case_702(input, weight, bias):
+    """linear (ops.yaml:1549 sample 0)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_661(input, weight, bias):
-    """linear (ops.yaml:1546 sample 1)"""
+def case_703(input, weight, bias):
+    """linear (ops.yaml:1549 sample 1)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_662(input, weight):
-    """linear (ops.yaml:1546 sample 2)"""
+def case_704(input, weight):
+    """linear (ops.yaml:1549 sample 2)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_663(input, weight, bias):
-    """linear (ops.yaml:1546 sample 3)"""
+def case_705(input, weight, bias):
+    """linear (ops.yaml:1549 sample 3)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_664(input, weight, bias):
-    """linear (ops.yaml:1546 sample 4)"""
+def case_706(input, weight, bias):
+    """linear (ops.yaml:1549 sample 4)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_665(input, weight, bias):
-    """linear (ops.yaml:1546 sample 5)"""
+def case_707(input, weight, bias):
+    """linear (ops.yaml:1549 sample 5)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_666(input, weight):
-    """linear (ops.yaml:1546 sample 6)"""
+def case_708(input, weight):
+    """linear (ops.yaml:1549 sample 6)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_667(input, weight):
-    """linear (ops.yaml:1546 sample 7)"""
+def case_709(input, weight):
+    """linear (ops.yaml:1549 sample 7)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_668(input, weight):
-    """linear (ops.yaml:1546 sample 8)"""
+def case_710(input, weight):
+    """linear (ops.yaml:1549 sample 8)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_669(input, weight):
-    """linear (ops.yaml:1546 sample 9)"""
+def case_711(input, weight):
+    """linear (ops.yaml:1549 sample 9)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_670(input, weight):
-    """linear (ops.yaml:1546 sample 10)"""
+def case_712(input, weight):
+    """linear (ops.yaml:1549 sample 10)"""
     bias = None
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_671(input, weight, bias):
-    """linear (ops.yaml:1546 sample 11)"""
+def case_713(input, weight, bias):
+    """linear (ops.yaml:1549 sample 11)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_672(input, weight, bias):
-    """linear (ops.yaml:1546 sample 12)"""
+def case_714(input, weight, bias):
+    """linear (ops.yaml:1549 sample 12)"""
     return torch.ops.aten.linear(input, weight, bias)
 
 
-def case_673(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1575 sample 0)"""
+def case_715(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1578 sample 0)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_674(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1575 sample 1)"""
+def case_716(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1578 sample 1)"""
     alpha = 2
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_675(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1575 sample 2)"""
+def case_717(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1578 sample 2)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_676(grad, mat2, mat1):
-    """mm_mat1_backward (ops.yaml:1575 sample 3)"""
+def case_718(grad, mat2, mat1):
+    """mm_mat1_backward (ops.yaml:1578 sample 3)"""
     alpha = 1
     return torch.mm(grad, mat2.t()) * alpha
 
 
-def case_677(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1596 sample 0)"""
+def case_719(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1599 sample 0)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_678(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1596 sample 1)"""
+def case_720(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1599 sample 1)"""
     alpha = 2
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_679(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1596 sample 2)"""
+def case_721(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1599 sample 2)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_680(grad, mat1, mat2):
-    """mm_mat2_backward (ops.yaml:1596 sample 3)"""
+def case_722(grad, mat1, mat2):
+    """mm_mat2_backward (ops.yaml:1599 sample 3)"""
     alpha = 1
     return torch.mm(mat1.t(), grad) * alpha
 
 
-def case_681(self):
-    """t (ops.yaml:1614 sample 0)"""
+def case_723(self):
+    """t (ops.yaml:1617 sample 0)"""
     return torch.ops.aten.t(self)
 
 
-def case_682(self):
-    """t (ops.yaml:1614 sample 1)"""
+def case_724(self):
+    """t (ops.yaml:1617 sample 1)"""
     return torch.ops.aten.t(self)
 
 
-def case_683(self):
-    """transpose (ops.yaml:1625 sample 0)"""
+def case_725(self):
+    """transpose (ops.yaml:1628 sample 0)"""
     dim0 = 0
     dim1 = 1
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_684(self):
-    """transpose (ops.yaml:1625 sample 1)"""
+def case_726(self):
+    """transpose (ops.yaml:1628 sample 1)"""
     dim0 = -1
     dim1 = 0
     return torch.ops.aten.transpose(self, dim0, dim1)
 
 
-def case_685(self):
-    """permute (ops.yaml:1639 sample 0)"""
+def case_727(self):
+    """permute (ops.yaml:1642 sample 0)"""
     dims = [2, 0, 1]
     return torch.ops.aten.permute(self, dims)
 
 
-def case_686(self):
-    """view (ops.yaml:1648 sample 0)"""
+def case_728(self):
+    """view (ops.yaml:1651 sample 0)"""
     size = [2, 6]
     return torch.ops.aten.view(self, size)
 
 
-def case_687(self):
-    """view (ops.yaml:1648 sample 1)"""
+def case_729(self):
+    """view (ops.yaml:1651 sample 1)"""
     size = [-1]
     return torch.ops.aten.view(self, size)
 
 
-def case_688(self):
-    """reshape (ops.yaml:1658 sample 0)"""
+def case_730(self):
+    """reshape (ops.yaml:1661 sample 0)"""
     shape = [2, 6]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_689(self):
-    """reshape (ops.yaml:1658 sample 1)"""
+def case_731(self):
+    """reshape (ops.yaml:1661 sample 1)"""
     shape = [12]
     return torch.ops.aten.reshape(self, shape)
 
 
-def case_690(self):
-    """expand (ops.yaml:1668 sample 0)"""
+def case_732(self):
+    """expand (ops.yaml:1671 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_691(self):
-    """expand (ops.yaml:1668 sample 1)"""
+def case_733(self):
+    """expand (ops.yaml:1671 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.expand(self, size)
 
 
-def case_692(self):
-    """squeeze (ops.yaml:1678 sample 0)"""
+def case_734(self):
+    """squeeze (ops.yaml:1681 sample 0)"""
     return torch.ops.aten.squeeze(self)
 
 
-def case_693(self):
-    """squeeze.dim (ops.yaml:1688 sample 0)"""
+def case_735(self):
+    """squeeze.dim (ops.yaml:1691 sample 0)"""
     dim = 1
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_694(self):
-    """squeeze.dim (ops.yaml:1688 sample 1)"""
+def case_736(self):
+    """squeeze.dim (ops.yaml:1691 sample 1)"""
     dim = 0
     return torch.ops.aten.squeeze(self, dim)
 
 
-def case_695(self):
-    """unsqueeze (ops.yaml:1699 sample 0)"""
+def case_737(self):
+    """unsqueeze (ops.yaml:1702 sample 0)"""
     dim = 1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_696(self):
-    """unsqueeze (ops.yaml:1699 sample 1)"""
+def case_738(self):
+    """unsqueeze (ops.yaml:1702 sample 1)"""
     dim = -1
     return torch.ops.aten.unsqueeze(self, dim)
 
 
-def case_697(self):
-    """slice (ops.yaml:1713 sample 0)"""
+def case_739(self):
+    """slice (ops.yaml:1716 sample 0)"""
     dim = 0
     start = 1
     end = 4
@@ -4033,8 +4248,8 @@ def case_697(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_698(self):
-    """slice (ops.yaml:1713 sample 1)"""
+def case_740(self):
+    """slice (ops.yaml:1716 sample 1)"""
     dim = 1
     start = -3
     end = None
@@ -4042,1113 +4257,1113 @@ def case_698(self):
     return torch.ops.aten.slice(self, dim, start, end, step)
 
 
-def case_699(self):
-    """select (ops.yaml:1724 sample 0)"""
+def case_741(self):
+    """select (ops.yaml:1727 sample 0)"""
     dim = 0
     index = 1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_700(self):
-    """select (ops.yaml:1724 sample 1)"""
+def case_742(self):
+    """select (ops.yaml:1727 sample 1)"""
     dim = 1
     index = -1
     return torch.ops.aten.select(self, dim, index)
 
 
-def case_701(self):
-    """contiguous (ops.yaml:1734 sample 0)"""
+def case_743(self):
+    """contiguous (ops.yaml:1737 sample 0)"""
     return torch.ops.aten.contiguous(self)
 
 
-def case_702(self):
-    """flatten.using_ints (ops.yaml:1747 sample 0)"""
+def case_744(self):
+    """flatten.using_ints (ops.yaml:1750 sample 0)"""
     start_dim = 1
     end_dim = 2
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_703(self):
-    """flatten.using_ints (ops.yaml:1747 sample 1)"""
+def case_745(self):
+    """flatten.using_ints (ops.yaml:1750 sample 1)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_704(self):
-    """flatten.using_ints (ops.yaml:1747 sample 2)"""
+def case_746(self):
+    """flatten.using_ints (ops.yaml:1750 sample 2)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_705(self):
-    """flatten.using_ints (ops.yaml:1747 sample 3)"""
+def case_747(self):
+    """flatten.using_ints (ops.yaml:1750 sample 3)"""
     start_dim = 0
     end_dim = 1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_706(self):
-    """flatten.using_ints (ops.yaml:1747 sample 4)"""
+def case_748(self):
+    """flatten.using_ints (ops.yaml:1750 sample 4)"""
     start_dim = 0
     end_dim = -1
     return torch.ops.aten.flatten(self, start_dim, end_dim)
 
 
-def case_707(self):
-    """unflatten.int (ops.yaml:1766 sample 0)"""
+def case_749(self):
+    """unflatten.int (ops.yaml:1769 sample 0)"""
     dim = 1
     sizes = [2, 3]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_708(self):
-    """unflatten.int (ops.yaml:1766 sample 1)"""
+def case_750(self):
+    """unflatten.int (ops.yaml:1769 sample 1)"""
     dim = 0
     sizes = [-1, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_709(self):
-    """unflatten.int (ops.yaml:1766 sample 2)"""
+def case_751(self):
+    """unflatten.int (ops.yaml:1769 sample 2)"""
     dim = 1
     sizes = [3, 2]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_710(self):
-    """unflatten.int (ops.yaml:1766 sample 3)"""
+def case_752(self):
+    """unflatten.int (ops.yaml:1769 sample 3)"""
     dim = 0
     sizes = [0, 5]
     return torch.ops.aten.unflatten(self, dim, sizes)
 
 
-def case_711(self):
-    """broadcast_to (ops.yaml:1778 sample 0)"""
+def case_753(self):
+    """broadcast_to (ops.yaml:1781 sample 0)"""
     size = [3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_712(self):
-    """broadcast_to (ops.yaml:1778 sample 1)"""
+def case_754(self):
+    """broadcast_to (ops.yaml:1781 sample 1)"""
     size = [2, 3, 4]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_713(self):
-    """broadcast_to (ops.yaml:1778 sample 2)"""
+def case_755(self):
+    """broadcast_to (ops.yaml:1781 sample 2)"""
     size = [2, 3, 5]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_714(self):
-    """broadcast_to (ops.yaml:1778 sample 3)"""
+def case_756(self):
+    """broadcast_to (ops.yaml:1781 sample 3)"""
     size = [2, 0]
     return torch.ops.aten.broadcast_to(self, size)
 
 
-def case_715(self):
-    """narrow (ops.yaml:1796 sample 0)"""
+def case_757(self):
+    """narrow (ops.yaml:1799 sample 0)"""
     dim = 0
     start = 1
     length = 3
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_716(self):
-    """narrow (ops.yaml:1796 sample 1)"""
+def case_758(self):
+    """narrow (ops.yaml:1799 sample 1)"""
     dim = 1
     start = -3
     length = 2
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_717(self):
-    """narrow (ops.yaml:1796 sample 2)"""
+def case_759(self):
+    """narrow (ops.yaml:1799 sample 2)"""
     dim = 0
     start = 2
     length = 0
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_718(self):
-    """narrow (ops.yaml:1796 sample 3)"""
+def case_760(self):
+    """narrow (ops.yaml:1799 sample 3)"""
     dim = 1
     start = 3
     length = 0
     return torch.ops.aten.narrow(self, dim, start, length)
 
 
-def case_719(self):
-    """repeat (ops.yaml:1811 sample 0)"""
+def case_761(self):
+    """repeat (ops.yaml:1814 sample 0)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_720(self):
-    """repeat (ops.yaml:1811 sample 1)"""
+def case_762(self):
+    """repeat (ops.yaml:1814 sample 1)"""
     repeats = [2, 1, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_721(self):
-    """repeat (ops.yaml:1811 sample 2)"""
+def case_763(self):
+    """repeat (ops.yaml:1814 sample 2)"""
     repeats = [1, 3]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_722(self):
-    """repeat (ops.yaml:1811 sample 3)"""
+def case_764(self):
+    """repeat (ops.yaml:1814 sample 3)"""
     repeats = [2, 2]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_723(self):
-    """repeat (ops.yaml:1811 sample 4)"""
+def case_765(self):
+    """repeat (ops.yaml:1814 sample 4)"""
     repeats = [3]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_724(self):
-    """repeat (ops.yaml:1811 sample 5)"""
+def case_766(self):
+    """repeat (ops.yaml:1814 sample 5)"""
     repeats = [0]
     return torch.ops.aten.repeat(self, repeats)
 
 
-def case_725(self):
-    """flip (ops.yaml:1826 sample 0)"""
+def case_767(self):
+    """flip (ops.yaml:1829 sample 0)"""
     dims = [0]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_726(self):
-    """flip (ops.yaml:1826 sample 1)"""
+def case_768(self):
+    """flip (ops.yaml:1829 sample 1)"""
     dims = [0, -1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_727(self):
-    """flip (ops.yaml:1826 sample 2)"""
+def case_769(self):
+    """flip (ops.yaml:1829 sample 2)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_728(self):
-    """flip (ops.yaml:1826 sample 3)"""
+def case_770(self):
+    """flip (ops.yaml:1829 sample 3)"""
     dims = [1]
     return torch.ops.aten.flip(self, dims)
 
 
-def case_729(self):
-    """flip (ops.yaml:1826 sample 4)"""
+def case_771(self):
+    """flip (ops.yaml:1829 sample 4)"""
     dims = []
     return torch.ops.aten.flip(self, dims)
 
 
-def case_730(self):
-    """roll (ops.yaml:1843 sample 0)"""
+def case_772(self):
+    """roll (ops.yaml:1846 sample 0)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_731(self):
-    """roll (ops.yaml:1843 sample 1)"""
+def case_773(self):
+    """roll (ops.yaml:1846 sample 1)"""
     shifts = [-5]
     dims = []
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_732(self):
-    """roll (ops.yaml:1843 sample 2)"""
+def case_774(self):
+    """roll (ops.yaml:1846 sample 2)"""
     shifts = [1, 2]
     dims = [0, 2]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_733(self):
-    """roll (ops.yaml:1843 sample 3)"""
+def case_775(self):
+    """roll (ops.yaml:1846 sample 3)"""
     shifts = [2]
     dims = [0]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_734(self):
-    """roll (ops.yaml:1843 sample 4)"""
+def case_776(self):
+    """roll (ops.yaml:1846 sample 4)"""
     shifts = [1]
     dims = [1]
     return torch.ops.aten.roll(self, shifts, dims)
 
 
-def case_735(self):
-    """tril (ops.yaml:1867 sample 0)"""
+def case_777(self):
+    """tril (ops.yaml:1870 sample 0)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_736(self):
-    """tril (ops.yaml:1867 sample 1)"""
+def case_778(self):
+    """tril (ops.yaml:1870 sample 1)"""
     diagonal = 1
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_737(self):
-    """tril (ops.yaml:1867 sample 2)"""
+def case_779(self):
+    """tril (ops.yaml:1870 sample 2)"""
     diagonal = -1
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_738(self):
-    """tril (ops.yaml:1867 sample 3)"""
+def case_780(self):
+    """tril (ops.yaml:1870 sample 3)"""
     diagonal = 0
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_739(self):
-    """tril (ops.yaml:1867 sample 4)"""
+def case_781(self):
+    """tril (ops.yaml:1870 sample 4)"""
     diagonal = -7
     return torch.ops.aten.tril(self, diagonal)
 
 
-def case_740(self):
-    """triu (ops.yaml:1883 sample 0)"""
+def case_782(self):
+    """triu (ops.yaml:1886 sample 0)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_741(self):
-    """triu (ops.yaml:1883 sample 1)"""
+def case_783(self):
+    """triu (ops.yaml:1886 sample 1)"""
     diagonal = 1
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_742(self):
-    """triu (ops.yaml:1883 sample 2)"""
+def case_784(self):
+    """triu (ops.yaml:1886 sample 2)"""
     diagonal = -1
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_743(self):
-    """triu (ops.yaml:1883 sample 3)"""
+def case_785(self):
+    """triu (ops.yaml:1886 sample 3)"""
     diagonal = 0
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_744(self):
-    """triu (ops.yaml:1883 sample 4)"""
+def case_786(self):
+    """triu (ops.yaml:1886 sample 4)"""
     diagonal = 9
     return torch.ops.aten.triu(self, diagonal)
 
 
-def case_745(self):
-    """pad (ops.yaml:1897 sample 0)"""
+def case_787(self):
+    """pad (ops.yaml:1900 sample 0)"""
     pad = [1, 2]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_746(self):
-    """pad (ops.yaml:1897 sample 1)"""
+def case_788(self):
+    """pad (ops.yaml:1900 sample 1)"""
     pad = [1, 0, -1, 2]
     mode = 'constant'
     value = 1.5
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_747(self):
-    """pad (ops.yaml:1897 sample 2)"""
+def case_789(self):
+    """pad (ops.yaml:1900 sample 2)"""
     pad = [2, 1, 1, 1]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_748(self):
-    """pad (ops.yaml:1897 sample 3)"""
+def case_790(self):
+    """pad (ops.yaml:1900 sample 3)"""
     pad = [1, 1]
     mode = 'constant'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_749(self):
-    """pad (ops.yaml:1897 sample 4)"""
+def case_791(self):
+    """pad (ops.yaml:1900 sample 4)"""
     pad = [2, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_750(self):
-    """pad (ops.yaml:1897 sample 5)"""
+def case_792(self):
+    """pad (ops.yaml:1900 sample 5)"""
     pad = [1, 2, 3, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_751(self):
-    """pad (ops.yaml:1897 sample 6)"""
+def case_793(self):
+    """pad (ops.yaml:1900 sample 6)"""
     pad = [2, 3]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_752(self):
-    """pad (ops.yaml:1897 sample 7)"""
+def case_794(self):
+    """pad (ops.yaml:1900 sample 7)"""
     pad = [1, 2]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_753(self):
-    """pad (ops.yaml:1897 sample 8)"""
+def case_795(self):
+    """pad (ops.yaml:1900 sample 8)"""
     pad = [-2, 1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_754(self):
-    """pad (ops.yaml:1897 sample 9)"""
+def case_796(self):
+    """pad (ops.yaml:1900 sample 9)"""
     pad = [-1, 1, 1, -1]
     mode = 'reflect'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_755(self):
-    """pad (ops.yaml:1897 sample 10)"""
+def case_797(self):
+    """pad (ops.yaml:1900 sample 10)"""
     pad = [2, -3]
     mode = 'replicate'
     value = None
     return torch.nn.functional.pad(self, pad, mode=mode, value=value)
 
 
-def case_756(tensors_0, tensors_1):
-    """cat (ops.yaml:1920 sample 0)"""
+def case_798(tensors_0, tensors_1):
+    """cat (ops.yaml:1923 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_757(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1920 sample 1)"""
+def case_799(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1923 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_758(tensors_0, tensors_1):
-    """cat (ops.yaml:1920 sample 2)"""
+def case_800(tensors_0, tensors_1):
+    """cat (ops.yaml:1923 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_759(tensors_0, tensors_1, tensors_2):
-    """cat (ops.yaml:1920 sample 3)"""
+def case_801(tensors_0, tensors_1, tensors_2):
+    """cat (ops.yaml:1923 sample 3)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_760(tensors_0, tensors_1):
-    """cat (ops.yaml:1920 sample 4)"""
+def case_802(tensors_0, tensors_1):
+    """cat (ops.yaml:1923 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.cat(tensors, dim)
 
 
-def case_761(tensors_0, tensors_1):
-    """stack (ops.yaml:1941 sample 0)"""
+def case_803(tensors_0, tensors_1):
+    """stack (ops.yaml:1944 sample 0)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_762(tensors_0, tensors_1, tensors_2):
-    """stack (ops.yaml:1941 sample 1)"""
+def case_804(tensors_0, tensors_1, tensors_2):
+    """stack (ops.yaml:1944 sample 1)"""
     tensors = [tensors_0, tensors_1, tensors_2]
     dim = -1
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_763(tensors_0, tensors_1):
-    """stack (ops.yaml:1941 sample 2)"""
+def case_805(tensors_0, tensors_1):
+    """stack (ops.yaml:1944 sample 2)"""
     tensors = [tensors_0, tensors_1]
     dim = 1
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_764(tensors_0, tensors_1):
-    """stack (ops.yaml:1941 sample 3)"""
+def case_806(tensors_0, tensors_1):
+    """stack (ops.yaml:1944 sample 3)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_765(tensors_0, tensors_1):
-    """stack (ops.yaml:1941 sample 4)"""
+def case_807(tensors_0, tensors_1):
+    """stack (ops.yaml:1944 sample 4)"""
     tensors = [tensors_0, tensors_1]
     dim = 0
     return torch.ops.aten.stack(tensors, dim)
 
 
-def case_766(self):
-    """split.Tensor (ops.yaml:1955 sample 0)"""
+def case_808(self):
+    """split.Tensor (ops.yaml:1958 sample 0)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_767(self):
-    """split.Tensor (ops.yaml:1955 sample 1)"""
+def case_809(self):
+    """split.Tensor (ops.yaml:1958 sample 1)"""
     split_size = 3
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_768(self):
-    """split.Tensor (ops.yaml:1955 sample 2)"""
+def case_810(self):
+    """split.Tensor (ops.yaml:1958 sample 2)"""
     split_size = 4
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_769(self):
-    """split.Tensor (ops.yaml:1955 sample 3)"""
+def case_811(self):
+    """split.Tensor (ops.yaml:1958 sample 3)"""
     split_size = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split(self, split_size, dim)))
 
 
-def case_770(self):
-    """split_with_sizes (ops.yaml:1968 sample 0)"""
+def case_812(self):
+    """split_with_sizes (ops.yaml:1971 sample 0)"""
     split_sizes = [2, 3]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_771(self):
-    """split_with_sizes (ops.yaml:1968 sample 1)"""
+def case_813(self):
+    """split_with_sizes (ops.yaml:1971 sample 1)"""
     split_sizes = [1, 0, 5]
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_772(self):
-    """split_with_sizes (ops.yaml:1968 sample 2)"""
+def case_814(self):
+    """split_with_sizes (ops.yaml:1971 sample 2)"""
     split_sizes = [1, 3]
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_773(self):
-    """split_with_sizes (ops.yaml:1968 sample 3)"""
+def case_815(self):
+    """split_with_sizes (ops.yaml:1971 sample 3)"""
     split_sizes = [0, 0]
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.split_with_sizes(self, split_sizes, dim)))
 
 
-def case_774(self):
-    """chunk (ops.yaml:1981 sample 0)"""
+def case_816(self):
+    """chunk (ops.yaml:1984 sample 0)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_775(self):
-    """chunk (ops.yaml:1981 sample 1)"""
+def case_817(self):
+    """chunk (ops.yaml:1984 sample 1)"""
     chunks = 4
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_776(self):
-    """chunk (ops.yaml:1981 sample 2)"""
+def case_818(self):
+    """chunk (ops.yaml:1984 sample 2)"""
     chunks = 3
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_777(self):
-    """chunk (ops.yaml:1981 sample 3)"""
+def case_819(self):
+    """chunk (ops.yaml:1984 sample 3)"""
     chunks = 2
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.chunk(self, chunks, dim)))
 
 
-def case_778(self):
-    """unbind.int (ops.yaml:1994 sample 0)"""
+def case_820(self):
+    """unbind.int (ops.yaml:1997 sample 0)"""
     dim = 0
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_779(self):
-    """unbind.int (ops.yaml:1994 sample 1)"""
+def case_821(self):
+    """unbind.int (ops.yaml:1997 sample 1)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_780(self):
-    """unbind.int (ops.yaml:1994 sample 2)"""
+def case_822(self):
+    """unbind.int (ops.yaml:1997 sample 2)"""
     dim = -1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_781(self):
-    """unbind.int (ops.yaml:1994 sample 3)"""
+def case_823(self):
+    """unbind.int (ops.yaml:1997 sample 3)"""
     dim = 1
     return sum((i + 1) * p.sum() for i, p in enumerate(torch.ops.aten.unbind(self, dim)))
 
 
-def case_782(self, index):
-    """index_select (ops.yaml:2011 sample 0)"""
+def case_824(self, index):
+    """index_select (ops.yaml:2014 sample 0)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_783(self, index):
-    """index_select (ops.yaml:2011 sample 1)"""
+def case_825(self, index):
+    """index_select (ops.yaml:2014 sample 1)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_784(self, index):
-    """index_select (ops.yaml:2011 sample 2)"""
+def case_826(self, index):
+    """index_select (ops.yaml:2014 sample 2)"""
     dim = 1
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_785(self, index):
-    """index_select (ops.yaml:2011 sample 3)"""
+def case_827(self, index):
+    """index_select (ops.yaml:2014 sample 3)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_786(self, index):
-    """index_select (ops.yaml:2011 sample 4)"""
+def case_828(self, index):
+    """index_select (ops.yaml:2014 sample 4)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_787(self, index):
-    """index_select (ops.yaml:2011 sample 5)"""
+def case_829(self, index):
+    """index_select (ops.yaml:2014 sample 5)"""
     dim = 0
     return torch.ops.aten.index_select(self, dim, index)
 
 
-def case_788(self, index, source):
-    """index_add (ops.yaml:2035 sample 0)"""
+def case_830(self, index, source):
+    """index_add (ops.yaml:2038 sample 0)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_789(self, index, source):
-    """index_add (ops.yaml:2035 sample 1)"""
+def case_831(self, index, source):
+    """index_add (ops.yaml:2038 sample 1)"""
     dim = 1
     alpha = 2.5
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_790(self, index, source):
-    """index_add (ops.yaml:2035 sample 2)"""
+def case_832(self, index, source):
+    """index_add (ops.yaml:2038 sample 2)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_791(self, index, source):
-    """index_add (ops.yaml:2035 sample 3)"""
+def case_833(self, index, source):
+    """index_add (ops.yaml:2038 sample 3)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_792(self, index, source):
-    """index_add (ops.yaml:2035 sample 4)"""
+def case_834(self, index, source):
+    """index_add (ops.yaml:2038 sample 4)"""
     dim = 0
     alpha = 1
     return torch.ops.aten.index_add(self, dim, index, source, alpha=alpha)
 
 
-def case_793(self, index, source):
-    """index_copy (ops.yaml:2050 sample 0)"""
+def case_835(self, index, source):
+    """index_copy (ops.yaml:2053 sample 0)"""
     dim = 0
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_794(self, index, source):
-    """index_copy (ops.yaml:2050 sample 1)"""
+def case_836(self, index, source):
+    """index_copy (ops.yaml:2053 sample 1)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_795(self, index, source):
-    """index_copy (ops.yaml:2050 sample 2)"""
+def case_837(self, index, source):
+    """index_copy (ops.yaml:2053 sample 2)"""
     dim = 1
     return torch.ops.aten.index_copy(self, dim, index, source)
 
 
-def case_796(self, index):
-    """gather (ops.yaml:2063 sample 0)"""
+def case_838(self, index):
+    """gather (ops.yaml:2066 sample 0)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_797(self, index):
-    """gather (ops.yaml:2063 sample 1)"""
+def case_839(self, index):
+    """gather (ops.yaml:2066 sample 1)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_798(self, index):
-    """gather (ops.yaml:2063 sample 2)"""
+def case_840(self, index):
+    """gather (ops.yaml:2066 sample 2)"""
     dim = -1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_799(self, index):
-    """gather (ops.yaml:2063 sample 3)"""
+def case_841(self, index):
+    """gather (ops.yaml:2066 sample 3)"""
     dim = 1
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_800(self, index):
-    """gather (ops.yaml:2063 sample 4)"""
+def case_842(self, index):
+    """gather (ops.yaml:2066 sample 4)"""
     dim = 0
     sparse_grad = False
     return torch.ops.aten.gather(self, dim, index, sparse_grad=sparse_grad)
 
 
-def case_801(self, index, src):
-    """scatter.src (ops.yaml:2086 sample 0)"""
+def case_843(self, index, src):
+    """scatter.src (ops.yaml:2089 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_802(self, index, src):
-    """scatter.src (ops.yaml:2086 sample 1)"""
+def case_844(self, index, src):
+    """scatter.src (ops.yaml:2089 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_803(self, index, src):
-    """scatter.src (ops.yaml:2086 sample 2)"""
+def case_845(self, index, src):
+    """scatter.src (ops.yaml:2089 sample 2)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_804(self, index, src):
-    """scatter.src (ops.yaml:2086 sample 3)"""
+def case_846(self, index, src):
+    """scatter.src (ops.yaml:2089 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter(self, dim, index, src)
 
 
-def case_805(self, index):
-    """scatter.value (ops.yaml:2107 sample 0)"""
+def case_847(self, index):
+    """scatter.value (ops.yaml:2110 sample 0)"""
     dim = 1
     value = 1.5
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_806(self, index):
-    """scatter.value (ops.yaml:2107 sample 1)"""
+def case_848(self, index):
+    """scatter.value (ops.yaml:2110 sample 1)"""
     dim = 0
     value = -2
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_807(self, index):
-    """scatter.value (ops.yaml:2107 sample 2)"""
+def case_849(self, index):
+    """scatter.value (ops.yaml:2110 sample 2)"""
     dim = 0
     value = 1
     return torch.ops.aten.scatter(self, dim, index, value)
 
 
-def case_808(self, index, src):
-    """scatter_add (ops.yaml:2120 sample 0)"""
+def case_850(self, index, src):
+    """scatter_add (ops.yaml:2123 sample 0)"""
     dim = 1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_809(self, index, src):
-    """scatter_add (ops.yaml:2120 sample 1)"""
+def case_851(self, index, src):
+    """scatter_add (ops.yaml:2123 sample 1)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_810(self, index, src):
-    """scatter_add (ops.yaml:2120 sample 2)"""
+def case_852(self, index, src):
+    """scatter_add (ops.yaml:2123 sample 2)"""
     dim = -1
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_811(self, index, src):
-    """scatter_add (ops.yaml:2120 sample 3)"""
+def case_853(self, index, src):
+    """scatter_add (ops.yaml:2123 sample 3)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_812(self, index, src):
-    """scatter_add (ops.yaml:2120 sample 4)"""
+def case_854(self, index, src):
+    """scatter_add (ops.yaml:2123 sample 4)"""
     dim = 0
     return torch.ops.aten.scatter_add(self, dim, index, src)
 
 
-def case_813(weight, indices):
-    """embedding (ops.yaml:2139 sample 0)"""
+def case_855(weight, indices):
+    """embedding (ops.yaml:2142 sample 0)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_814(weight, indices):
-    """embedding (ops.yaml:2139 sample 1)"""
+def case_856(weight, indices):
+    """embedding (ops.yaml:2142 sample 1)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_815(weight, indices):
-    """embedding (ops.yaml:2139 sample 2)"""
+def case_857(weight, indices):
+    """embedding (ops.yaml:2142 sample 2)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_816(weight, indices):
-    """embedding (ops.yaml:2139 sample 3)"""
+def case_858(weight, indices):
+    """embedding (ops.yaml:2142 sample 3)"""
     padding_idx = -1
     scale_grad_by_freq = False
     sparse = False
     return torch.nn.functional.embedding(indices, weight, None if padding_idx == -1 else padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 
-def case_817(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2153 sample 0)"""
+def case_859(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2156 sample 0)"""
     num_weights = 5
     padding_idx = 1
     scale_grad_by_freq = False
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_818(grad_output, indices):
-    """embedding_dense_backward (ops.yaml:2153 sample 1)"""
+def case_860(grad_output, indices):
+    """embedding_dense_backward (ops.yaml:2156 sample 1)"""
     num_weights = 4
     padding_idx = -1
     scale_grad_by_freq = True
     return torch.ops.aten.embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq) if not grad_output.is_floating_point() else torch.zeros(num_weights, grad_output.shape[-1], dtype=grad_output.dtype).index_add(0, indices.flatten(), grad_output.reshape(-1, grad_output.shape[-1]) * ((indices.flatten() != padding_idx).to(grad_output.dtype) / (torch.bincount(indices.flatten(), minlength=num_weights)[indices.flatten()].to(grad_output.dtype) if scale_grad_by_freq else 1)).unsqueeze(-1))
 
 
-def case_819(self):
-    """one_hot (ops.yaml:2180 sample 0)"""
+def case_861(self):
+    """one_hot (ops.yaml:2183 sample 0)"""
     num_classes = -1
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_820(self):
-    """one_hot (ops.yaml:2180 sample 1)"""
+def case_862(self):
+    """one_hot (ops.yaml:2183 sample 1)"""
     num_classes = 6
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_821(self):
-    """one_hot (ops.yaml:2180 sample 2)"""
+def case_863(self):
+    """one_hot (ops.yaml:2183 sample 2)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_822(self):
-    """one_hot (ops.yaml:2180 sample 3)"""
+def case_864(self):
+    """one_hot (ops.yaml:2183 sample 3)"""
     num_classes = 3
     return torch.ops.aten.one_hot(self, num_classes)
 
 
-def case_823(self):
-    """nonzero (ops.yaml:2192 sample 0)"""
+def case_865(self):
+    """nonzero (ops.yaml:2195 sample 0)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_824(self):
-    """nonzero (ops.yaml:2192 sample 1)"""
+def case_866(self):
+    """nonzero (ops.yaml:2195 sample 1)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_825(self):
-    """nonzero (ops.yaml:2192 sample 2)"""
+def case_867(self):
+    """nonzero (ops.yaml:2195 sample 2)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_826(self):
-    """nonzero (ops.yaml:2192 sample 3)"""
+def case_868(self):
+    """nonzero (ops.yaml:2195 sample 3)"""
     return torch.ops.aten.nonzero(self)
 
 
-def case_827(self, mask):
-    """masked_select (ops.yaml:2205 sample 0)"""
+def case_869(self, mask):
+    """masked_select (ops.yaml:2208 sample 0)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_828(self, mask):
-    """masked_select (ops.yaml:2205 sample 1)"""
+def case_870(self, mask):
+    """masked_select (ops.yaml:2208 sample 1)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_829(self, mask):
-    """masked_select (ops.yaml:2205 sample 2)"""
+def case_871(self, mask):
+    """masked_select (ops.yaml:2208 sample 2)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_830(self, mask):
-    """masked_select (ops.yaml:2205 sample 3)"""
+def case_872(self, mask):
+    """masked_select (ops.yaml:2208 sample 3)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_831(self, mask):
-    """masked_select (ops.yaml:2205 sample 4)"""
+def case_873(self, mask):
+    """masked_select (ops.yaml:2208 sample 4)"""
     return torch.ops.aten.masked_select(self, mask)
 
 
-def case_832(self):
-    """argsort (ops.yaml:2220 sample 0)"""
+def case_874(self):
+    """argsort (ops.yaml:2223 sample 0)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_833(self):
-    """argsort (ops.yaml:2220 sample 1)"""
+def case_875(self):
+    """argsort (ops.yaml:2223 sample 1)"""
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_834(self):
-    """argsort (ops.yaml:2220 sample 2)"""
+def case_876(self):
+    """argsort (ops.yaml:2223 sample 2)"""
     dim = 1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_835(self):
-    """argsort (ops.yaml:2220 sample 3)"""
+def case_877(self):
+    """argsort (ops.yaml:2223 sample 3)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_836(self):
-    """argsort (ops.yaml:2220 sample 4)"""
+def case_878(self):
+    """argsort (ops.yaml:2223 sample 4)"""
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_837(self):
-    """argsort.stable (ops.yaml:2236 sample 0)"""
+def case_879(self):
+    """argsort.stable (ops.yaml:2239 sample 0)"""
     stable = True
     dim = -1
     descending = False
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_838(self):
-    """argsort.stable (ops.yaml:2236 sample 1)"""
+def case_880(self):
+    """argsort.stable (ops.yaml:2239 sample 1)"""
     stable = False
     dim = 0
     descending = True
     return torch.argsort(self, dim=dim, descending=descending, stable=True)
 
 
-def case_839(self, indices_0):
-    """index.Tensor (ops.yaml:2247 sample 0)"""
+def case_881(self, indices_0):
+    """index.Tensor (ops.yaml:2250 sample 0)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_840(self, indices_1):
-    """index.Tensor (ops.yaml:2247 sample 1)"""
+def case_882(self, indices_1):
+    """index.Tensor (ops.yaml:2250 sample 1)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_841(self, indices_0, indices_2):
-    """index.Tensor (ops.yaml:2247 sample 2)"""
+def case_883(self, indices_0, indices_2):
+    """index.Tensor (ops.yaml:2250 sample 2)"""
     indices = [indices_0, None, indices_2]
     return torch.ops.aten.index(self, indices)
 
 
-def case_842(self, indices_0):
-    """index.Tensor (ops.yaml:2247 sample 3)"""
+def case_884(self, indices_0):
+    """index.Tensor (ops.yaml:2250 sample 3)"""
     indices = [indices_0]
     return torch.ops.aten.index(self, indices)
 
 
-def case_843(self, indices_1):
-    """index.Tensor (ops.yaml:2247 sample 4)"""
+def case_885(self, indices_1):
+    """index.Tensor (ops.yaml:2250 sample 4)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_844(self, indices_1):
-    """index.Tensor (ops.yaml:2247 sample 5)"""
+def case_886(self, indices_1):
+    """index.Tensor (ops.yaml:2250 sample 5)"""
     indices = [None, indices_1]
     return torch.ops.aten.index(self, indices)
 
 
-def case_845(self, indices_0, values):
-    """index_put (ops.yaml:2262 sample 0)"""
+def case_887(self, indices_0, values):
+    """index_put (ops.yaml:2265 sample 0)"""
     indices = [indices_0]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_846(self, indices_1, values):
-    """index_put (ops.yaml:2262 sample 1)"""
+def case_888(self, indices_1, values):
+    """index_put (ops.yaml:2265 sample 1)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_847(self, indices_0, indices_1, values):
-    """index_put (ops.yaml:2262 sample 2)"""
+def case_889(self, indices_0, indices_1, values):
+    """index_put (ops.yaml:2265 sample 2)"""
     indices = [indices_0, indices_1]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_848(self, indices_0, values):
-    """index_put (ops.yaml:2262 sample 3)"""
+def case_890(self, indices_0, values):
+    """index_put (ops.yaml:2265 sample 3)"""
     indices = [indices_0]
     accumulate = False
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_849(self, indices_1, values):
-    """index_put (ops.yaml:2262 sample 4)"""
+def case_891(self, indices_1, values):
+    """index_put (ops.yaml:2265 sample 4)"""
     indices = [None, indices_1]
     accumulate = True
     return torch.ops.aten.index_put(self, indices, values, accumulate)
 
 
-def case_850(self):
-    """sort (ops.yaml:2277 sample 0 result values)"""
+def case_892(self):
+    """sort (ops.yaml:2280 sample 0 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_851(self):
-    """sort (ops.yaml:2277 sample 0 result indices)"""
+def case_893(self):
+    """sort (ops.yaml:2280 sample 0 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_852(self):
-    """sort (ops.yaml:2277 sample 1 result values)"""
+def case_894(self):
+    """sort (ops.yaml:2280 sample 1 result values)"""
     dim = 0
     descending = True
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_853(self):
-    """sort (ops.yaml:2277 sample 1 result indices)"""
+def case_895(self):
+    """sort (ops.yaml:2280 sample 1 result indices)"""
     dim = 0
     descending = True
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_854(self):
-    """sort (ops.yaml:2277 sample 2 result values)"""
+def case_896(self):
+    """sort (ops.yaml:2280 sample 2 result values)"""
     dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_855(self):
-    """sort (ops.yaml:2277 sample 2 result indices)"""
+def case_897(self):
+    """sort (ops.yaml:2280 sample 2 result indices)"""
     dim = 1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_856(self):
-    """sort (ops.yaml:2277 sample 3 result values)"""
+def case_898(self):
+    """sort (ops.yaml:2280 sample 3 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_857(self):
-    """sort (ops.yaml:2277 sample 3 result indices)"""
+def case_899(self):
+    """sort (ops.yaml:2280 sample 3 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_858(self):
-    """sort (ops.yaml:2277 sample 4 result values)"""
+def case_900(self):
+    """sort (ops.yaml:2280 sample 4 result values)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[0]
 
 
-def case_859(self):
-    """sort (ops.yaml:2277 sample 4 result indices)"""
+def case_901(self):
+    """sort (ops.yaml:2280 sample 4 result indices)"""
     dim = -1
     descending = False
     return (torch.sort(self, dim=dim, descending=descending, stable=True))[1]
 
 
-def case_860(self):
-    """sort.stable (ops.yaml:2293 sample 0 result values)"""
+def case_902(self):
+    """sort.stable (ops.yaml:2296 sample 0 result values)"""
     stable = True
     dim = -1
     descending = False
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
 
 
-def case_861(self):
-    """sort.stable (ops.yaml:2293 sample 0 result indices)"""
+def case_903(self):
+    """sort.stable (ops.yaml:2296 sample 0 result indices)"""
     stable = True
     dim = -1
     descending = False
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
 
 
-def case_862(self):
-    """sort.stable (ops.yaml:2293 sample 1 result values)"""
+def case_904(self):
+    """sort.stable (ops.yaml:2296 sample 1 result values)"""
     stable = True
     dim = 0
     descending = True
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[0]
 
 
-def case_863(self):
-    """sort.stable (ops.yaml:2293 sample 1 result indices)"""
+def case_905(self):
+    """sort.stable (ops.yaml:2296 sample 1 result indices)"""
     stable = True
     dim = 0
     descending = True
     return (torch.ops.aten.sort(self, stable=stable, dim=dim, descending=descending))[1]
 
 
-def case_864(self):
-    """topk (ops.yaml:2307 sample 0 result values)"""
+def case_906(self):
+    """topk (ops.yaml:2310 sample 0 result values)"""
     k = 2
     dim = -1
     largest = True
@@ -5156,8 +5371,8 @@ def case_864(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_865(self):
-    """topk (ops.yaml:2307 sample 0 result indices)"""
+def case_907(self):
+    """topk (ops.yaml:2310 sample 0 result indices)"""
     k = 2
     dim = -1
     largest = True
@@ -5165,8 +5380,8 @@ def case_865(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_866(self):
-    """topk (ops.yaml:2307 sample 1 result values)"""
+def case_908(self):
+    """topk (ops.yaml:2310 sample 1 result values)"""
     k = 3
     dim = 0
     largest = False
@@ -5174,8 +5389,8 @@ def case_866(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_867(self):
-    """topk (ops.yaml:2307 sample 1 result indices)"""
+def case_909(self):
+    """topk (ops.yaml:2310 sample 1 result indices)"""
     k = 3
     dim = 0
     largest = False
@@ -5183,8 +5398,8 @@ def case_867(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_868(self):
-    """topk (ops.yaml:2307 sample 2 result values)"""
+def case_910(self):
+    """topk (ops.yaml:2310 sample 2 result values)"""
     k = 1
     dim = 1
     largest = True
@@ -5192,8 +5407,8 @@ def case_868(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_869(self):
-    """topk (ops.yaml:2307 sample 2 result indices)"""
+def case_911(self):
+    """topk (ops.yaml:2310 sample 2 result indices)"""
     k = 1
     dim = 1
     largest = True
@@ -5201,8 +5416,8 @@ def case_869(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_870(self):
-    """topk (ops.yaml:2307 sample 3 result values)"""
+def case_912(self):
+    """topk (ops.yaml:2310 sample 3 result values)"""
     k = 0
     dim = -1
     largest = True
@@ -5210,8 +5425,8 @@ def case_870(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_871(self):
-    """topk (ops.yaml:2307 sample 3 result indices)"""
+def case_913(self):
+    """topk (ops.yaml:2310 sample 3 result indices)"""
     k = 0
     dim = -1
     largest = True
@@ -5219,8 +5434,8 @@ def case_871(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_872(self):
-    """topk (ops.yaml:2307 sample 4 result values)"""
+def case_914(self):
+    """topk (ops.yaml:2310 sample 4 result values)"""
     k = 1
     dim = -1
     largest = True
@@ -5228,8 +5443,8 @@ def case_872(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
 
 
-def case_873(self):
-    """topk (ops.yaml:2307 sample 4 result indices)"""
+def case_915(self):
+    """topk (ops.yaml:2310 sample 4 result indices)"""
     k = 1
     dim = -1
     largest = True
@@ -5237,8 +5452,26 @@ def case_873(self):
     return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
 
 
-def case_874(self):
-    """avg_pool2d (ops.yaml:2329 sample 0)"""
+def case_916(self):
+    """topk (ops.yaml:2310 sample 5 result values)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[0]
+
+
+def case_917(self):
+    """topk (ops.yaml:2310 sample 5 result indices)"""
+    k = 0
+    dim = -1
+    largest = True
+    sorted = True
+    return (torch.ops.aten.topk(self, k, dim, largest, sorted))[1]
+
+
+def case_918(self):
+    """avg_pool2d (ops.yaml:2333 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -5248,8 +5481,8 @@ def case_874(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_875(self):
-    """avg_pool2d (ops.yaml:2329 sample 1)"""
+def case_919(self):
+    """avg_pool2d (ops.yaml:2333 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -5259,8 +5492,8 @@ def case_875(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_876(self):
-    """avg_pool2d (ops.yaml:2329 sample 2)"""
+def case_920(self):
+    """avg_pool2d (ops.yaml:2333 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -5270,8 +5503,8 @@ def case_876(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_877(self):
-    """avg_pool2d (ops.yaml:2329 sample 3)"""
+def case_921(self):
+    """avg_pool2d (ops.yaml:2333 sample 3)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -5281,32 +5514,32 @@ def case_877(self):
     return torch.nn.functional.avg_pool2d(self, kernel_size, stride or None, padding or 0, ceil_mode, count_include_pad, divisor_override)
 
 
-def case_878(self):
-    """adaptive_avg_pool2d (ops.yaml:2348 sample 0)"""
+def case_922(self):
+    """adaptive_avg_pool2d (ops.yaml:2352 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_879(self):
-    """adaptive_avg_pool2d (ops.yaml:2348 sample 1)"""
+def case_923(self):
+    """adaptive_avg_pool2d (ops.yaml:2352 sample 1)"""
     output_size = [4]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_880(self):
-    """adaptive_avg_pool2d (ops.yaml:2348 sample 2)"""
+def case_924(self):
+    """adaptive_avg_pool2d (ops.yaml:2352 sample 2)"""
     output_size = [4, 3]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_881(self):
-    """adaptive_avg_pool2d (ops.yaml:2348 sample 3)"""
+def case_925(self):
+    """adaptive_avg_pool2d (ops.yaml:2352 sample 3)"""
     output_size = [2, 2]
     return torch.ops.aten.adaptive_avg_pool2d(self, output_size * 2 if len(output_size) == 1 else output_size)
 
 
-def case_882(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2363 sample 0)"""
+def case_926(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2367 sample 0)"""
     kernel_size = [2, 2]
     stride = [2, 2]
     padding = [0, 0]
@@ -5316,8 +5549,8 @@ def case_882(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_883(grad_output, self):
-    """avg_pool2d_backward (ops.yaml:2363 sample 1)"""
+def case_927(grad_output, self):
+    """avg_pool2d_backward (ops.yaml:2367 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -5327,14 +5560,14 @@ def case_883(grad_output, self):
     return torch.ops.aten.avg_pool2d_backward(grad_output, self, kernel_size, stride or kernel_size, padding or [0], ceil_mode, count_include_pad, divisor_override)
 
 
-def case_884(grad_output, self):
-    """adaptive_avg_pool2d_backward (ops.yaml:2376 sample 0)"""
+def case_928(grad_output, self):
+    """adaptive_avg_pool2d_backward (ops.yaml:2380 sample 0)"""
     output_size = [3, 2]
     return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
 
 
-def case_885(input, weight, bias):
-    """conv2d (ops.yaml:2423 sample 0)"""
+def case_929(input, weight, bias):
+    """conv2d (ops.yaml:2427 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -5342,8 +5575,8 @@ def case_885(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_886(input, weight, bias):
-    """conv2d (ops.yaml:2423 sample 1)"""
+def case_930(input, weight, bias):
+    """conv2d (ops.yaml:2427 sample 1)"""
     stride = [2, 1]
     padding = [1, 2]
     dilation = [1, 2]
@@ -5351,8 +5584,8 @@ def case_886(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_887(input, weight, bias):
-    """conv2d (ops.yaml:2423 sample 2)"""
+def case_931(input, weight, bias):
+    """conv2d (ops.yaml:2427 sample 2)"""
     stride = [2]
     padding = [1]
     dilation = []
@@ -5360,8 +5593,8 @@ def case_887(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_888(input, weight, bias):
-    """conv2d (ops.yaml:2423 sample 3)"""
+def case_932(input, weight, bias):
+    """conv2d (ops.yaml:2427 sample 3)"""
     stride = []
     padding = [1, 0]
     dilation = []
@@ -5369,8 +5602,8 @@ def case_888(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_889(input, weight, bias):
-    """conv2d (ops.yaml:2423 sample 4)"""
+def case_933(input, weight, bias):
+    """conv2d (ops.yaml:2427 sample 4)"""
     stride = []
     padding = []
     dilation = []
@@ -5378,8 +5611,8 @@ def case_889(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_890(input, weight):
-    """conv2d (ops.yaml:2423 sample 5)"""
+def case_934(input, weight):
+    """conv2d (ops.yaml:2427 sample 5)"""
     bias = None
     stride = [1, 2]
     padding = []
@@ -5388,8 +5621,8 @@ def case_890(input, weight):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_891(input, weight, bias):
-    """conv2d.padding (ops.yaml:2445 sample 0)"""
+def case_935(input, weight, bias):
+    """conv2d.padding (ops.yaml:2449 sample 0)"""
     stride = []
     padding = 'same'
     dilation = []
@@ -5397,8 +5630,8 @@ def case_891(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_892(input, weight, bias):
-    """conv2d.padding (ops.yaml:2445 sample 1)"""
+def case_936(input, weight, bias):
+    """conv2d.padding (ops.yaml:2449 sample 1)"""
     stride = []
     padding = 'same'
     dilation = [3, 1]
@@ -5406,8 +5639,8 @@ def case_892(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_893(input, weight, bias):
-    """conv2d.padding (ops.yaml:2445 sample 2)"""
+def case_937(input, weight, bias):
+    """conv2d.padding (ops.yaml:2449 sample 2)"""
     stride = [2]
     padding = 'valid'
     dilation = []
@@ -5415,8 +5648,8 @@ def case_893(input, weight, bias):
     return torch.nn.functional.conv2d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_894(input, weight, bias):
-    """conv1d (ops.yaml:2465 sample 0)"""
+def case_938(input, weight, bias):
+    """conv1d (ops.yaml:2469 sample 0)"""
     stride = []
     padding = []
     dilation = []
@@ -5424,8 +5657,8 @@ def case_894(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_895(input, weight, bias):
-    """conv1d (ops.yaml:2465 sample 1)"""
+def case_939(input, weight, bias):
+    """conv1d (ops.yaml:2469 sample 1)"""
     stride = [2]
     padding = [1]
     dilation = [3]
@@ -5433,8 +5666,8 @@ def case_895(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_896(input, weight, bias):
-    """conv1d (ops.yaml:2465 sample 2)"""
+def case_940(input, weight, bias):
+    """conv1d (ops.yaml:2469 sample 2)"""
     stride = []
     padding = []
     dilation = []
@@ -5442,8 +5675,8 @@ def case_896(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_897(input, weight, bias):
-    """conv1d.padding (ops.yaml:2484 sample 0)"""
+def case_941(input, weight, bias):
+    """conv1d.padding (ops.yaml:2488 sample 0)"""
     stride = []
     padding = 'same'
     dilation = [1]
@@ -5451,8 +5684,8 @@ def case_897(input, weight, bias):
     return torch.nn.functional.conv1d(input, weight, bias, stride or 1, padding, dilation or 1, groups)
 
 
-def case_898(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2502 sample 0)"""
+def case_942(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2506 sample 0)"""
     stride = []
     padding = []
     output_padding = []
@@ -5461,8 +5694,8 @@ def case_898(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_899(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2502 sample 1)"""
+def case_943(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2506 sample 1)"""
     stride = [2, 3]
     padding = [1, 2]
     output_padding = [1, 2]
@@ -5471,8 +5704,8 @@ def case_899(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_900(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2502 sample 2)"""
+def case_944(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2506 sample 2)"""
     stride = [2]
     padding = []
     output_padding = []
@@ -5481,8 +5714,8 @@ def case_900(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_901(input, weight):
-    """conv_transpose2d.input (ops.yaml:2502 sample 3)"""
+def case_945(input, weight):
+    """conv_transpose2d.input (ops.yaml:2506 sample 3)"""
     bias = None
     stride = [2]
     padding = [1]
@@ -5492,8 +5725,8 @@ def case_901(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_902(input, weight, bias):
-    """conv_transpose2d.input (ops.yaml:2502 sample 4)"""
+def case_946(input, weight, bias):
+    """conv_transpose2d.input (ops.yaml:2506 sample 4)"""
     stride = [1, 2]
     padding = [1, 1]
     output_padding = [1, 2]
@@ -5502,8 +5735,8 @@ def case_902(input, weight, bias):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_903(input, weight):
-    """conv_transpose2d.input (ops.yaml:2502 sample 5)"""
+def case_947(input, weight):
+    """conv_transpose2d.input (ops.yaml:2506 sample 5)"""
     bias = None
     stride = []
     padding = []
@@ -5513,8 +5746,8 @@ def case_903(input, weight):
     return (lambda f: f(input.float(), weight.float(), None if bias is None else bias.float()).bfloat16() if input.dtype == torch.bfloat16 else f(input, weight, bias))(lambda i, w, b: torch.nn.functional.conv_transpose2d(i, w, b, stride or 1, padding or 0, output_padding or 0, groups, dilation or 1))
 
 
-def case_904(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2521 sample 0)"""
+def case_948(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2525 sample 0)"""
     input_size = [2, 3, 6, 5]
     stride = [1, 1]
     padding = [0, 0]
@@ -5523,8 +5756,8 @@ def case_904(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_905(grad_output, weight):
-    """conv2d_backward_input (ops.yaml:2521 sample 1)"""
+def case_949(grad_output, weight):
+    """conv2d_backward_input (ops.yaml:2525 sample 1)"""
     input_size = [2, 4, 7, 6]
     stride = [2, 1]
     padding = [1, 2]
@@ -5533,8 +5766,8 @@ def case_905(grad_output, weight):
     return torch.nn.grad.conv2d_input(input_size, weight, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_906(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2534 sample 0)"""
+def case_950(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2538 sample 0)"""
     weight_size = [4, 3, 3, 2]
     stride = [1, 1]
     padding = [0, 0]
@@ -5543,8 +5776,8 @@ def case_906(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_907(grad_output, input):
-    """conv2d_backward_weight (ops.yaml:2534 sample 1)"""
+def case_951(grad_output, input):
+    """conv2d_backward_weight (ops.yaml:2538 sample 1)"""
     weight_size = [6, 2, 3, 3]
     stride = [2, 1]
     padding = [1, 2]
@@ -5553,18 +5786,18 @@ def case_907(grad_output, input):
     return torch.nn.grad.conv2d_weight(input, weight_size, grad_output, stride or 1, padding or 0, dilation or 1, groups)
 
 
-def case_908(grad_output):
-    """conv2d_backward_bias (ops.yaml:2548 sample 0)"""
+def case_952(grad_output):
+    """conv2d_backward_bias (ops.yaml:2552 sample 0)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_909(grad_output):
-    """conv2d_backward_bias (ops.yaml:2548 sample 1)"""
+def case_953(grad_output):
+    """conv2d_backward_bias (ops.yaml:2552 sample 1)"""
     return grad_output.sum([0, 2, 3] if grad_output.dim() == 4 else [1, 2])
 
 
-def case_910(self):
-    """max_pool2d_with_indices (ops.yaml:2566 sample 0 result values)"""
+def case_954(self):
+    """max_pool2d_with_indices (ops.yaml:2570 sample 0 result values)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -5573,8 +5806,8 @@ def case_910(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_911(self):
-    """max_pool2d_with_indices (ops.yaml:2566 sample 0 result indices)"""
+def case_955(self):
+    """max_pool2d_with_indices (ops.yaml:2570 sample 0 result indices)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -5583,8 +5816,8 @@ def case_911(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_912(self):
-    """max_pool2d_with_indices (ops.yaml:2566 sample 1 result values)"""
+def case_956(self):
+    """max_pool2d_with_indices (ops.yaml:2570 sample 1 result values)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -5593,8 +5826,8 @@ def case_912(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_913(self):
-    """max_pool2d_with_indices (ops.yaml:2566 sample 1 result indices)"""
+def case_957(self):
+    """max_pool2d_with_indices (ops.yaml:2570 sample 1 result indices)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -5603,8 +5836,8 @@ def case_913(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_914(self):
-    """max_pool2d_with_indices (ops.yaml:2566 sample 2 result values)"""
+def case_958(self):
+    """max_pool2d_with_indices (ops.yaml:2570 sample 2 result values)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -5613,8 +5846,8 @@ def case_914(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_915(self):
-    """max_pool2d_with_indices (ops.yaml:2566 sample 2 result indices)"""
+def case_959(self):
+    """max_pool2d_with_indices (ops.yaml:2570 sample 2 result indices)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -5623,8 +5856,8 @@ def case_915(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_916(self):
-    """max_pool2d_with_indices (ops.yaml:2566 sample 3 result values)"""
+def case_960(self):
+    """max_pool2d_with_indices (ops.yaml:2570 sample 3 result values)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -5633,8 +5866,8 @@ def case_916(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[0]
 
 
-def case_917(self):
-    """max_pool2d_with_indices (ops.yaml:2566 sample 3 result indices)"""
+def case_961(self):
+    """max_pool2d_with_indices (ops.yaml:2570 sample 3 result indices)"""
     kernel_size = [2]
     stride = []
     padding = []
@@ -5643,8 +5876,8 @@ def case_917(self):
     return (torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode, return_indices=True))[1]
 
 
-def case_918(self):
-    """max_pool2d (ops.yaml:2584 sample 0)"""
+def case_962(self):
+    """max_pool2d (ops.yaml:2588 sample 0)"""
     kernel_size = [2, 2]
     stride = []
     padding = []
@@ -5653,8 +5886,8 @@ def case_918(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_919(self):
-    """max_pool2d (ops.yaml:2584 sample 1)"""
+def case_963(self):
+    """max_pool2d (ops.yaml:2588 sample 1)"""
     kernel_size = [3, 2]
     stride = [2, 1]
     padding = [1, 1]
@@ -5663,8 +5896,8 @@ def case_919(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_920(self):
-    """max_pool2d (ops.yaml:2584 sample 2)"""
+def case_964(self):
+    """max_pool2d (ops.yaml:2588 sample 2)"""
     kernel_size = [3]
     stride = [2]
     padding = [1]
@@ -5673,16 +5906,16 @@ def case_920(self):
     return torch.nn.functional.max_pool2d(self, kernel_size, stride or None, padding or 0, dilation or 1, ceil_mode)
 
 
-def case_921(input, weight, bias):
-    """layer_norm (ops.yaml:2609 sample 0)"""
+def case_965(input, weight, bias):
+    """layer_norm (ops.yaml:2613 sample 0)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_922(input, weight):
-    """layer_norm (ops.yaml:2609 sample 1)"""
+def case_966(input, weight):
+    """layer_norm (ops.yaml:2613 sample 1)"""
     normalized_shape = [3, 4]
     bias = None
     eps = 1e-05
@@ -5690,8 +5923,8 @@ def case_922(input, weight):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_923(input, bias):
-    """layer_norm (ops.yaml:2609 sample 2)"""
+def case_967(input, bias):
+    """layer_norm (ops.yaml:2613 sample 2)"""
     normalized_shape = [5]
     weight = None
     eps = 1e-05
@@ -5699,16 +5932,16 @@ def case_923(input, bias):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_924(input, weight, bias):
-    """layer_norm (ops.yaml:2609 sample 3)"""
+def case_968(input, weight, bias):
+    """layer_norm (ops.yaml:2613 sample 3)"""
     normalized_shape = [4]
     eps = 1e-05
     cudnn_enable = True
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_925(input):
-    """layer_norm (ops.yaml:2609 sample 4)"""
+def case_969(input):
+    """layer_norm (ops.yaml:2613 sample 4)"""
     normalized_shape = [5]
     weight = None
     bias = None
@@ -5717,16 +5950,16 @@ def case_925(input):
     return torch.ops.aten.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
-def case_926(input, weight, bias):
-    """group_norm (ops.yaml:2636 sample 0)"""
+def case_970(input, weight, bias):
+    """group_norm (ops.yaml:2640 sample 0)"""
     num_groups = 2
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_927(input, weight):
-    """group_norm (ops.yaml:2636 sample 1)"""
+def case_971(input, weight):
+    """group_norm (ops.yaml:2640 sample 1)"""
     num_groups = 3
     bias = None
     eps = 1e-05
@@ -5734,8 +5967,8 @@ def case_927(input, weight):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_928(input, bias):
-    """group_norm (ops.yaml:2636 sample 2)"""
+def case_972(input, bias):
+    """group_norm (ops.yaml:2640 sample 2)"""
     num_groups = 2
     weight = None
     eps = 1e-05
@@ -5743,16 +5976,16 @@ def case_928(input, bias):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_929(input, weight, bias):
-    """group_norm (ops.yaml:2636 sample 3)"""
+def case_973(input, weight, bias):
+    """group_norm (ops.yaml:2640 sample 3)"""
     num_groups = 4
     eps = 1e-05
     cudnn_enabled = True
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_930(input):
-    """group_norm (ops.yaml:2636 sample 4)"""
+def case_974(input):
+    """group_norm (ops.yaml:2640 sample 4)"""
     num_groups = 1
     weight = None
     bias = None
@@ -5761,37 +5994,37 @@ def case_930(input):
     return torch.nn.functional.group_norm(input, num_groups, weight, None, eps) + (0 if bias is None else bias.reshape([-1] + [1] * (input.dim() - 2)))
 
 
-def case_931(input, weight):
-    """rms_norm (ops.yaml:2660 sample 0)"""
+def case_975(input, weight):
+    """rms_norm (ops.yaml:2664 sample 0)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_932(input):
-    """rms_norm (ops.yaml:2660 sample 1)"""
+def case_976(input):
+    """rms_norm (ops.yaml:2664 sample 1)"""
     normalized_shape = [3, 4]
     weight = None
     eps = 1e-06
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_933(input, weight):
-    """rms_norm (ops.yaml:2660 sample 2)"""
+def case_977(input, weight):
+    """rms_norm (ops.yaml:2664 sample 2)"""
     normalized_shape = [5]
     eps = 0.01
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_934(input, weight):
-    """rms_norm (ops.yaml:2660 sample 3)"""
+def case_978(input, weight):
+    """rms_norm (ops.yaml:2664 sample 3)"""
     normalized_shape = [4]
     eps = None
     return input * torch.rsqrt(input.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True) + (torch.finfo(input.dtype).eps if eps is None else eps)) * (1 if weight is None else weight)
 
 
-def case_935(input, weight, bias):
-    """batch_norm (ops.yaml:2694 sample 0)"""
+def case_979(input, weight, bias):
+    """batch_norm (ops.yaml:2698 sample 0)"""
     running_mean = None
     running_var = None
     training = True
@@ -5801,8 +6034,8 @@ def case_935(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_936(input, running_mean, running_var):
-    """batch_norm (ops.yaml:2694 sample 1)"""
+def case_980(input, running_mean, running_var):
+    """batch_norm (ops.yaml:2698 sample 1)"""
     weight = None
     bias = None
     training = True
@@ -5812,8 +6045,8 @@ def case_936(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_937(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2694 sample 2)"""
+def case_981(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2698 sample 2)"""
     bias = None
     training = True
     momentum = 0.3
@@ -5822,8 +6055,8 @@ def case_937(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_938(input, weight, running_mean, running_var):
-    """batch_norm (ops.yaml:2694 sample 3)"""
+def case_982(input, weight, running_mean, running_var):
+    """batch_norm (ops.yaml:2698 sample 3)"""
     bias = None
     training = False
     momentum = 0.1
@@ -5832,8 +6065,8 @@ def case_938(input, weight, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_939(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2694 sample 4)"""
+def case_983(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2698 sample 4)"""
     weight = None
     training = False
     momentum = 0.1
@@ -5842,8 +6075,8 @@ def case_939(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_940(input, bias, running_mean, running_var):
-    """batch_norm (ops.yaml:2694 sample 5)"""
+def case_984(input, bias, running_mean, running_var):
+    """batch_norm (ops.yaml:2698 sample 5)"""
     weight = None
     training = False
     momentum = 0.1
@@ -5852,23 +6085,23 @@ def case_940(input, bias, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), training, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_941(input, weight, bias):
-    """row_norm (ops.yaml:2727 sample 0)"""
+def case_985(input, weight, bias):
+    """row_norm (ops.yaml:2731 sample 0)"""
     center = True
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_942(input, weight):
-    """row_norm (ops.yaml:2727 sample 1)"""
+def case_986(input, weight):
+    """row_norm (ops.yaml:2731 sample 1)"""
     bias = None
     center = False
     eps = 1e-05
     return (lambda xc: xc * torch.rsqrt((xc * xc).mean((2, 3), keepdim=True) + eps))(input - input.mean((2, 3), keepdim=True) if center else input) * (1 if weight is None else weight[..., None]) + (0 if bias is None else bias[..., None])
 
 
-def case_943(input, weight, bias):
-    """batch_norm_training (ops.yaml:2758 sample 0)"""
+def case_987(input, weight, bias):
+    """batch_norm_training (ops.yaml:2762 sample 0)"""
     running_mean = None
     running_var = None
     momentum = 0.1
@@ -5876,8 +6109,8 @@ def case_943(input, weight, bias):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_944(input, running_mean, running_var):
-    """batch_norm_training (ops.yaml:2758 sample 1)"""
+def case_988(input, running_mean, running_var):
+    """batch_norm_training (ops.yaml:2762 sample 1)"""
     weight = None
     bias = None
     momentum = 0.1
@@ -5885,466 +6118,466 @@ def case_944(input, running_mean, running_var):
     return (lambda h: torch.nn.functional.batch_norm(h(input), h(running_mean), h(running_var), h(weight), h(bias), True, momentum, eps).to(input.dtype))(lambda t: None if t is None else t.float() if t.dtype in (torch.float16, torch.bfloat16) else t)
 
 
-def case_945(self):
-    """softmax.int (ops.yaml:2927 sample 0)"""
+def case_989(self):
+    """softmax.int (ops.yaml:2931 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_946(self):
-    """softmax.int (ops.yaml:2927 sample 1)"""
+def case_990(self):
+    """softmax.int (ops.yaml:2931 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_947(self):
-    """softmax.int (ops.yaml:2927 sample 2)"""
+def case_991(self):
+    """softmax.int (ops.yaml:2931 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_948(self):
-    """softmax.int (ops.yaml:2927 sample 3)"""
+def case_992(self):
+    """softmax.int (ops.yaml:2931 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_949(self):
-    """softmax.int (ops.yaml:2927 sample 4)"""
+def case_993(self):
+    """softmax.int (ops.yaml:2931 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_950(self):
-    """softmax.int (ops.yaml:2927 sample 5)"""
+def case_994(self):
+    """softmax.int (ops.yaml:2931 sample 5)"""
     dim = 1
     dtype = torch.float32
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_951(self):
-    """softmax.int (ops.yaml:2927 sample 6)"""
+def case_995(self):
+    """softmax.int (ops.yaml:2931 sample 6)"""
     dim = 0
     dtype = torch.float64
     return torch.ops.aten.softmax(self, dim, dtype)
 
 
-def case_952(self):
-    """log_softmax.int (ops.yaml:2947 sample 0)"""
+def case_996(self):
+    """log_softmax.int (ops.yaml:2951 sample 0)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_953(self):
-    """log_softmax.int (ops.yaml:2947 sample 1)"""
+def case_997(self):
+    """log_softmax.int (ops.yaml:2951 sample 1)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_954(self):
-    """log_softmax.int (ops.yaml:2947 sample 2)"""
+def case_998(self):
+    """log_softmax.int (ops.yaml:2951 sample 2)"""
     dim = -1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_955(self):
-    """log_softmax.int (ops.yaml:2947 sample 3)"""
+def case_999(self):
+    """log_softmax.int (ops.yaml:2951 sample 3)"""
     dim = 1
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_956(self):
-    """log_softmax.int (ops.yaml:2947 sample 4)"""
+def case_1000(self):
+    """log_softmax.int (ops.yaml:2951 sample 4)"""
     dim = 0
     dtype = None
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_957(self):
-    """log_softmax.int (ops.yaml:2947 sample 5)"""
+def case_1001(self):
+    """log_softmax.int (ops.yaml:2951 sample 5)"""
     dim = 1
     dtype = torch.float32
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_958(self):
-    """log_softmax.int (ops.yaml:2947 sample 6)"""
+def case_1002(self):
+    """log_softmax.int (ops.yaml:2951 sample 6)"""
     dim = 0
     dtype = torch.float64
     return torch.ops.aten.log_softmax(self, dim, dtype)
 
 
-def case_959(grad_output, output):
-    """softmax_backward_data (ops.yaml:2967 sample 0)"""
+def case_1003(grad_output, output):
+    """softmax_backward_data (ops.yaml:2971 sample 0)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_960(grad_output, output):
-    """softmax_backward_data (ops.yaml:2967 sample 1)"""
+def case_1004(grad_output, output):
+    """softmax_backward_data (ops.yaml:2971 sample 1)"""
     dim = 1
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_961(grad_output, output):
-    """softmax_backward_data (ops.yaml:2967 sample 2)"""
+def case_1005(grad_output, output):
+    """softmax_backward_data (ops.yaml:2971 sample 2)"""
     dim = 0
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_962(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2984 sample 0)"""
+def case_1006(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2988 sample 0)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_963(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2984 sample 1)"""
+def case_1007(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2988 sample 1)"""
     dim = 1
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_964(grad_output, output):
-    """log_softmax_backward_data (ops.yaml:2984 sample 2)"""
+def case_1008(grad_output, output):
+    """log_softmax_backward_data (ops.yaml:2988 sample 2)"""
     dim = 0
     return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
-def case_965(input):
-    """dropout (ops.yaml:3023 sample 0)"""
+def case_1009(input):
+    """dropout (ops.yaml:3027 sample 0)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_966(input):
-    """dropout (ops.yaml:3023 sample 1)"""
+def case_1010(input):
+    """dropout (ops.yaml:3027 sample 1)"""
     p = 0.25
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_967(input):
-    """dropout (ops.yaml:3023 sample 2)"""
+def case_1011(input):
+    """dropout (ops.yaml:3027 sample 2)"""
     p = 0.5
     train = False
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_968(input):
-    """dropout (ops.yaml:3023 sample 3)"""
+def case_1012(input):
+    """dropout (ops.yaml:3027 sample 3)"""
     p = 0.5
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_969(input):
-    """dropout (ops.yaml:3023 sample 4)"""
+def case_1013(input):
+    """dropout (ops.yaml:3027 sample 4)"""
     p = 1.0
     train = True
     generator = None
     return torch.ops.aten.dropout(input, p, train, generator=generator)
 
 
-def case_970(self, target):
-    """mse_loss (ops.yaml:3037 sample 0)"""
+def case_1014(self, target):
+    """mse_loss (ops.yaml:3041 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_971(self, target):
-    """mse_loss (ops.yaml:3037 sample 1)"""
+def case_1015(self, target):
+    """mse_loss (ops.yaml:3041 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_972(self, target):
-    """mse_loss (ops.yaml:3037 sample 2)"""
+def case_1016(self, target):
+    """mse_loss (ops.yaml:3041 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_973(self, target):
-    """mse_loss (ops.yaml:3037 sample 3)"""
+def case_1017(self, target):
+    """mse_loss (ops.yaml:3041 sample 3)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_974(self, target):
-    """mse_loss (ops.yaml:3037 sample 4)"""
+def case_1018(self, target):
+    """mse_loss (ops.yaml:3041 sample 4)"""
     reduction = 'mean'
     return torch.nn.functional.mse_loss(self, target, reduction=reduction)
 
 
-def case_975(self, target):
-    """l1_loss (ops.yaml:3052 sample 0)"""
+def case_1019(self, target):
+    """l1_loss (ops.yaml:3056 sample 0)"""
     reduction = 'mean'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_976(self, target):
-    """l1_loss (ops.yaml:3052 sample 1)"""
+def case_1020(self, target):
+    """l1_loss (ops.yaml:3056 sample 1)"""
     reduction = 'none'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_977(self, target):
-    """l1_loss (ops.yaml:3052 sample 2)"""
+def case_1021(self, target):
+    """l1_loss (ops.yaml:3056 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_978(self, target):
-    """l1_loss (ops.yaml:3052 sample 3)"""
+def case_1022(self, target):
+    """l1_loss (ops.yaml:3056 sample 3)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_979(self, target):
-    """l1_loss (ops.yaml:3052 sample 4)"""
+def case_1023(self, target):
+    """l1_loss (ops.yaml:3056 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.l1_loss(self, target, reduction=reduction)
 
 
-def case_980(self, target):
-    """smooth_l1_loss (ops.yaml:3067 sample 0)"""
+def case_1024(self, target):
+    """smooth_l1_loss (ops.yaml:3071 sample 0)"""
     reduction = 'mean'
     beta = 0.5
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_981(self, target):
-    """smooth_l1_loss (ops.yaml:3067 sample 1)"""
+def case_1025(self, target):
+    """smooth_l1_loss (ops.yaml:3071 sample 1)"""
     reduction = 'none'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_982(self, target):
-    """smooth_l1_loss (ops.yaml:3067 sample 2)"""
+def case_1026(self, target):
+    """smooth_l1_loss (ops.yaml:3071 sample 2)"""
     reduction = 'sum'
     beta = 0.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_983(self, target):
-    """smooth_l1_loss (ops.yaml:3067 sample 3)"""
+def case_1027(self, target):
+    """smooth_l1_loss (ops.yaml:3071 sample 3)"""
     reduction = 'mean'
     beta = 2.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_984(self, target):
-    """smooth_l1_loss (ops.yaml:3067 sample 4)"""
+def case_1028(self, target):
+    """smooth_l1_loss (ops.yaml:3071 sample 4)"""
     reduction = 'sum'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_985(self, target):
-    """smooth_l1_loss (ops.yaml:3067 sample 5)"""
+def case_1029(self, target):
+    """smooth_l1_loss (ops.yaml:3071 sample 5)"""
     reduction = 'mean'
     beta = 1.0
     return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
 
 
-def case_986(self, target):
-    """huber_loss (ops.yaml:3083 sample 0)"""
+def case_1030(self, target):
+    """huber_loss (ops.yaml:3087 sample 0)"""
     reduction = 'mean'
     delta = 0.5
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_987(self, target):
-    """huber_loss (ops.yaml:3083 sample 1)"""
+def case_1031(self, target):
+    """huber_loss (ops.yaml:3087 sample 1)"""
     reduction = 'none'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_988(self, target):
-    """huber_loss (ops.yaml:3083 sample 2)"""
+def case_1032(self, target):
+    """huber_loss (ops.yaml:3087 sample 2)"""
     reduction = 'sum'
     delta = 2.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_989(self, target):
-    """huber_loss (ops.yaml:3083 sample 3)"""
+def case_1033(self, target):
+    """huber_loss (ops.yaml:3087 sample 3)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_990(self, target):
-    """huber_loss (ops.yaml:3083 sample 4)"""
+def case_1034(self, target):
+    """huber_loss (ops.yaml:3087 sample 4)"""
     reduction = 'sum'
     delta = 1.0
     return torch.nn.functional.huber_loss(self, target, reduction=reduction, delta=delta)
 
 
-def case_991(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3100 sample 0)"""
+def case_1035(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3104 sample 0)"""
     return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
-def case_992(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3100 sample 1)"""
+def case_1036(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3104 sample 1)"""
     return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
-def case_993(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3100 sample 2)"""
+def case_1037(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3104 sample 2)"""
     return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
-def case_994(self, target):
-    """binary_cross_entropy_elementwise (ops.yaml:3100 sample 3)"""
+def case_1038(self, target):
+    """binary_cross_entropy_elementwise (ops.yaml:3104 sample 3)"""
     return torch.nn.functional.binary_cross_entropy(self, target, reduction='none')
 
 
-def case_995(self, target):
-    """binary_cross_entropy (ops.yaml:3115 sample 0)"""
+def case_1039(self, target):
+    """binary_cross_entropy (ops.yaml:3119 sample 0)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_996(self, target):
-    """binary_cross_entropy (ops.yaml:3115 sample 1)"""
+def case_1040(self, target):
+    """binary_cross_entropy (ops.yaml:3119 sample 1)"""
     weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_997(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3115 sample 2)"""
+def case_1041(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3119 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_998(self, target):
-    """binary_cross_entropy (ops.yaml:3115 sample 3)"""
+def case_1042(self, target):
+    """binary_cross_entropy (ops.yaml:3119 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_999(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3115 sample 4)"""
+def case_1043(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3119 sample 4)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_1000(self, target, weight):
-    """binary_cross_entropy (ops.yaml:3115 sample 5)"""
+def case_1044(self, target, weight):
+    """binary_cross_entropy (ops.yaml:3119 sample 5)"""
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy(self, target, weight=weight, reduction=reduction)
 
 
-def case_1001(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3131 sample 0)"""
+def case_1045(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3135 sample 0)"""
     weight = None
     pos_weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_1002(self, target, weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3131 sample 1)"""
+def case_1046(self, target, weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3135 sample 1)"""
     pos_weight = None
     reduction = 'none'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_1003(self, target, weight, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3131 sample 2)"""
+def case_1047(self, target, weight, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3135 sample 2)"""
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_1004(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3131 sample 3)"""
+def case_1048(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3135 sample 3)"""
     weight = None
     reduction = 'mean'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_1005(self, target, pos_weight):
-    """binary_cross_entropy_with_logits (ops.yaml:3131 sample 4)"""
+def case_1049(self, target, pos_weight):
+    """binary_cross_entropy_with_logits (ops.yaml:3135 sample 4)"""
     weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_1006(self, target):
-    """binary_cross_entropy_with_logits (ops.yaml:3131 sample 5)"""
+def case_1050(self, target):
+    """binary_cross_entropy_with_logits (ops.yaml:3135 sample 5)"""
     weight = None
     pos_weight = None
     reduction = 'sum'
     return torch.nn.functional.binary_cross_entropy_with_logits(self, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
 
 
-def case_1007(self, target):
-    """nll_loss (ops.yaml:3154 sample 0)"""
+def case_1051(self, target):
+    """nll_loss (ops.yaml:3158 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_1008(self, target, weight):
-    """nll_loss (ops.yaml:3154 sample 1)"""
+def case_1052(self, target, weight):
+    """nll_loss (ops.yaml:3158 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_1009(self, target, weight):
-    """nll_loss (ops.yaml:3154 sample 2)"""
+def case_1053(self, target, weight):
+    """nll_loss (ops.yaml:3158 sample 2)"""
     reduction = 'none'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_1010(self, target):
-    """nll_loss (ops.yaml:3154 sample 3)"""
+def case_1054(self, target):
+    """nll_loss (ops.yaml:3158 sample 3)"""
     weight = None
     reduction = 'sum'
     ignore_index = 3
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_1011(self, target, weight):
-    """nll_loss (ops.yaml:3154 sample 4)"""
+def case_1055(self, target, weight):
+    """nll_loss (ops.yaml:3158 sample 4)"""
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_1012(self, target):
-    """nll_loss (ops.yaml:3154 sample 5)"""
+def case_1056(self, target):
+    """nll_loss (ops.yaml:3158 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
     return torch.nn.functional.nll_loss(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def case_1013(self, target):
-    """cross_entropy_loss (ops.yaml:3177 sample 0)"""
+def case_1057(self, target):
+    """cross_entropy_loss (ops.yaml:3181 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -6352,32 +6585,32 @@ def case_1013(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1014(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3177 sample 1)"""
+def case_1058(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3181 sample 1)"""
     reduction = 'mean'
     ignore_index = 2
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1015(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3177 sample 2)"""
+def case_1059(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3181 sample 2)"""
     reduction = 'mean'
     ignore_index = 3
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1016(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3177 sample 3)"""
+def case_1060(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3181 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.1
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1017(self, target):
-    """cross_entropy_loss (ops.yaml:3177 sample 4)"""
+def case_1061(self, target):
+    """cross_entropy_loss (ops.yaml:3181 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -6385,8 +6618,8 @@ def case_1017(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1018(self, target):
-    """cross_entropy_loss (ops.yaml:3177 sample 5)"""
+def case_1062(self, target):
+    """cross_entropy_loss (ops.yaml:3181 sample 5)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -6394,16 +6627,16 @@ def case_1018(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1019(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3177 sample 6)"""
+def case_1063(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3181 sample 6)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1020(self, target):
-    """cross_entropy_loss (ops.yaml:3177 sample 7)"""
+def case_1064(self, target):
+    """cross_entropy_loss (ops.yaml:3181 sample 7)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -6411,24 +6644,24 @@ def case_1020(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1021(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3177 sample 8)"""
+def case_1065(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3181 sample 8)"""
     reduction = 'sum'
     ignore_index = -100
     label_smoothing = 0.25
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1022(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3177 sample 9)"""
+def case_1066(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3181 sample 9)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1023(self, target):
-    """cross_entropy_loss (ops.yaml:3177 sample 10)"""
+def case_1067(self, target):
+    """cross_entropy_loss (ops.yaml:3181 sample 10)"""
     weight = None
     reduction = 'mean'
     ignore_index = -100
@@ -6436,16 +6669,16 @@ def case_1023(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1024(self, target, weight):
-    """cross_entropy_loss (ops.yaml:3177 sample 11)"""
+def case_1068(self, target, weight):
+    """cross_entropy_loss (ops.yaml:3181 sample 11)"""
     reduction = 'mean'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1025(self, target):
-    """cross_entropy_index (ops.yaml:3203 sample 0)"""
+def case_1069(self, target):
+    """cross_entropy_index (ops.yaml:3207 sample 0)"""
     weight = None
     reduction = 'mean'
     ignore_index = 2
@@ -6453,16 +6686,16 @@ def case_1025(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1026(self, target, weight):
-    """cross_entropy_index (ops.yaml:3203 sample 1)"""
+def case_1070(self, target, weight):
+    """cross_entropy_index (ops.yaml:3207 sample 1)"""
     reduction = 'mean'
     ignore_index = 1
     label_smoothing = 0.2
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1027(self, target):
-    """cross_entropy_index (ops.yaml:3203 sample 2)"""
+def case_1071(self, target):
+    """cross_entropy_index (ops.yaml:3207 sample 2)"""
     weight = None
     reduction = 'none'
     ignore_index = -100
@@ -6470,16 +6703,16 @@ def case_1027(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1028(self, target, weight):
-    """cross_entropy_index (ops.yaml:3203 sample 3)"""
+def case_1072(self, target, weight):
+    """cross_entropy_index (ops.yaml:3207 sample 3)"""
     reduction = 'none'
     ignore_index = -100
     label_smoothing = 0.0
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1029(self, target):
-    """cross_entropy_index (ops.yaml:3203 sample 4)"""
+def case_1073(self, target):
+    """cross_entropy_index (ops.yaml:3207 sample 4)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -6487,8 +6720,8 @@ def case_1029(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1030(self, target):
-    """cross_entropy_index (ops.yaml:3203 sample 5)"""
+def case_1074(self, target):
+    """cross_entropy_index (ops.yaml:3207 sample 5)"""
     weight = None
     reduction = 'sum'
     ignore_index = 4
@@ -6496,8 +6729,8 @@ def case_1030(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1031(self, target):
-    """cross_entropy_index (ops.yaml:3203 sample 6)"""
+def case_1075(self, target):
+    """cross_entropy_index (ops.yaml:3207 sample 6)"""
     weight = None
     reduction = 'sum'
     ignore_index = -100
@@ -6505,8 +6738,8 @@ def case_1031(self, target):
     return torch.nn.functional.cross_entropy(self, target, weight=weight, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
 
-def case_1032(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3242 sample 0)"""
+def case_1076(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3246 sample 0)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -6514,24 +6747,24 @@ def case_1032(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_1033(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3242 sample 1)"""
+def case_1077(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3246 sample 1)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_1034(query, key, value, attn_mask):
-    """scaled_dot_product_attention (ops.yaml:3242 sample 2)"""
+def case_1078(query, key, value, attn_mask):
+    """scaled_dot_product_attention (ops.yaml:3246 sample 2)"""
     dropout_p = 0.0
     is_causal = False
     generator = None
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_1035(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3242 sample 3)"""
+def case_1079(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3246 sample 3)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = True
@@ -6539,8 +6772,8 @@ def case_1035(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_1036(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3242 sample 4)"""
+def case_1080(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3246 sample 4)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -6548,8 +6781,8 @@ def case_1036(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_1037(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3242 sample 5)"""
+def case_1081(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3246 sample 5)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -6557,8 +6790,8 @@ def case_1037(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_1038(query, key, value):
-    """scaled_dot_product_attention (ops.yaml:3242 sample 6)"""
+def case_1082(query, key, value):
+    """scaled_dot_product_attention (ops.yaml:3246 sample 6)"""
     attn_mask = None
     dropout_p = 0.0
     is_causal = False
@@ -6566,96 +6799,96 @@ def case_1038(query, key, value):
     return torch.softmax((query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.size(-1))) + (torch.zeros(query.size(-2), key.size(-2), dtype=query.dtype).masked_fill(torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1), float('-inf')) if is_causal else 0) + (0 if attn_mask is None else torch.zeros(attn_mask.shape, dtype=query.dtype).masked_fill(~attn_mask, float('-inf')) if attn_mask.dtype == torch.bool else attn_mask), -1) @ value
 
 
-def case_1039(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3270 sample 0 result output)"""
+def case_1083(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3274 sample 0 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_1040(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3270 sample 0 result attn)"""
+def case_1084(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3274 sample 0 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_1041(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3270 sample 1 result output)"""
+def case_1085(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3274 sample 1 result output)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_1042(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3270 sample 1 result attn)"""
+def case_1086(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3274 sample 1 result attn)"""
     scale = 1.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_1043(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3270 sample 2 result output)"""
+def case_1087(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3274 sample 2 result output)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_1044(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3270 sample 2 result attn)"""
+def case_1088(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3274 sample 2 result attn)"""
     scale = 0.25
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_1045(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3270 sample 3 result output)"""
+def case_1089(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3274 sample 3 result output)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[0]
 
 
-def case_1046(query, key, value):
-    """scaled_dot_product_attention_math (ops.yaml:3270 sample 3 result attn)"""
+def case_1090(query, key, value):
+    """scaled_dot_product_attention_math (ops.yaml:3274 sample 3 result attn)"""
     scale = 0.5
     return ((lambda a: (a @ value, a.detach()))(torch.softmax((query @ key.transpose(-2, -1)) * scale, -1)))[1]
 
 
-def case_1047():
-    """empty (ops.yaml:3300 sample 0)"""
+def case_1091():
+    """empty (ops.yaml:3304 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_1048():
-    """empty (ops.yaml:3300 sample 1)"""
+def case_1092():
+    """empty (ops.yaml:3304 sample 1)"""
     size = [0, 3]
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_1049():
-    """empty (ops.yaml:3300 sample 2)"""
+def case_1093():
+    """empty (ops.yaml:3304 sample 2)"""
     size = []
     dtype = None
     device = None
     return torch.zeros(size, dtype=dtype)
 
 
-def case_1050():
-    """zeros (ops.yaml:3307 sample 0)"""
+def case_1094():
+    """zeros (ops.yaml:3311 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.zeros(size, dtype=dtype, device=device)
 
 
-def case_1051():
-    """ones (ops.yaml:3315 sample 0)"""
+def case_1095():
+    """ones (ops.yaml:3319 sample 0)"""
     size = [2, 3]
     dtype = None
     device = None
     return torch.ops.aten.ones(size, dtype=dtype, device=device)
 
 
-def case_1052():
-    """full (ops.yaml:3330 sample 0)"""
+def case_1096():
+    """full (ops.yaml:3334 sample 0)"""
     size = [2, 3]
     fill_value = 1.5
     dtype = None
@@ -6663,8 +6896,8 @@ def case_1052():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_1053():
-    """full (ops.yaml:3330 sample 1)"""
+def case_1097():
+    """full (ops.yaml:3334 sample 1)"""
     size = [2, 3]
     fill_value = 7
     dtype = None
@@ -6672,8 +6905,8 @@ def case_1053():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_1054():
-    """full (ops.yaml:3330 sample 2)"""
+def case_1098():
+    """full (ops.yaml:3334 sample 2)"""
     size = [0]
     fill_value = 2
     dtype = None
@@ -6681,71 +6914,71 @@ def case_1054():
     return torch.ops.aten.full(size, fill_value, dtype=dtype, device=device)
 
 
-def case_1055(self):
-    """empty_like (ops.yaml:3341 sample 0)"""
+def case_1099(self):
+    """empty_like (ops.yaml:3345 sample 0)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_1056(self):
-    """empty_like (ops.yaml:3341 sample 1)"""
+def case_1100(self):
+    """empty_like (ops.yaml:3345 sample 1)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_1057(self):
-    """empty_like (ops.yaml:3341 sample 2)"""
+def case_1101(self):
+    """empty_like (ops.yaml:3345 sample 2)"""
     dtype = None
     return torch.zeros_like(self, dtype=dtype)
 
 
-def case_1058(self):
-    """ones_like (ops.yaml:3361 sample 0)"""
+def case_1102(self):
+    """ones_like (ops.yaml:3365 sample 0)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_1059(self):
-    """ones_like (ops.yaml:3361 sample 1)"""
+def case_1103(self):
+    """ones_like (ops.yaml:3365 sample 1)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_1060(self):
-    """ones_like (ops.yaml:3361 sample 2)"""
+def case_1104(self):
+    """ones_like (ops.yaml:3365 sample 2)"""
     dtype = None
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_1061(self):
-    """ones_like (ops.yaml:3361 sample 3)"""
+def case_1105(self):
+    """ones_like (ops.yaml:3365 sample 3)"""
     dtype = torch.int32
     return torch.ops.aten.ones_like(self, dtype=dtype)
 
 
-def case_1062(self):
-    """full_like (ops.yaml:3373 sample 0)"""
+def case_1106(self):
+    """full_like (ops.yaml:3377 sample 0)"""
     fill_value = 2.5
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_1063(self):
-    """full_like (ops.yaml:3373 sample 1)"""
+def case_1107(self):
+    """full_like (ops.yaml:3377 sample 1)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_1064(self):
-    """full_like (ops.yaml:3373 sample 2)"""
+def case_1108(self):
+    """full_like (ops.yaml:3377 sample 2)"""
     fill_value = 3
     dtype = None
     return torch.ops.aten.full_like(self, fill_value, dtype=dtype)
 
 
-def case_1065():
-    """arange (ops.yaml:3378 sample 0)"""
+def case_1109():
+    """arange (ops.yaml:3382 sample 0)"""
     start = 1.5
     end = 1.5
     step = 1
@@ -6754,8 +6987,8 @@ def case_1065():
     return torch.ops.aten.arange(start, end, step, dtype=dtype, device=device)
 
 
-def case_1066():
-    """linspace (ops.yaml:3393 sample 0)"""
+def case_1110():
+    """linspace (ops.yaml:3397 sample 0)"""
     start = 0
     end = 1
     steps = 5
@@ -6764,8 +6997,8 @@ def case_1066():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_1067():
-    """linspace (ops.yaml:3393 sample 1)"""
+def case_1111():
+    """linspace (ops.yaml:3397 sample 1)"""
     start = -2.5
     end = 3
     steps = 1
@@ -6774,8 +7007,8 @@ def case_1067():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_1068():
-    """linspace (ops.yaml:3393 sample 2)"""
+def case_1112():
+    """linspace (ops.yaml:3397 sample 2)"""
     start = 0
     end = 1
     steps = 0
@@ -6784,24 +7017,24 @@ def case_1068():
     return torch.ops.aten.linspace(start, end, steps, dtype=dtype, device=device)
 
 
-def case_1069():
-    """eye (ops.yaml:3405 sample 0)"""
+def case_1113():
+    """eye (ops.yaml:3409 sample 0)"""
     n = 3
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_1070():
-    """eye (ops.yaml:3405 sample 1)"""
+def case_1114():
+    """eye (ops.yaml:3409 sample 1)"""
     n = 0
     dtype = None
     device = None
     return torch.ops.aten.eye(n, dtype=dtype, device=device)
 
 
-def case_1071():
-    """eye.m (ops.yaml:3416 sample 0)"""
+def case_1115():
+    """eye.m (ops.yaml:3420 sample 0)"""
     n = 2
     m = 4
     dtype = None
@@ -6809,8 +7042,8 @@ def case_1071():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_1072():
-    """eye.m (ops.yaml:3416 sample 1)"""
+def case_1116():
+    """eye.m (ops.yaml:3420 sample 1)"""
     n = 4
     m = 2
     dtype = None
@@ -6818,8 +7051,8 @@ def case_1072():
     return torch.ops.aten.eye(n, m, dtype=dtype, device=device)
 
 
-def case_1073():
-    """rand (ops.yaml:3420 sample 0)"""
+def case_1117():
+    """rand (ops.yaml:3424 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -6827,8 +7060,8 @@ def case_1073():
     return torch.ops.aten.rand(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_1074():
-    """randn (ops.yaml:3431 sample 0)"""
+def case_1118():
+    """randn (ops.yaml:3435 sample 0)"""
     size = [2, 3]
     generator = None
     dtype = None
@@ -6836,36 +7069,36 @@ def case_1074():
     return torch.ops.aten.randn(size, generator=generator, dtype=dtype, device=device)
 
 
-def case_1075(self):
-    """rand_like (ops.yaml:3448 sample 0)"""
+def case_1119(self):
+    """rand_like (ops.yaml:3452 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_1076(self):
-    """rand_like (ops.yaml:3448 sample 1)"""
+def case_1120(self):
+    """rand_like (ops.yaml:3452 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.rand_like(self, generator=generator, dtype=dtype)
 
 
-def case_1077(self):
-    """randn_like (ops.yaml:3458 sample 0)"""
+def case_1121(self):
+    """randn_like (ops.yaml:3462 sample 0)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_1078(self):
-    """randn_like (ops.yaml:3458 sample 1)"""
+def case_1122(self):
+    """randn_like (ops.yaml:3462 sample 1)"""
     generator = None
     dtype = None
     return torch.ops.aten.randn_like(self, generator=generator, dtype=dtype)
 
 
-def case_1079():
-    """randint (ops.yaml:3469 sample 0)"""
+def case_1123():
+    """randint (ops.yaml:3473 sample 0)"""
     high = 10
     size = [3, 4]
     generator = None
@@ -6874,8 +7107,8 @@ def case_1079():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_1080():
-    """randint (ops.yaml:3469 sample 1)"""
+def case_1124():
+    """randint (ops.yaml:3473 sample 1)"""
     high = 10
     size = [0]
     generator = None
@@ -6884,8 +7117,8 @@ def case_1080():
     return torch.ops.aten.randint(high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_1081():
-    """randint.low (ops.yaml:3480 sample 0)"""
+def case_1125():
+    """randint.low (ops.yaml:3484 sample 0)"""
     low = -5
     high = 5
     size = [3, 4]
@@ -6895,8 +7128,8 @@ def case_1081():
     return torch.ops.aten.randint(low, high, size, generator=generator, dtype=dtype, device=device)
 
 
-def case_1082():
-    """randperm (ops.yaml:3490 sample 0)"""
+def case_1126():
+    """randperm (ops.yaml:3494 sample 0)"""
     n = 10
     generator = None
     dtype = None
@@ -6904,8 +7137,8 @@ def case_1082():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_1083():
-    """randperm (ops.yaml:3490 sample 1)"""
+def case_1127():
+    """randperm (ops.yaml:3494 sample 1)"""
     n = 0
     generator = None
     dtype = None
@@ -6913,95 +7146,95 @@ def case_1083():
     return torch.ops.aten.randperm(n, generator=generator, dtype=dtype, device=device)
 
 
-def case_1084(self):
-    """bernoulli.p (ops.yaml:3507 sample 0)"""
+def case_1128(self):
+    """bernoulli.p (ops.yaml:3511 sample 0)"""
     p = 0.25
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_1085(self):
-    """bernoulli.p (ops.yaml:3507 sample 1)"""
+def case_1129(self):
+    """bernoulli.p (ops.yaml:3511 sample 1)"""
     p = 0.75
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_1086(self):
-    """bernoulli.p (ops.yaml:3507 sample 2)"""
+def case_1130(self):
+    """bernoulli.p (ops.yaml:3511 sample 2)"""
     p = 0.5
     generator = None
     return torch.ops.aten.bernoulli(self, p, generator=generator)
 
 
-def case_1087(self):
-    """normal (ops.yaml:3518 sample 0)"""
+def case_1131(self):
+    """normal (ops.yaml:3522 sample 0)"""
     mean = 1.0
     std = 2.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_1088(self):
-    """normal (ops.yaml:3518 sample 1)"""
+def case_1132(self):
+    """normal (ops.yaml:3522 sample 1)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_1089(self):
-    """normal (ops.yaml:3518 sample 2)"""
+def case_1133(self):
+    """normal (ops.yaml:3522 sample 2)"""
     mean = 0.0
     std = 1.0
     generator = None
     return torch.empty_like(self).normal_(mean, std)
 
 
-def case_1090(self):
-    """uniform (ops.yaml:3530 sample 0)"""
+def case_1134(self):
+    """uniform (ops.yaml:3534 sample 0)"""
     from_ = -1.0
     to = 3.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_1091(self):
-    """uniform (ops.yaml:3530 sample 1)"""
+def case_1135(self):
+    """uniform (ops.yaml:3534 sample 1)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_1092(self):
-    """uniform (ops.yaml:3530 sample 2)"""
+def case_1136(self):
+    """uniform (ops.yaml:3534 sample 2)"""
     from_ = 0.0
     to = 1.0
     generator = None
     return torch.ops.aten.uniform(self, from_, to, generator=generator)
 
 
-def case_1093(self):
-    """maybe_multiply (ops.yaml:3543 sample 0)"""
+def case_1137(self):
+    """maybe_multiply (ops.yaml:3547 sample 0)"""
     other = 2.5
     return self * other
 
 
-def case_1094(self):
-    """maybe_multiply (ops.yaml:3543 sample 1)"""
+def case_1138(self):
+    """maybe_multiply (ops.yaml:3547 sample 1)"""
     other = 1
     return self * other
 
 
-def case_1095(self):
-    """sum_to (ops.yaml:3554 sample 0)"""
+def case_1139(self):
+    """sum_to (ops.yaml:3558 sample 0)"""
     size = [1, 4]
     return self.sum_to_size(size)
 
 
-def case_1096(self):
-    """sum_to (ops.yaml:3554 sample 1)"""
+def case_1140(self):
+    """sum_to (ops.yaml:3558 sample 1)"""
     size = [4]
     return self.sum_to_size(size)
 
@@ -7042,5452 +7275,5672 @@ CASES = [
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="add.Scalar", where="ops.yaml:17 sample 0", fn=case_7, tensors=["self"],
+    dict(op="add.Tensor", where="ops.yaml:8 sample 7", fn=case_7, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="add.Tensor", where="ops.yaml:8 sample 8", fn=case_8, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="add.Scalar", where="ops.yaml:17 sample 0", fn=case_9, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="add.Scalar", where="ops.yaml:17 sample 1", fn=case_8, tensors=["self"],
+    dict(op="add.Scalar", where="ops.yaml:17 sample 1", fn=case_10, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="add.Scalar", where="ops.yaml:17 sample 2", fn=case_9, tensors=["self"],
+    dict(op="add.Scalar", where="ops.yaml:17 sample 2", fn=case_11, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="add.Scalar", where="ops.yaml:17 sample 3", fn=case_10, tensors=["self"],
+    dict(op="add.Scalar", where="ops.yaml:17 sample 3", fn=case_12, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="add.Scalar", where="ops.yaml:17 sample 4", fn=case_11, tensors=["self"],
+    dict(op="add.Scalar", where="ops.yaml:17 sample 4", fn=case_13, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="add.Scalar", where="ops.yaml:17 sample 5", fn=case_12, tensors=["self"],
+    dict(op="add.Scalar", where="ops.yaml:17 sample 5", fn=case_14, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Tensor", where="ops.yaml:25 sample 0", fn=case_13, tensors=["self", "other"],
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 0", fn=case_15, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Tensor", where="ops.yaml:25 sample 1", fn=case_14, tensors=["self", "other"],
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 1", fn=case_16, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Tensor", where="ops.yaml:25 sample 2", fn=case_15, tensors=["self", "other"],
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 2", fn=case_17, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Tensor", where="ops.yaml:25 sample 3", fn=case_16, tensors=["self", "other"],
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 3", fn=case_18, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Tensor", where="ops.yaml:25 sample 4", fn=case_17, tensors=["self", "other"],
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 4", fn=case_19, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Tensor", where="ops.yaml:25 sample 5", fn=case_18, tensors=["self", "other"],
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 5", fn=case_20, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Tensor", where="ops.yaml:25 sample 6", fn=case_19, tensors=["self", "other"],
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 6", fn=case_21, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Scalar", where="ops.yaml:34 sample 0", fn=case_20, tensors=["self"],
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 7", fn=case_22, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sub.Tensor", where="ops.yaml:25 sample 8", fn=case_23, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sub.Scalar", where="ops.yaml:34 sample 0", fn=case_24, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Scalar", where="ops.yaml:34 sample 1", fn=case_21, tensors=["self"],
+    dict(op="sub.Scalar", where="ops.yaml:34 sample 1", fn=case_25, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Scalar", where="ops.yaml:34 sample 2", fn=case_22, tensors=["self"],
+    dict(op="sub.Scalar", where="ops.yaml:34 sample 2", fn=case_26, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Scalar", where="ops.yaml:34 sample 3", fn=case_23, tensors=["self"],
+    dict(op="sub.Scalar", where="ops.yaml:34 sample 3", fn=case_27, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Scalar", where="ops.yaml:34 sample 4", fn=case_24, tensors=["self"],
+    dict(op="sub.Scalar", where="ops.yaml:34 sample 4", fn=case_28, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sub.Scalar", where="ops.yaml:34 sample 5", fn=case_25, tensors=["self"],
+    dict(op="sub.Scalar", where="ops.yaml:34 sample 5", fn=case_29, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsub.Scalar", where="ops.yaml:42 sample 0", fn=case_26, tensors=["self"],
+    dict(op="rsub.Scalar", where="ops.yaml:42 sample 0", fn=case_30, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsub.Scalar", where="ops.yaml:42 sample 1", fn=case_27, tensors=["self"],
+    dict(op="rsub.Scalar", where="ops.yaml:42 sample 1", fn=case_31, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsub.Scalar", where="ops.yaml:42 sample 2", fn=case_28, tensors=["self"],
+    dict(op="rsub.Scalar", where="ops.yaml:42 sample 2", fn=case_32, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsub.Scalar", where="ops.yaml:42 sample 3", fn=case_29, tensors=["self"],
+    dict(op="rsub.Scalar", where="ops.yaml:42 sample 3", fn=case_33, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsub.Scalar", where="ops.yaml:42 sample 4", fn=case_30, tensors=["self"],
+    dict(op="rsub.Scalar", where="ops.yaml:42 sample 4", fn=case_34, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rsub.Scalar", where="ops.yaml:42 sample 5", fn=case_31, tensors=["self"],
+    dict(op="rsub.Scalar", where="ops.yaml:42 sample 5", fn=case_35, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Tensor", where="ops.yaml:50 sample 0", fn=case_32, tensors=["self", "other"],
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 0", fn=case_36, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Tensor", where="ops.yaml:50 sample 1", fn=case_33, tensors=["self", "other"],
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 1", fn=case_37, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Tensor", where="ops.yaml:50 sample 2", fn=case_34, tensors=["self", "other"],
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 2", fn=case_38, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Tensor", where="ops.yaml:50 sample 3", fn=case_35, tensors=["self", "other"],
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 3", fn=case_39, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Tensor", where="ops.yaml:50 sample 4", fn=case_36, tensors=["self", "other"],
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 4", fn=case_40, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Tensor", where="ops.yaml:50 sample 5", fn=case_37, tensors=["self", "other"],
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 5", fn=case_41, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Tensor", where="ops.yaml:50 sample 6", fn=case_38, tensors=["self", "other"],
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 6", fn=case_42, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Scalar", where="ops.yaml:59 sample 0", fn=case_39, tensors=["self"],
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 7", fn=case_43, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mul.Tensor", where="ops.yaml:50 sample 8", fn=case_44, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="mul.Scalar", where="ops.yaml:59 sample 0", fn=case_45, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Scalar", where="ops.yaml:59 sample 1", fn=case_40, tensors=["self"],
+    dict(op="mul.Scalar", where="ops.yaml:59 sample 1", fn=case_46, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Scalar", where="ops.yaml:59 sample 2", fn=case_41, tensors=["self"],
+    dict(op="mul.Scalar", where="ops.yaml:59 sample 2", fn=case_47, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Scalar", where="ops.yaml:59 sample 3", fn=case_42, tensors=["self"],
+    dict(op="mul.Scalar", where="ops.yaml:59 sample 3", fn=case_48, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Scalar", where="ops.yaml:59 sample 4", fn=case_43, tensors=["self"],
+    dict(op="mul.Scalar", where="ops.yaml:59 sample 4", fn=case_49, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mul.Scalar", where="ops.yaml:59 sample 5", fn=case_44, tensors=["self"],
+    dict(op="mul.Scalar", where="ops.yaml:59 sample 5", fn=case_50, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor", where="ops.yaml:67 sample 0", fn=case_45, tensors=["self", "other"],
+    dict(op="div.Tensor", where="ops.yaml:67 sample 0", fn=case_51, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor", where="ops.yaml:67 sample 1", fn=case_46, tensors=["self", "other"],
+    dict(op="div.Tensor", where="ops.yaml:67 sample 1", fn=case_52, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor", where="ops.yaml:67 sample 2", fn=case_47, tensors=["self", "other"],
+    dict(op="div.Tensor", where="ops.yaml:67 sample 2", fn=case_53, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor", where="ops.yaml:67 sample 3", fn=case_48, tensors=["self", "other"],
+    dict(op="div.Tensor", where="ops.yaml:67 sample 3", fn=case_54, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor", where="ops.yaml:67 sample 4", fn=case_49, tensors=["self", "other"],
+    dict(op="div.Tensor", where="ops.yaml:67 sample 4", fn=case_55, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor", where="ops.yaml:67 sample 5", fn=case_50, tensors=["self", "other"],
+    dict(op="div.Tensor", where="ops.yaml:67 sample 5", fn=case_56, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor", where="ops.yaml:67 sample 6", fn=case_51, tensors=["self", "other"],
+    dict(op="div.Tensor", where="ops.yaml:67 sample 6", fn=case_57, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar", where="ops.yaml:77 sample 0", fn=case_52, tensors=["self"],
+    dict(op="div.Tensor", where="ops.yaml:67 sample 7", fn=case_58, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="div.Tensor", where="ops.yaml:67 sample 8", fn=case_59, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="div.Scalar", where="ops.yaml:77 sample 0", fn=case_60, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar", where="ops.yaml:77 sample 1", fn=case_53, tensors=["self"],
+    dict(op="div.Scalar", where="ops.yaml:77 sample 1", fn=case_61, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar", where="ops.yaml:77 sample 2", fn=case_54, tensors=["self"],
+    dict(op="div.Scalar", where="ops.yaml:77 sample 2", fn=case_62, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar", where="ops.yaml:77 sample 3", fn=case_55, tensors=["self"],
+    dict(op="div.Scalar", where="ops.yaml:77 sample 3", fn=case_63, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar", where="ops.yaml:77 sample 4", fn=case_56, tensors=["self"],
+    dict(op="div.Scalar", where="ops.yaml:77 sample 4", fn=case_64, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar", where="ops.yaml:77 sample 5", fn=case_57, tensors=["self"],
+    dict(op="div.Scalar", where="ops.yaml:77 sample 5", fn=case_65, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="neg", where="ops.yaml:86 sample 0", fn=case_58, tensors=["self"],
+    dict(op="neg", where="ops.yaml:86 sample 0", fn=case_66, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="neg", where="ops.yaml:86 sample 1", fn=case_59, tensors=["self"],
+    dict(op="neg", where="ops.yaml:86 sample 1", fn=case_67, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="neg", where="ops.yaml:86 sample 2", fn=case_60, tensors=["self"],
+    dict(op="neg", where="ops.yaml:86 sample 2", fn=case_68, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="neg", where="ops.yaml:86 sample 3", fn=case_61, tensors=["self"],
+    dict(op="neg", where="ops.yaml:86 sample 3", fn=case_69, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="neg", where="ops.yaml:86 sample 4", fn=case_62, tensors=["self"],
+    dict(op="neg", where="ops.yaml:86 sample 4", fn=case_70, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="neg", where="ops.yaml:86 sample 5", fn=case_63, tensors=["self"],
+    dict(op="neg", where="ops.yaml:86 sample 5", fn=case_71, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 0", fn=case_64, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 0", fn=case_72, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 1", fn=case_65, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 1", fn=case_73, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 2", fn=case_66, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 2", fn=case_74, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 3", fn=case_67, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 3", fn=case_75, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 4", fn=case_68, tensors=["self"],
+    dict(op="pow.Tensor_Scalar", where="ops.yaml:102 sample 4", fn=case_76, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 0", fn=case_69, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 0", fn=case_77, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 1", fn=case_70, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 1", fn=case_78, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 2", fn=case_71, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 2", fn=case_79, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 3", fn=case_72, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 3", fn=case_80, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 4", fn=case_73, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 4", fn=case_81, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 5", fn=case_74, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 5", fn=case_82, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 6", fn=case_75, tensors=["self", "exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 6", fn=case_83, tensors=["self", "exponent"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:127 sample 0", fn=case_76, tensors=["exponent"],
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 7", fn=case_84, tensors=["self", "exponent"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow.Tensor_Tensor", where="ops.yaml:109 sample 8", fn=case_85, tensors=["self", "exponent"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 0", fn=case_86, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:127 sample 1", fn=case_77, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 1", fn=case_87, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:127 sample 2", fn=case_78, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 2", fn=case_88, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:127 sample 3", fn=case_79, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 3", fn=case_89, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:127 sample 4", fn=case_80, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 4", fn=case_90, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow.Scalar", where="ops.yaml:127 sample 5", fn=case_81, tensors=["exponent"],
+    dict(op="pow.Scalar", where="ops.yaml:127 sample 5", fn=case_91, tensors=["exponent"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:135 sample 0", fn=case_82, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 0", fn=case_92, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:135 sample 1", fn=case_83, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 1", fn=case_93, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:135 sample 2", fn=case_84, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 2", fn=case_94, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:135 sample 3", fn=case_85, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 3", fn=case_95, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:135 sample 4", fn=case_86, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 4", fn=case_96, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:135 sample 5", fn=case_87, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 5", fn=case_97, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maximum", where="ops.yaml:135 sample 6", fn=case_88, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 6", fn=case_98, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:144 sample 0", fn=case_89, tensors=["self", "other"],
+    dict(op="maximum", where="ops.yaml:135 sample 7", fn=case_99, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="maximum", where="ops.yaml:135 sample 8", fn=case_100, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="minimum", where="ops.yaml:144 sample 0", fn=case_101, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:144 sample 1", fn=case_90, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 1", fn=case_102, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:144 sample 2", fn=case_91, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 2", fn=case_103, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:144 sample 3", fn=case_92, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 3", fn=case_104, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:144 sample 4", fn=case_93, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 4", fn=case_105, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:144 sample 5", fn=case_94, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 5", fn=case_106, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="minimum", where="ops.yaml:144 sample 6", fn=case_95, tensors=["self", "other"],
+    dict(op="minimum", where="ops.yaml:144 sample 6", fn=case_107, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:153 sample 0", fn=case_96, tensors=["self"],
+    dict(op="minimum", where="ops.yaml:144 sample 7", fn=case_108, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="minimum", where="ops.yaml:144 sample 8", fn=case_109, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min", where="ops.yaml:153 sample 0", fn=case_110, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:153 sample 1", fn=case_97, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 1", fn=case_111, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:153 sample 2", fn=case_98, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 2", fn=case_112, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:153 sample 3", fn=case_99, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 3", fn=case_113, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:153 sample 4", fn=case_100, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 4", fn=case_114, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min", where="ops.yaml:153 sample 5", fn=case_101, tensors=["self"],
+    dict(op="clamp_min", where="ops.yaml:153 sample 5", fn=case_115, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:161 sample 0", fn=case_102, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 0", fn=case_116, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:161 sample 1", fn=case_103, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 1", fn=case_117, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:161 sample 2", fn=case_104, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 2", fn=case_118, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:161 sample 3", fn=case_105, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 3", fn=case_119, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:161 sample 4", fn=case_106, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 4", fn=case_120, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max", where="ops.yaml:161 sample 5", fn=case_107, tensors=["self"],
+    dict(op="clamp_max", where="ops.yaml:161 sample 5", fn=case_121, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 0", fn=case_108, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 0", fn=case_122, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 1", fn=case_109, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 1", fn=case_123, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 2", fn=case_110, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 2", fn=case_124, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 3", fn=case_111, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 3", fn=case_125, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 4", fn=case_112, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 4", fn=case_126, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 5", fn=case_113, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 5", fn=case_127, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 6", fn=case_114, tensors=["self", "min"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 6", fn=case_128, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 0", fn=case_115, tensors=["self", "max"],
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 7", fn=case_129, tensors=["self", "min"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_min.Tensor", where="ops.yaml:169 sample 8", fn=case_130, tensors=["self", "min"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 0", fn=case_131, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 1", fn=case_116, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 1", fn=case_132, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 2", fn=case_117, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 2", fn=case_133, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 3", fn=case_118, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 3", fn=case_134, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 4", fn=case_119, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 4", fn=case_135, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 5", fn=case_120, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 5", fn=case_136, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 6", fn=case_121, tensors=["self", "max"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 6", fn=case_137, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:187 sample 0", fn=case_122, tensors=["self", "other"],
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 7", fn=case_138, tensors=["self", "max"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_max.Tensor", where="ops.yaml:178 sample 8", fn=case_139, tensors=["self", "max"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 0", fn=case_140, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:187 sample 1", fn=case_123, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 1", fn=case_141, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:187 sample 2", fn=case_124, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 2", fn=case_142, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:187 sample 3", fn=case_125, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 3", fn=case_143, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:187 sample 4", fn=case_126, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 4", fn=case_144, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:187 sample 5", fn=case_127, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 5", fn=case_145, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Tensor", where="ops.yaml:187 sample 6", fn=case_128, tensors=["self", "other"],
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 6", fn=case_146, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:197 sample 0", fn=case_129, tensors=["self"],
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 7", fn=case_147, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Tensor", where="ops.yaml:187 sample 8", fn=case_148, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 0", fn=case_149, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:197 sample 1", fn=case_130, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 1", fn=case_150, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:197 sample 2", fn=case_131, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 2", fn=case_151, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:197 sample 3", fn=case_132, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 3", fn=case_152, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:197 sample 4", fn=case_133, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 4", fn=case_153, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="remainder.Scalar", where="ops.yaml:197 sample 5", fn=case_134, tensors=["self"],
+    dict(op="remainder.Scalar", where="ops.yaml:197 sample 5", fn=case_154, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:205 sample 0", fn=case_135, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 0", fn=case_155, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:205 sample 1", fn=case_136, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 1", fn=case_156, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:205 sample 2", fn=case_137, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 2", fn=case_157, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:205 sample 3", fn=case_138, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 3", fn=case_158, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:205 sample 4", fn=case_139, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 4", fn=case_159, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:205 sample 5", fn=case_140, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 5", fn=case_160, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor_divide", where="ops.yaml:205 sample 6", fn=case_141, tensors=["self", "other"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 6", fn=case_161, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:215 sample 0", fn=case_142, tensors=["self", "end"],
+    dict(op="floor_divide", where="ops.yaml:205 sample 7", fn=case_162, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor_divide", where="ops.yaml:205 sample 8", fn=case_163, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 0", fn=case_164, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:215 sample 1", fn=case_143, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 1", fn=case_165, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:215 sample 2", fn=case_144, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 2", fn=case_166, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:215 sample 3", fn=case_145, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 3", fn=case_167, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:215 sample 4", fn=case_146, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 4", fn=case_168, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:215 sample 5", fn=case_147, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 5", fn=case_169, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Scalar", where="ops.yaml:215 sample 6", fn=case_148, tensors=["self", "end"],
+    dict(op="lerp.Scalar", where="ops.yaml:215 sample 6", fn=case_170, tensors=["self", "end"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:232 sample 0", fn=case_149, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:232 sample 0", fn=case_171, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:232 sample 1", fn=case_150, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:232 sample 1", fn=case_172, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:232 sample 2", fn=case_151, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:232 sample 2", fn=case_173, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lerp.Tensor", where="ops.yaml:232 sample 3", fn=case_152, tensors=["self", "end", "weight"],
+    dict(op="lerp.Tensor", where="ops.yaml:232 sample 3", fn=case_174, tensors=["self", "end", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:246 sample 0", fn=case_153, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:246 sample 0", fn=case_175, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:246 sample 1", fn=case_154, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:246 sample 1", fn=case_176, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:246 sample 2", fn=case_155, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:246 sample 2", fn=case_177, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcmul", where="ops.yaml:246 sample 3", fn=case_156, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcmul", where="ops.yaml:246 sample 3", fn=case_178, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:261 sample 0", fn=case_157, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:261 sample 0", fn=case_179, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:261 sample 1", fn=case_158, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:261 sample 1", fn=case_180, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:261 sample 2", fn=case_159, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:261 sample 2", fn=case_181, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addcdiv", where="ops.yaml:261 sample 3", fn=case_160, tensors=["self", "tensor1", "tensor2"],
+    dict(op="addcdiv", where="ops.yaml:261 sample 3", fn=case_182, tensors=["self", "tensor1", "tensor2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 0", fn=case_161, tensors=["grad_output", "exponent", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 0", fn=case_183, tensors=["grad_output", "exponent", "output"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 1", fn=case_162, tensors=["grad_output", "exponent", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 1", fn=case_184, tensors=["grad_output", "exponent", "output"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 2", fn=case_163, tensors=["grad_output", "exponent", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 2", fn=case_185, tensors=["grad_output", "exponent", "output"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 3", fn=case_164, tensors=["grad_output", "exponent", "output"],
+    dict(op="pow_scalar_backward", where="ops.yaml:276 sample 3", fn=case_186, tensors=["grad_output", "exponent", "output"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 0", fn=case_165, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 0", fn=case_187, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 1", fn=case_166, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 1", fn=case_188, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 2", fn=case_167, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 2", fn=case_189, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 3", fn=case_168, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 3", fn=case_190, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 4", fn=case_169, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 4", fn=case_191, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 5", fn=case_170, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 5", fn=case_192, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 6", fn=case_171, tensors=["self", "other"],
+    dict(op="div.Tensor_mode", where="ops.yaml:294 sample 6", fn=case_193, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 0", fn=case_172, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 0", fn=case_194, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 1", fn=case_173, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 1", fn=case_195, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 2", fn=case_174, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 2", fn=case_196, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 3", fn=case_175, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 3", fn=case_197, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 4", fn=case_176, tensors=["self"],
+    dict(op="div.Scalar_mode", where="ops.yaml:312 sample 4", fn=case_198, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:329 sample 0", fn=case_177, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 0", fn=case_199, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:329 sample 1", fn=case_178, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 1", fn=case_200, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:329 sample 2", fn=case_179, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 2", fn=case_201, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:329 sample 3", fn=case_180, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 3", fn=case_202, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp", where="ops.yaml:329 sample 4", fn=case_181, tensors=["self"],
+    dict(op="clamp", where="ops.yaml:329 sample 4", fn=case_203, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:347 sample 0", fn=case_182, tensors=["self", "min", "max"],
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 0", fn=case_204, tensors=["self", "min", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:347 sample 1", fn=case_183, tensors=["self", "min"],
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 1", fn=case_205, tensors=["self", "min"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:347 sample 2", fn=case_184, tensors=["self", "max"],
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 2", fn=case_206, tensors=["self", "max"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp.Tensor", where="ops.yaml:347 sample 3", fn=case_185, tensors=["self", "min", "max"],
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 3", fn=case_207, tensors=["self", "min", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_backward", where="ops.yaml:361 sample 0", fn=case_186, tensors=["grad_output", "self"],
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 4", fn=case_208, tensors=["self", "min", "max"],
+         free=[True, False, True],
+         no_grad=[False, False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp.Tensor", where="ops.yaml:347 sample 5", fn=case_209, tensors=["self", "min"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="clamp_backward", where="ops.yaml:364 sample 0", fn=case_210, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_backward", where="ops.yaml:361 sample 1", fn=case_187, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:364 sample 1", fn=case_211, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_backward", where="ops.yaml:361 sample 2", fn=case_188, tensors=["grad_output", "self"],
+    dict(op="clamp_backward", where="ops.yaml:364 sample 2", fn=case_212, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward", where="ops.yaml:375 sample 0", fn=case_189, tensors=["grad_output", "self", "min", "max"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:378 sample 0", fn=case_213, tensors=["grad_output", "self", "min", "max"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward", where="ops.yaml:375 sample 1", fn=case_190, tensors=["grad_output", "self", "min"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:378 sample 1", fn=case_214, tensors=["grad_output", "self", "min"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward", where="ops.yaml:375 sample 2", fn=case_191, tensors=["grad_output", "self", "max"],
+    dict(op="clamp_tensor_backward", where="ops.yaml:378 sample 2", fn=case_215, tensors=["grad_output", "self", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_min", where="ops.yaml:389 sample 0", fn=case_192, tensors=["grad_output", "self", "min", "max"],
+    dict(op="clamp_tensor_backward_min", where="ops.yaml:392 sample 0", fn=case_216, tensors=["grad_output", "self", "min", "max"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_min", where="ops.yaml:389 sample 1", fn=case_193, tensors=["grad_output", "self", "min"],
+    dict(op="clamp_tensor_backward_min", where="ops.yaml:392 sample 1", fn=case_217, tensors=["grad_output", "self", "min"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_max", where="ops.yaml:402 sample 0", fn=case_194, tensors=["grad_output", "self", "min", "max"],
+    dict(op="clamp_tensor_backward_max", where="ops.yaml:405 sample 0", fn=case_218, tensors=["grad_output", "self", "min", "max"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clamp_tensor_backward_max", where="ops.yaml:402 sample 1", fn=case_195, tensors=["grad_output", "self", "max"],
+    dict(op="clamp_tensor_backward_max", where="ops.yaml:405 sample 1", fn=case_219, tensors=["grad_output", "self", "max"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div_rounding_backward", where="ops.yaml:414 sample 0", fn=case_196, tensors=["grad_output"],
+    dict(op="div_rounding_backward", where="ops.yaml:417 sample 0", fn=case_220, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="div_rounding_backward", where="ops.yaml:414 sample 1", fn=case_197, tensors=["grad_output"],
+    dict(op="div_rounding_backward", where="ops.yaml:417 sample 1", fn=case_221, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:422 sample 0", fn=case_198, tensors=["self"],
+    dict(op="exp", where="ops.yaml:425 sample 0", fn=case_222, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:422 sample 1", fn=case_199, tensors=["self"],
+    dict(op="exp", where="ops.yaml:425 sample 1", fn=case_223, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:422 sample 2", fn=case_200, tensors=["self"],
+    dict(op="exp", where="ops.yaml:425 sample 2", fn=case_224, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:422 sample 3", fn=case_201, tensors=["self"],
+    dict(op="exp", where="ops.yaml:425 sample 3", fn=case_225, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:422 sample 4", fn=case_202, tensors=["self"],
+    dict(op="exp", where="ops.yaml:425 sample 4", fn=case_226, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="exp", where="ops.yaml:422 sample 5", fn=case_203, tensors=["self"],
+    dict(op="exp", where="ops.yaml:425 sample 5", fn=case_227, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:430 sample 0", fn=case_204, tensors=["self"],
+    dict(op="log", where="ops.yaml:433 sample 0", fn=case_228, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:430 sample 1", fn=case_205, tensors=["self"],
+    dict(op="log", where="ops.yaml:433 sample 1", fn=case_229, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:430 sample 2", fn=case_206, tensors=["self"],
+    dict(op="log", where="ops.yaml:433 sample 2", fn=case_230, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:430 sample 3", fn=case_207, tensors=["self"],
+    dict(op="log", where="ops.yaml:433 sample 3", fn=case_231, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:430 sample 4", fn=case_208, tensors=["self"],
+    dict(op="log", where="ops.yaml:433 sample 4", fn=case_232, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log", where="ops.yaml:430 sample 5", fn=case_209, tensors=["self"],
+    dict(op="log", where="ops.yaml:433 sample 5", fn=case_233, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:439 sample 0", fn=case_210, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:442 sample 0", fn=case_234, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:439 sample 1", fn=case_211, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:442 sample 1", fn=case_235, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:439 sample 2", fn=case_212, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:442 sample 2", fn=case_236, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:439 sample 3", fn=case_213, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:442 sample 3", fn=case_237, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:439 sample 4", fn=case_214, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:442 sample 4", fn=case_238, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sqrt", where="ops.yaml:439 sample 5", fn=case_215, tensors=["self"],
+    dict(op="sqrt", where="ops.yaml:442 sample 5", fn=case_239, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:448 sample 0", fn=case_216, tensors=["self"],
+    dict(op="relu", where="ops.yaml:451 sample 0", fn=case_240, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:448 sample 1", fn=case_217, tensors=["self"],
+    dict(op="relu", where="ops.yaml:451 sample 1", fn=case_241, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:448 sample 2", fn=case_218, tensors=["self"],
+    dict(op="relu", where="ops.yaml:451 sample 2", fn=case_242, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:448 sample 3", fn=case_219, tensors=["self"],
+    dict(op="relu", where="ops.yaml:451 sample 3", fn=case_243, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:448 sample 4", fn=case_220, tensors=["self"],
+    dict(op="relu", where="ops.yaml:451 sample 4", fn=case_244, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="relu", where="ops.yaml:448 sample 5", fn=case_221, tensors=["self"],
+    dict(op="relu", where="ops.yaml:451 sample 5", fn=case_245, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="threshold_backward", where="ops.yaml:464 sample 0", fn=case_222, tensors=["grad_output", "self"],
+    dict(op="threshold_backward", where="ops.yaml:467 sample 0", fn=case_246, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="threshold_backward", where="ops.yaml:464 sample 1", fn=case_223, tensors=["grad_output", "self"],
+    dict(op="threshold_backward", where="ops.yaml:467 sample 1", fn=case_247, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:469 sample 0", fn=case_224, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:472 sample 0", fn=case_248, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:469 sample 1", fn=case_225, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:472 sample 1", fn=case_249, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:469 sample 2", fn=case_226, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:472 sample 2", fn=case_250, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:469 sample 3", fn=case_227, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:472 sample 3", fn=case_251, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:469 sample 4", fn=case_228, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:472 sample 4", fn=case_252, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sigmoid", where="ops.yaml:469 sample 5", fn=case_229, tensors=["self"],
+    dict(op="sigmoid", where="ops.yaml:472 sample 5", fn=case_253, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:477 sample 0", fn=case_230, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:480 sample 0", fn=case_254, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:477 sample 1", fn=case_231, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:480 sample 1", fn=case_255, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:477 sample 2", fn=case_232, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:480 sample 2", fn=case_256, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:477 sample 3", fn=case_233, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:480 sample 3", fn=case_257, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:477 sample 4", fn=case_234, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:480 sample 4", fn=case_258, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tanh", where="ops.yaml:477 sample 5", fn=case_235, tensors=["self"],
+    dict(op="tanh", where="ops.yaml:480 sample 5", fn=case_259, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:485 sample 0", fn=case_236, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:488 sample 0", fn=case_260, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:485 sample 1", fn=case_237, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:488 sample 1", fn=case_261, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:485 sample 2", fn=case_238, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:488 sample 2", fn=case_262, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:485 sample 3", fn=case_239, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:488 sample 3", fn=case_263, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:485 sample 4", fn=case_240, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:488 sample 4", fn=case_264, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softplus", where="ops.yaml:485 sample 5", fn=case_241, tensors=["self"],
+    dict(op="softplus", where="ops.yaml:488 sample 5", fn=case_265, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:492 sample 0", fn=case_242, tensors=["self"],
+    dict(op="clone", where="ops.yaml:495 sample 0", fn=case_266, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="clone", where="ops.yaml:492 sample 1", fn=case_243, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:492 sample 2", fn=case_244, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:492 sample 3", fn=case_245, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:492 sample 4", fn=case_246, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="clone", where="ops.yaml:492 sample 5", fn=case_247, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:507 sample 0", fn=case_248, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:507 sample 1", fn=case_249, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:507 sample 2", fn=case_250, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:507 sample 3", fn=case_251, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:507 sample 4", fn=case_252, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="abs", where="ops.yaml:507 sample 5", fn=case_253, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sign", where="ops.yaml:515 sample 0", fn=case_254, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sign", where="ops.yaml:515 sample 1", fn=case_255, tensors=["self"],
+    dict(op="clone", where="ops.yaml:495 sample 1", fn=case_267, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:515 sample 2", fn=case_256, tensors=["self"],
+    dict(op="clone", where="ops.yaml:495 sample 2", fn=case_268, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:515 sample 3", fn=case_257, tensors=["self"],
+    dict(op="clone", where="ops.yaml:495 sample 3", fn=case_269, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:515 sample 4", fn=case_258, tensors=["self"],
+    dict(op="clone", where="ops.yaml:495 sample 4", fn=case_270, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sign", where="ops.yaml:515 sample 5", fn=case_259, tensors=["self"],
+    dict(op="clone", where="ops.yaml:495 sample 5", fn=case_271, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="square", where="ops.yaml:522 sample 0", fn=case_260, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:522 sample 1", fn=case_261, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:522 sample 2", fn=case_262, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:522 sample 3", fn=case_263, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:522 sample 4", fn=case_264, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="square", where="ops.yaml:522 sample 5", fn=case_265, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:531 sample 0", fn=case_266, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:531 sample 1", fn=case_267, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:531 sample 2", fn=case_268, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:531 sample 3", fn=case_269, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:531 sample 4", fn=case_270, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="reciprocal", where="ops.yaml:531 sample 5", fn=case_271, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:540 sample 0", fn=case_272, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:540 sample 1", fn=case_273, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:540 sample 2", fn=case_274, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:540 sample 3", fn=case_275, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:540 sample 4", fn=case_276, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="rsqrt", where="ops.yaml:540 sample 5", fn=case_277, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:549 sample 0", fn=case_278, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:549 sample 1", fn=case_279, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:549 sample 2", fn=case_280, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:549 sample 3", fn=case_281, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:549 sample 4", fn=case_282, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="expm1", where="ops.yaml:549 sample 5", fn=case_283, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:557 sample 0", fn=case_284, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:557 sample 1", fn=case_285, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:557 sample 2", fn=case_286, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:557 sample 3", fn=case_287, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:557 sample 4", fn=case_288, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log1p", where="ops.yaml:557 sample 5", fn=case_289, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:566 sample 0", fn=case_290, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:566 sample 1", fn=case_291, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:566 sample 2", fn=case_292, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:566 sample 3", fn=case_293, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:566 sample 4", fn=case_294, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log2", where="ops.yaml:566 sample 5", fn=case_295, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:575 sample 0", fn=case_296, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:575 sample 1", fn=case_297, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:575 sample 2", fn=case_298, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:575 sample 3", fn=case_299, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:575 sample 4", fn=case_300, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="sin", where="ops.yaml:575 sample 5", fn=case_301, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:583 sample 0", fn=case_302, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:583 sample 1", fn=case_303, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:583 sample 2", fn=case_304, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:583 sample 3", fn=case_305, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:583 sample 4", fn=case_306, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="cos", where="ops.yaml:583 sample 5", fn=case_307, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:591 sample 0", fn=case_308, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:591 sample 1", fn=case_309, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:591 sample 2", fn=case_310, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:591 sample 3", fn=case_311, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:591 sample 4", fn=case_312, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="erf", where="ops.yaml:591 sample 5", fn=case_313, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="floor", where="ops.yaml:599 sample 0", fn=case_314, tensors=["self"],
+    dict(op="abs", where="ops.yaml:510 sample 0", fn=case_272, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:599 sample 1", fn=case_315, tensors=["self"],
+    dict(op="abs", where="ops.yaml:510 sample 1", fn=case_273, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:599 sample 2", fn=case_316, tensors=["self"],
+    dict(op="abs", where="ops.yaml:510 sample 2", fn=case_274, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:599 sample 3", fn=case_317, tensors=["self"],
+    dict(op="abs", where="ops.yaml:510 sample 3", fn=case_275, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:599 sample 4", fn=case_318, tensors=["self"],
+    dict(op="abs", where="ops.yaml:510 sample 4", fn=case_276, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="floor", where="ops.yaml:599 sample 5", fn=case_319, tensors=["self"],
+    dict(op="abs", where="ops.yaml:510 sample 5", fn=case_277, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:606 sample 0", fn=case_320, tensors=["self"],
+    dict(op="sign", where="ops.yaml:518 sample 0", fn=case_278, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:518 sample 1", fn=case_279, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:518 sample 2", fn=case_280, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:518 sample 3", fn=case_281, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:518 sample 4", fn=case_282, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sign", where="ops.yaml:518 sample 5", fn=case_283, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:525 sample 0", fn=case_284, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:525 sample 1", fn=case_285, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:525 sample 2", fn=case_286, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:525 sample 3", fn=case_287, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:525 sample 4", fn=case_288, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="square", where="ops.yaml:525 sample 5", fn=case_289, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:534 sample 0", fn=case_290, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:534 sample 1", fn=case_291, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:534 sample 2", fn=case_292, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:534 sample 3", fn=case_293, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:534 sample 4", fn=case_294, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="reciprocal", where="ops.yaml:534 sample 5", fn=case_295, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:543 sample 0", fn=case_296, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:543 sample 1", fn=case_297, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:543 sample 2", fn=case_298, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:543 sample 3", fn=case_299, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:543 sample 4", fn=case_300, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="rsqrt", where="ops.yaml:543 sample 5", fn=case_301, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:552 sample 0", fn=case_302, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:552 sample 1", fn=case_303, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:552 sample 2", fn=case_304, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:552 sample 3", fn=case_305, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:552 sample 4", fn=case_306, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="expm1", where="ops.yaml:552 sample 5", fn=case_307, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:560 sample 0", fn=case_308, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:560 sample 1", fn=case_309, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:560 sample 2", fn=case_310, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:560 sample 3", fn=case_311, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:560 sample 4", fn=case_312, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log1p", where="ops.yaml:560 sample 5", fn=case_313, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:569 sample 0", fn=case_314, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:569 sample 1", fn=case_315, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:569 sample 2", fn=case_316, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:569 sample 3", fn=case_317, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:569 sample 4", fn=case_318, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log2", where="ops.yaml:569 sample 5", fn=case_319, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:578 sample 0", fn=case_320, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:578 sample 1", fn=case_321, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:578 sample 2", fn=case_322, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:578 sample 3", fn=case_323, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:578 sample 4", fn=case_324, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="sin", where="ops.yaml:578 sample 5", fn=case_325, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:586 sample 0", fn=case_326, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:586 sample 1", fn=case_327, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:586 sample 2", fn=case_328, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:586 sample 3", fn=case_329, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:586 sample 4", fn=case_330, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="cos", where="ops.yaml:586 sample 5", fn=case_331, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:594 sample 0", fn=case_332, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:594 sample 1", fn=case_333, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:594 sample 2", fn=case_334, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:594 sample 3", fn=case_335, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:594 sample 4", fn=case_336, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="erf", where="ops.yaml:594 sample 5", fn=case_337, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="floor", where="ops.yaml:602 sample 0", fn=case_338, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:606 sample 1", fn=case_321, tensors=["self"],
+    dict(op="floor", where="ops.yaml:602 sample 1", fn=case_339, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:606 sample 2", fn=case_322, tensors=["self"],
+    dict(op="floor", where="ops.yaml:602 sample 2", fn=case_340, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:606 sample 3", fn=case_323, tensors=["self"],
+    dict(op="floor", where="ops.yaml:602 sample 3", fn=case_341, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:606 sample 4", fn=case_324, tensors=["self"],
+    dict(op="floor", where="ops.yaml:602 sample 4", fn=case_342, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ceil", where="ops.yaml:606 sample 5", fn=case_325, tensors=["self"],
+    dict(op="floor", where="ops.yaml:602 sample 5", fn=case_343, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:613 sample 0", fn=case_326, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:609 sample 0", fn=case_344, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:613 sample 1", fn=case_327, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:609 sample 1", fn=case_345, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:613 sample 2", fn=case_328, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:609 sample 2", fn=case_346, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:613 sample 3", fn=case_329, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:609 sample 3", fn=case_347, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:613 sample 4", fn=case_330, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:609 sample 4", fn=case_348, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="round", where="ops.yaml:613 sample 5", fn=case_331, tensors=["self"],
+    dict(op="ceil", where="ops.yaml:609 sample 5", fn=case_349, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:620 sample 0", fn=case_332, tensors=["self"],
+    dict(op="round", where="ops.yaml:616 sample 0", fn=case_350, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:620 sample 1", fn=case_333, tensors=["self"],
+    dict(op="round", where="ops.yaml:616 sample 1", fn=case_351, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:620 sample 2", fn=case_334, tensors=["self"],
+    dict(op="round", where="ops.yaml:616 sample 2", fn=case_352, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:620 sample 3", fn=case_335, tensors=["self"],
+    dict(op="round", where="ops.yaml:616 sample 3", fn=case_353, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:620 sample 4", fn=case_336, tensors=["self"],
+    dict(op="round", where="ops.yaml:616 sample 4", fn=case_354, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="trunc", where="ops.yaml:620 sample 5", fn=case_337, tensors=["self"],
+    dict(op="round", where="ops.yaml:616 sample 5", fn=case_355, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:627 sample 0", fn=case_338, tensors=["self"],
+    dict(op="trunc", where="ops.yaml:623 sample 0", fn=case_356, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:623 sample 1", fn=case_357, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:623 sample 2", fn=case_358, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:623 sample 3", fn=case_359, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:623 sample 4", fn=case_360, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="trunc", where="ops.yaml:623 sample 5", fn=case_361, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="leaky_relu", where="ops.yaml:630 sample 0", fn=case_362, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:627 sample 1", fn=case_339, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:630 sample 1", fn=case_363, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:627 sample 2", fn=case_340, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:630 sample 2", fn=case_364, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:627 sample 3", fn=case_341, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:630 sample 3", fn=case_365, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:627 sample 4", fn=case_342, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:630 sample 4", fn=case_366, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu", where="ops.yaml:627 sample 5", fn=case_343, tensors=["self"],
+    dict(op="leaky_relu", where="ops.yaml:630 sample 5", fn=case_367, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 0", fn=case_344, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:638 sample 0", fn=case_368, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 1", fn=case_345, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:638 sample 1", fn=case_369, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 2", fn=case_346, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:638 sample 2", fn=case_370, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 3", fn=case_347, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:638 sample 3", fn=case_371, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 4", fn=case_348, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:638 sample 4", fn=case_372, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 5", fn=case_349, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:638 sample 5", fn=case_373, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="leaky_relu_backward", where="ops.yaml:635 sample 6", fn=case_350, tensors=["grad_output", "self"],
+    dict(op="leaky_relu_backward", where="ops.yaml:638 sample 6", fn=case_374, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:646 sample 0", fn=case_351, tensors=["self"],
+    dict(op="elu", where="ops.yaml:649 sample 0", fn=case_375, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:646 sample 1", fn=case_352, tensors=["self"],
+    dict(op="elu", where="ops.yaml:649 sample 1", fn=case_376, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:646 sample 2", fn=case_353, tensors=["self"],
+    dict(op="elu", where="ops.yaml:649 sample 2", fn=case_377, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:646 sample 3", fn=case_354, tensors=["self"],
+    dict(op="elu", where="ops.yaml:649 sample 3", fn=case_378, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:646 sample 4", fn=case_355, tensors=["self"],
+    dict(op="elu", where="ops.yaml:649 sample 4", fn=case_379, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu", where="ops.yaml:646 sample 5", fn=case_356, tensors=["self"],
+    dict(op="elu", where="ops.yaml:649 sample 5", fn=case_380, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:654 sample 0", fn=case_357, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:657 sample 0", fn=case_381, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:654 sample 1", fn=case_358, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:657 sample 1", fn=case_382, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:654 sample 2", fn=case_359, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:657 sample 2", fn=case_383, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:654 sample 3", fn=case_360, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:657 sample 3", fn=case_384, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:654 sample 4", fn=case_361, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:657 sample 4", fn=case_385, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:654 sample 5", fn=case_362, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:657 sample 5", fn=case_386, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="elu_backward", where="ops.yaml:654 sample 6", fn=case_363, tensors=["grad_output", "self"],
+    dict(op="elu_backward", where="ops.yaml:657 sample 6", fn=case_387, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:665 sample 0", fn=case_364, tensors=["self"],
+    dict(op="silu", where="ops.yaml:668 sample 0", fn=case_388, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:665 sample 1", fn=case_365, tensors=["self"],
+    dict(op="silu", where="ops.yaml:668 sample 1", fn=case_389, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:665 sample 2", fn=case_366, tensors=["self"],
+    dict(op="silu", where="ops.yaml:668 sample 2", fn=case_390, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:665 sample 3", fn=case_367, tensors=["self"],
+    dict(op="silu", where="ops.yaml:668 sample 3", fn=case_391, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:665 sample 4", fn=case_368, tensors=["self"],
+    dict(op="silu", where="ops.yaml:668 sample 4", fn=case_392, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="silu", where="ops.yaml:665 sample 5", fn=case_369, tensors=["self"],
+    dict(op="silu", where="ops.yaml:668 sample 5", fn=case_393, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:672 sample 0", fn=case_370, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:675 sample 0", fn=case_394, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:672 sample 1", fn=case_371, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:675 sample 1", fn=case_395, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:672 sample 2", fn=case_372, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:675 sample 2", fn=case_396, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:672 sample 3", fn=case_373, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:675 sample 3", fn=case_397, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:672 sample 4", fn=case_374, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:675 sample 4", fn=case_398, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isnan", where="ops.yaml:672 sample 5", fn=case_375, tensors=["self"],
+    dict(op="isnan", where="ops.yaml:675 sample 5", fn=case_399, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:681 sample 0", fn=case_376, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:684 sample 0", fn=case_400, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:681 sample 1", fn=case_377, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:684 sample 1", fn=case_401, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:681 sample 2", fn=case_378, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:684 sample 2", fn=case_402, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:681 sample 3", fn=case_379, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:684 sample 3", fn=case_403, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:681 sample 4", fn=case_380, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:684 sample 4", fn=case_404, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="isfinite", where="ops.yaml:681 sample 5", fn=case_381, tensors=["self"],
+    dict(op="isfinite", where="ops.yaml:684 sample 5", fn=case_405, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:697 sample 0", fn=case_382, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:700 sample 0", fn=case_406, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:697 sample 1", fn=case_383, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:700 sample 1", fn=case_407, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:697 sample 2", fn=case_384, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:700 sample 2", fn=case_408, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:697 sample 3", fn=case_385, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:700 sample 3", fn=case_409, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu", where="ops.yaml:697 sample 4", fn=case_386, tensors=["self"],
+    dict(op="gelu", where="ops.yaml:700 sample 4", fn=case_410, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:713 sample 0", fn=case_387, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:716 sample 0", fn=case_411, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:713 sample 1", fn=case_388, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:716 sample 1", fn=case_412, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:713 sample 2", fn=case_389, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:716 sample 2", fn=case_413, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:713 sample 3", fn=case_390, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:716 sample 3", fn=case_414, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gelu_backward", where="ops.yaml:713 sample 4", fn=case_391, tensors=["grad_output", "self"],
+    dict(op="gelu_backward", where="ops.yaml:716 sample 4", fn=case_415, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:734 sample 0", fn=case_392, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:737 sample 0", fn=case_416, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:734 sample 1", fn=case_393, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:737 sample 1", fn=case_417, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:734 sample 2", fn=case_394, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:737 sample 2", fn=case_418, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nan_to_num", where="ops.yaml:734 sample 3", fn=case_395, tensors=["self"],
+    dict(op="nan_to_num", where="ops.yaml:737 sample 3", fn=case_419, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:743 sample 0", fn=case_396, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:746 sample 0", fn=case_420, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:743 sample 1", fn=case_397, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:746 sample 1", fn=case_421, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:743 sample 2", fn=case_398, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:746 sample 2", fn=case_422, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:743 sample 3", fn=case_399, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:746 sample 3", fn=case_423, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:743 sample 4", fn=case_400, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:746 sample 4", fn=case_424, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:743 sample 5", fn=case_401, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:746 sample 5", fn=case_425, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Tensor", where="ops.yaml:743 sample 6", fn=case_402, tensors=["self", "other"],
+    dict(op="eq.Tensor", where="ops.yaml:746 sample 6", fn=case_426, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:753 sample 0", fn=case_403, tensors=["self"],
+    dict(op="eq.Tensor", where="ops.yaml:746 sample 7", fn=case_427, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="eq.Tensor", where="ops.yaml:746 sample 8", fn=case_428, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="eq.Scalar", where="ops.yaml:756 sample 0", fn=case_429, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:753 sample 1", fn=case_404, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:756 sample 1", fn=case_430, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:753 sample 2", fn=case_405, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:756 sample 2", fn=case_431, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:753 sample 3", fn=case_406, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:756 sample 3", fn=case_432, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:753 sample 4", fn=case_407, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:756 sample 4", fn=case_433, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="eq.Scalar", where="ops.yaml:753 sample 5", fn=case_408, tensors=["self"],
+    dict(op="eq.Scalar", where="ops.yaml:756 sample 5", fn=case_434, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:762 sample 0", fn=case_409, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:765 sample 0", fn=case_435, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:762 sample 1", fn=case_410, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:765 sample 1", fn=case_436, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:762 sample 2", fn=case_411, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:765 sample 2", fn=case_437, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:762 sample 3", fn=case_412, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:765 sample 3", fn=case_438, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:762 sample 4", fn=case_413, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:765 sample 4", fn=case_439, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:762 sample 5", fn=case_414, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:765 sample 5", fn=case_440, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Tensor", where="ops.yaml:762 sample 6", fn=case_415, tensors=["self", "other"],
+    dict(op="lt.Tensor", where="ops.yaml:765 sample 6", fn=case_441, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:772 sample 0", fn=case_416, tensors=["self"],
+    dict(op="lt.Tensor", where="ops.yaml:765 sample 7", fn=case_442, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lt.Tensor", where="ops.yaml:765 sample 8", fn=case_443, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="lt.Scalar", where="ops.yaml:775 sample 0", fn=case_444, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:772 sample 1", fn=case_417, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:775 sample 1", fn=case_445, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:772 sample 2", fn=case_418, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:775 sample 2", fn=case_446, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:772 sample 3", fn=case_419, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:775 sample 3", fn=case_447, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:772 sample 4", fn=case_420, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:775 sample 4", fn=case_448, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="lt.Scalar", where="ops.yaml:772 sample 5", fn=case_421, tensors=["self"],
+    dict(op="lt.Scalar", where="ops.yaml:775 sample 5", fn=case_449, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:781 sample 0", fn=case_422, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:784 sample 0", fn=case_450, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:781 sample 1", fn=case_423, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:784 sample 1", fn=case_451, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:781 sample 2", fn=case_424, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:784 sample 2", fn=case_452, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:781 sample 3", fn=case_425, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:784 sample 3", fn=case_453, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:781 sample 4", fn=case_426, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:784 sample 4", fn=case_454, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:781 sample 5", fn=case_427, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:784 sample 5", fn=case_455, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Tensor", where="ops.yaml:781 sample 6", fn=case_428, tensors=["self", "other"],
+    dict(op="gt.Tensor", where="ops.yaml:784 sample 6", fn=case_456, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:791 sample 0", fn=case_429, tensors=["self"],
+    dict(op="gt.Tensor", where="ops.yaml:784 sample 7", fn=case_457, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gt.Tensor", where="ops.yaml:784 sample 8", fn=case_458, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="gt.Scalar", where="ops.yaml:794 sample 0", fn=case_459, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:791 sample 1", fn=case_430, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:794 sample 1", fn=case_460, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:791 sample 2", fn=case_431, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:794 sample 2", fn=case_461, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:791 sample 3", fn=case_432, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:794 sample 3", fn=case_462, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:791 sample 4", fn=case_433, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:794 sample 4", fn=case_463, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gt.Scalar", where="ops.yaml:791 sample 5", fn=case_434, tensors=["self"],
+    dict(op="gt.Scalar", where="ops.yaml:794 sample 5", fn=case_464, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:808 sample 0", fn=case_435, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:811 sample 0", fn=case_465, tensors=["condition", "self", "other"],
          free=[False, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:808 sample 1", fn=case_436, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:811 sample 1", fn=case_466, tensors=["condition", "self", "other"],
          free=[False, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="where", where="ops.yaml:808 sample 2", fn=case_437, tensors=["condition", "self", "other"],
+    dict(op="where", where="ops.yaml:811 sample 2", fn=case_467, tensors=["condition", "self", "other"],
          free=[False, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:813 sample 0", fn=case_438, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:816 sample 0", fn=case_468, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:813 sample 1", fn=case_439, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:816 sample 1", fn=case_469, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:813 sample 2", fn=case_440, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:816 sample 2", fn=case_470, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:813 sample 3", fn=case_441, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:816 sample 3", fn=case_471, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:813 sample 4", fn=case_442, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:816 sample 4", fn=case_472, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:813 sample 5", fn=case_443, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:816 sample 5", fn=case_473, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Tensor", where="ops.yaml:813 sample 6", fn=case_444, tensors=["self", "other"],
+    dict(op="ne.Tensor", where="ops.yaml:816 sample 6", fn=case_474, tensors=["self", "other"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ne.Scalar", where="ops.yaml:823 sample 0", fn=case_445, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ne.Scalar", where="ops.yaml:823 sample 1", fn=case_446, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ne.Scalar", where="ops.yaml:823 sample 2", fn=case_447, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ne.Scalar", where="ops.yaml:823 sample 3", fn=case_448, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ne.Scalar", where="ops.yaml:823 sample 4", fn=case_449, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ne.Scalar", where="ops.yaml:823 sample 5", fn=case_450, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="le.Tensor", where="ops.yaml:832 sample 0", fn=case_451, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="le.Tensor", where="ops.yaml:832 sample 1", fn=case_452, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="le.Tensor", where="ops.yaml:832 sample 2", fn=case_453, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="le.Tensor", where="ops.yaml:832 sample 3", fn=case_454, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="le.Tensor", where="ops.yaml:832 sample 4", fn=case_455, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="le.Tensor", where="ops.yaml:832 sample 5", fn=case_456, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="le.Tensor", where="ops.yaml:832 sample 6", fn=case_457, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="le.Scalar", where="ops.yaml:842 sample 0", fn=case_458, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="le.Scalar", where="ops.yaml:842 sample 1", fn=case_459, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="le.Scalar", where="ops.yaml:842 sample 2", fn=case_460, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="le.Scalar", where="ops.yaml:842 sample 3", fn=case_461, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="le.Scalar", where="ops.yaml:842 sample 4", fn=case_462, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="le.Scalar", where="ops.yaml:842 sample 5", fn=case_463, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ge.Tensor", where="ops.yaml:851 sample 0", fn=case_464, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ge.Tensor", where="ops.yaml:851 sample 1", fn=case_465, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ge.Tensor", where="ops.yaml:851 sample 2", fn=case_466, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ge.Tensor", where="ops.yaml:851 sample 3", fn=case_467, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ge.Tensor", where="ops.yaml:851 sample 4", fn=case_468, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ge.Tensor", where="ops.yaml:851 sample 5", fn=case_469, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ge.Tensor", where="ops.yaml:851 sample 6", fn=case_470, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ge.Scalar", where="ops.yaml:861 sample 0", fn=case_471, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ge.Scalar", where="ops.yaml:861 sample 1", fn=case_472, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ge.Scalar", where="ops.yaml:861 sample 2", fn=case_473, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ge.Scalar", where="ops.yaml:861 sample 3", fn=case_474, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ge.Scalar", where="ops.yaml:861 sample 4", fn=case_475, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="ge.Scalar", where="ops.yaml:861 sample 5", fn=case_476, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_and", where="ops.yaml:870 sample 0", fn=case_477, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_and", where="ops.yaml:870 sample 1", fn=case_478, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_and", where="ops.yaml:870 sample 2", fn=case_479, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_and", where="ops.yaml:870 sample 3", fn=case_480, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_and", where="ops.yaml:870 sample 4", fn=case_481, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_and", where="ops.yaml:870 sample 5", fn=case_482, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_and", where="ops.yaml:870 sample 6", fn=case_483, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_or", where="ops.yaml:880 sample 0", fn=case_484, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_or", where="ops.yaml:880 sample 1", fn=case_485, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_or", where="ops.yaml:880 sample 2", fn=case_486, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_or", where="ops.yaml:880 sample 3", fn=case_487, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_or", where="ops.yaml:880 sample 4", fn=case_488, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_or", where="ops.yaml:880 sample 5", fn=case_489, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_or", where="ops.yaml:880 sample 6", fn=case_490, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_xor", where="ops.yaml:890 sample 0", fn=case_491, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_xor", where="ops.yaml:890 sample 1", fn=case_492, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_xor", where="ops.yaml:890 sample 2", fn=case_493, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_xor", where="ops.yaml:890 sample 3", fn=case_494, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_xor", where="ops.yaml:890 sample 4", fn=case_495, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_xor", where="ops.yaml:890 sample 5", fn=case_496, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_xor", where="ops.yaml:890 sample 6", fn=case_497, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_not", where="ops.yaml:900 sample 0", fn=case_498, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_not", where="ops.yaml:900 sample 1", fn=case_499, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_not", where="ops.yaml:900 sample 2", fn=case_500, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_not", where="ops.yaml:900 sample 3", fn=case_501, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_not", where="ops.yaml:900 sample 4", fn=case_502, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="logical_not", where="ops.yaml:900 sample 5", fn=case_503, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 0", fn=case_504, tensors=["self", "mask"],
+    dict(op="ne.Tensor", where="ops.yaml:816 sample 7", fn=case_475, tensors=["self", "other"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 1", fn=case_505, tensors=["self", "mask"],
+    dict(op="ne.Tensor", where="ops.yaml:816 sample 8", fn=case_476, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Scalar", where="ops.yaml:826 sample 0", fn=case_477, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Scalar", where="ops.yaml:826 sample 1", fn=case_478, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Scalar", where="ops.yaml:826 sample 2", fn=case_479, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Scalar", where="ops.yaml:826 sample 3", fn=case_480, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Scalar", where="ops.yaml:826 sample 4", fn=case_481, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ne.Scalar", where="ops.yaml:826 sample 5", fn=case_482, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:835 sample 0", fn=case_483, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:835 sample 1", fn=case_484, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:835 sample 2", fn=case_485, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:835 sample 3", fn=case_486, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:835 sample 4", fn=case_487, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:835 sample 5", fn=case_488, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:835 sample 6", fn=case_489, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Tensor", where="ops.yaml:835 sample 7", fn=case_490, tensors=["self", "other"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 2", fn=case_506, tensors=["self", "mask"],
+    dict(op="le.Tensor", where="ops.yaml:835 sample 8", fn=case_491, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Scalar", where="ops.yaml:845 sample 0", fn=case_492, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Scalar", where="ops.yaml:845 sample 1", fn=case_493, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Scalar", where="ops.yaml:845 sample 2", fn=case_494, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Scalar", where="ops.yaml:845 sample 3", fn=case_495, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Scalar", where="ops.yaml:845 sample 4", fn=case_496, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="le.Scalar", where="ops.yaml:845 sample 5", fn=case_497, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:854 sample 0", fn=case_498, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:854 sample 1", fn=case_499, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:854 sample 2", fn=case_500, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:854 sample 3", fn=case_501, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:854 sample 4", fn=case_502, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:854 sample 5", fn=case_503, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:854 sample 6", fn=case_504, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Tensor", where="ops.yaml:854 sample 7", fn=case_505, tensors=["self", "other"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Scalar", where="ops.yaml:916 sample 3", fn=case_507, tensors=["self", "mask"],
+    dict(op="ge.Tensor", where="ops.yaml:854 sample 8", fn=case_506, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:864 sample 0", fn=case_507, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:864 sample 1", fn=case_508, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:864 sample 2", fn=case_509, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:864 sample 3", fn=case_510, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:864 sample 4", fn=case_511, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="ge.Scalar", where="ops.yaml:864 sample 5", fn=case_512, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:873 sample 0", fn=case_513, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:873 sample 1", fn=case_514, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:873 sample 2", fn=case_515, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:873 sample 3", fn=case_516, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:873 sample 4", fn=case_517, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:873 sample 5", fn=case_518, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:873 sample 6", fn=case_519, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:873 sample 7", fn=case_520, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_and", where="ops.yaml:873 sample 8", fn=case_521, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:883 sample 0", fn=case_522, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:883 sample 1", fn=case_523, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:883 sample 2", fn=case_524, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:883 sample 3", fn=case_525, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:883 sample 4", fn=case_526, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:883 sample 5", fn=case_527, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:883 sample 6", fn=case_528, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:883 sample 7", fn=case_529, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_or", where="ops.yaml:883 sample 8", fn=case_530, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:893 sample 0", fn=case_531, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:893 sample 1", fn=case_532, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:893 sample 2", fn=case_533, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:893 sample 3", fn=case_534, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:893 sample 4", fn=case_535, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:893 sample 5", fn=case_536, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:893 sample 6", fn=case_537, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:893 sample 7", fn=case_538, tensors=["self", "other"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_xor", where="ops.yaml:893 sample 8", fn=case_539, tensors=["self", "other"],
+         free=[False, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:903 sample 0", fn=case_540, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:903 sample 1", fn=case_541, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:903 sample 2", fn=case_542, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:903 sample 3", fn=case_543, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:903 sample 4", fn=case_544, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="logical_not", where="ops.yaml:903 sample 5", fn=case_545, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Scalar", where="ops.yaml:919 sample 0", fn=case_546, tensors=["self", "mask"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Scalar", where="ops.yaml:919 sample 1", fn=case_547, tensors=["self", "mask"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Scalar", where="ops.yaml:919 sample 2", fn=case_548, tensors=["self", "mask"],
+         free=[True, False],
+         no_grad=[False, False], empty=False,
+         dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="masked_fill.Scalar", where="ops.yaml:919 sample 3", fn=case_549, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 0", fn=case_508, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:936 sample 0", fn=case_550, tensors=["self", "mask", "value"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 1", fn=case_509, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:936 sample 1", fn=case_551, tensors=["self", "mask", "value"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 2", fn=case_510, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:936 sample 2", fn=case_552, tensors=["self", "mask", "value"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 3", fn=case_511, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:936 sample 3", fn=case_553, tensors=["self", "mask", "value"],
          free=[True, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_fill.Tensor", where="ops.yaml:933 sample 4", fn=case_512, tensors=["self", "mask", "value"],
+    dict(op="masked_fill.Tensor", where="ops.yaml:936 sample 4", fn=case_554, tensors=["self", "mask", "value"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="sum", where="ops.yaml:950 sample 0", fn=case_513, tensors=["self"],
+    dict(op="sum", where="ops.yaml:953 sample 0", fn=case_555, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:950 sample 1", fn=case_514, tensors=["self"],
+    dict(op="sum", where="ops.yaml:953 sample 1", fn=case_556, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:950 sample 2", fn=case_515, tensors=["self"],
+    dict(op="sum", where="ops.yaml:953 sample 2", fn=case_557, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum", where="ops.yaml:950 sample 3", fn=case_516, tensors=["self"],
+    dict(op="sum", where="ops.yaml:953 sample 3", fn=case_558, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:965 sample 0", fn=case_517, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:968 sample 0", fn=case_559, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:965 sample 1", fn=case_518, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:968 sample 1", fn=case_560, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:965 sample 2", fn=case_519, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:968 sample 2", fn=case_561, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum.dim", where="ops.yaml:965 sample 3", fn=case_520, tensors=["self"],
+    dict(op="sum.dim", where="ops.yaml:968 sample 3", fn=case_562, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:982 sample 0", fn=case_521, tensors=["self"],
+    dict(op="mean", where="ops.yaml:985 sample 0", fn=case_563, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:982 sample 1", fn=case_522, tensors=["self"],
+    dict(op="mean", where="ops.yaml:985 sample 1", fn=case_564, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:982 sample 2", fn=case_523, tensors=["self"],
+    dict(op="mean", where="ops.yaml:985 sample 2", fn=case_565, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean", where="ops.yaml:982 sample 3", fn=case_524, tensors=["self"],
+    dict(op="mean", where="ops.yaml:985 sample 3", fn=case_566, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:1000 sample 0", fn=case_525, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:1003 sample 0", fn=case_567, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:1000 sample 1", fn=case_526, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:1003 sample 1", fn=case_568, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:1000 sample 2", fn=case_527, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:1003 sample 2", fn=case_569, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="mean.dim", where="ops.yaml:1000 sample 3", fn=case_528, tensors=["self"],
+    dict(op="mean.dim", where="ops.yaml:1003 sample 3", fn=case_570, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="amax", where="ops.yaml:1014 sample 0", fn=case_529, tensors=["self"],
+    dict(op="amax", where="ops.yaml:1017 sample 0", fn=case_571, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:1014 sample 1", fn=case_530, tensors=["self"],
+    dict(op="amax", where="ops.yaml:1017 sample 1", fn=case_572, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amax", where="ops.yaml:1014 sample 2", fn=case_531, tensors=["self"],
+    dict(op="amax", where="ops.yaml:1017 sample 2", fn=case_573, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1027 sample 0", fn=case_532, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1030 sample 0", fn=case_574, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1027 sample 1", fn=case_533, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1030 sample 1", fn=case_575, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1027 sample 2", fn=case_534, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1030 sample 2", fn=case_576, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1027 sample 3", fn=case_535, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1030 sample 3", fn=case_577, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="amin", where="ops.yaml:1027 sample 4", fn=case_536, tensors=["self"],
+    dict(op="amin", where="ops.yaml:1030 sample 4", fn=case_578, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1041 sample 0", fn=case_537, tensors=["self"],
+    dict(op="max", where="ops.yaml:1044 sample 0", fn=case_579, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1041 sample 1", fn=case_538, tensors=["self"],
+    dict(op="max", where="ops.yaml:1044 sample 1", fn=case_580, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max", where="ops.yaml:1041 sample 2", fn=case_539, tensors=["self"],
+    dict(op="max", where="ops.yaml:1044 sample 2", fn=case_581, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1053 sample 0", fn=case_540, tensors=["self"],
+    dict(op="min", where="ops.yaml:1056 sample 0", fn=case_582, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1053 sample 1", fn=case_541, tensors=["self"],
+    dict(op="min", where="ops.yaml:1056 sample 1", fn=case_583, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min", where="ops.yaml:1053 sample 2", fn=case_542, tensors=["self"],
+    dict(op="min", where="ops.yaml:1056 sample 2", fn=case_584, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 0 result values", fn=case_543, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1070 sample 0 result values", fn=case_585, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 0 result indices", fn=case_544, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1070 sample 0 result indices", fn=case_586, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 1 result values", fn=case_545, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1070 sample 1 result values", fn=case_587, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 1 result indices", fn=case_546, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1070 sample 1 result indices", fn=case_588, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 2 result values", fn=case_547, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1070 sample 2 result values", fn=case_589, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 2 result indices", fn=case_548, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1070 sample 2 result indices", fn=case_590, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 3 result values", fn=case_549, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1070 sample 3 result values", fn=case_591, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 3 result indices", fn=case_550, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1070 sample 3 result indices", fn=case_592, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 4 result values", fn=case_551, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1070 sample 4 result values", fn=case_593, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max.dim", where="ops.yaml:1067 sample 4 result indices", fn=case_552, tensors=["self"],
+    dict(op="max.dim", where="ops.yaml:1070 sample 4 result indices", fn=case_594, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 0 result values", fn=case_553, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1086 sample 0 result values", fn=case_595, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 0 result indices", fn=case_554, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1086 sample 0 result indices", fn=case_596, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 1 result values", fn=case_555, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1086 sample 1 result values", fn=case_597, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 1 result indices", fn=case_556, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1086 sample 1 result indices", fn=case_598, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 2 result values", fn=case_557, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1086 sample 2 result values", fn=case_599, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 2 result indices", fn=case_558, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1086 sample 2 result indices", fn=case_600, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 3 result values", fn=case_559, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1086 sample 3 result values", fn=case_601, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="min.dim", where="ops.yaml:1083 sample 3 result indices", fn=case_560, tensors=["self"],
+    dict(op="min.dim", where="ops.yaml:1086 sample 3 result indices", fn=case_602, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1097 sample 0", fn=case_561, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1100 sample 0", fn=case_603, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1097 sample 1", fn=case_562, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1100 sample 1", fn=case_604, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1097 sample 2", fn=case_563, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1100 sample 2", fn=case_605, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1097 sample 3", fn=case_564, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1100 sample 3", fn=case_606, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmax", where="ops.yaml:1097 sample 4", fn=case_565, tensors=["self"],
+    dict(op="argmax", where="ops.yaml:1100 sample 4", fn=case_607, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1112 sample 0", fn=case_566, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1115 sample 0", fn=case_608, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1112 sample 1", fn=case_567, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1115 sample 1", fn=case_609, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1112 sample 2", fn=case_568, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1115 sample 2", fn=case_610, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argmin", where="ops.yaml:1112 sample 3", fn=case_569, tensors=["self"],
+    dict(op="argmin", where="ops.yaml:1115 sample 3", fn=case_611, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1126 sample 0", fn=case_570, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1129 sample 0", fn=case_612, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1126 sample 1", fn=case_571, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1129 sample 1", fn=case_613, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1126 sample 2", fn=case_572, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1129 sample 2", fn=case_614, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod", where="ops.yaml:1126 sample 3", fn=case_573, tensors=["self"],
+    dict(op="prod", where="ops.yaml:1129 sample 3", fn=case_615, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1141 sample 0", fn=case_574, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1144 sample 0", fn=case_616, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1141 sample 1", fn=case_575, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1144 sample 1", fn=case_617, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1141 sample 2", fn=case_576, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1144 sample 2", fn=case_618, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="prod.dim_int", where="ops.yaml:1141 sample 3", fn=case_577, tensors=["self"],
+    dict(op="prod.dim_int", where="ops.yaml:1144 sample 3", fn=case_619, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all", where="ops.yaml:1155 sample 0", fn=case_578, tensors=["self"],
+    dict(op="all", where="ops.yaml:1158 sample 0", fn=case_620, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all", where="ops.yaml:1155 sample 1", fn=case_579, tensors=["self"],
+    dict(op="all", where="ops.yaml:1158 sample 1", fn=case_621, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1168 sample 0", fn=case_580, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1171 sample 0", fn=case_622, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1168 sample 1", fn=case_581, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1171 sample 1", fn=case_623, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="all.dim", where="ops.yaml:1168 sample 2", fn=case_582, tensors=["self"],
+    dict(op="all.dim", where="ops.yaml:1171 sample 2", fn=case_624, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any", where="ops.yaml:1181 sample 0", fn=case_583, tensors=["self"],
+    dict(op="any", where="ops.yaml:1184 sample 0", fn=case_625, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any", where="ops.yaml:1181 sample 1", fn=case_584, tensors=["self"],
+    dict(op="any", where="ops.yaml:1184 sample 1", fn=case_626, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1194 sample 0", fn=case_585, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1197 sample 0", fn=case_627, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1194 sample 1", fn=case_586, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1197 sample 1", fn=case_628, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="any.dim", where="ops.yaml:1194 sample 2", fn=case_587, tensors=["self"],
+    dict(op="any.dim", where="ops.yaml:1197 sample 2", fn=case_629, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1207 sample 0", fn=case_588, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1210 sample 0", fn=case_630, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1207 sample 1", fn=case_589, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1210 sample 1", fn=case_631, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1207 sample 2", fn=case_590, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1210 sample 2", fn=case_632, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1207 sample 3", fn=case_591, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1210 sample 3", fn=case_633, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum", where="ops.yaml:1207 sample 4", fn=case_592, tensors=["self"],
+    dict(op="cumsum", where="ops.yaml:1210 sample 4", fn=case_634, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1223 sample 0", fn=case_593, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1226 sample 0", fn=case_635, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1223 sample 1", fn=case_594, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1226 sample 1", fn=case_636, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1223 sample 2", fn=case_595, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1226 sample 2", fn=case_637, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1223 sample 3", fn=case_596, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1226 sample 3", fn=case_638, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1223 sample 4", fn=case_597, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1226 sample 4", fn=case_639, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="logsumexp", where="ops.yaml:1223 sample 5", fn=case_598, tensors=["self"],
+    dict(op="logsumexp", where="ops.yaml:1226 sample 5", fn=case_640, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1239 sample 0", fn=case_599, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1242 sample 0", fn=case_641, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1239 sample 1", fn=case_600, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1242 sample 1", fn=case_642, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1239 sample 2", fn=case_601, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1242 sample 2", fn=case_643, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="var.correction", where="ops.yaml:1239 sample 3", fn=case_602, tensors=["self"],
+    dict(op="var.correction", where="ops.yaml:1242 sample 3", fn=case_644, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1254 sample 0", fn=case_603, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1257 sample 0", fn=case_645, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1254 sample 1", fn=case_604, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1257 sample 1", fn=case_646, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="std.correction", where="ops.yaml:1254 sample 2", fn=case_605, tensors=["self"],
+    dict(op="std.correction", where="ops.yaml:1257 sample 2", fn=case_647, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 0", fn=case_606, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1275 sample 0", fn=case_648, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 1", fn=case_607, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1275 sample 1", fn=case_649, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 2", fn=case_608, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1275 sample 2", fn=case_650, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linalg_vector_norm", where="ops.yaml:1272 sample 3", fn=case_609, tensors=["self"],
+    dict(op="linalg_vector_norm", where="ops.yaml:1275 sample 3", fn=case_651, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1308 sample 0", fn=case_610, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1311 sample 0", fn=case_652, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1308 sample 1", fn=case_611, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1311 sample 1", fn=case_653, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1308 sample 2", fn=case_612, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1311 sample 2", fn=case_654, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1308 sample 3", fn=case_613, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1311 sample 3", fn=case_655, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cumsum_backward", where="ops.yaml:1308 sample 4", fn=case_614, tensors=["grad_output"],
+    dict(op="cumsum_backward", where="ops.yaml:1311 sample 4", fn=case_656, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 0", fn=case_615, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1371 sample 0", fn=case_657, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 1", fn=case_616, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1371 sample 1", fn=case_658, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 2", fn=case_617, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 3", fn=case_618, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1371 sample 2", fn=case_659, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 4", fn=case_619, tensors=["self", "mat2"],
-         free=[False, False],
-         no_grad=[False, False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 5", fn=case_620, tensors=["self", "mat2"],
-         free=[False, False],
-         no_grad=[False, False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="mm", where="ops.yaml:1368 sample 6", fn=case_621, tensors=["self", "mat2"],
-         free=[False, False],
-         no_grad=[False, False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 0", fn=case_622, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 1", fn=case_623, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 2", fn=case_624, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 3", fn=case_625, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 4", fn=case_626, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 5", fn=case_627, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 6", fn=case_628, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 7", fn=case_629, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 8", fn=case_630, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 9", fn=case_631, tensors=["self", "other"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 10", fn=case_632, tensors=["self", "other"],
+    dict(op="mm", where="ops.yaml:1371 sample 3", fn=case_660, tensors=["self", "mat2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="matmul", where="ops.yaml:1389 sample 11", fn=case_633, tensors=["self", "other"],
+    dict(op="mm", where="ops.yaml:1371 sample 4", fn=case_661, tensors=["self", "mat2"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="bmm", where="ops.yaml:1420 sample 0", fn=case_634, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1420 sample 1", fn=case_635, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=False,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1420 sample 2", fn=case_636, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1420 sample 3", fn=case_637, tensors=["self", "mat2"],
-         free=[True, True],
-         no_grad=[False, False], empty=True,
-         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="bmm", where="ops.yaml:1420 sample 4", fn=case_638, tensors=["self", "mat2"],
+    dict(op="mm", where="ops.yaml:1371 sample 5", fn=case_662, tensors=["self", "mat2"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 0", fn=case_639, tensors=["self", "mat1", "mat2"],
+    dict(op="mm", where="ops.yaml:1371 sample 6", fn=case_663, tensors=["self", "mat2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1392 sample 0", fn=case_664, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1392 sample 1", fn=case_665, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1392 sample 2", fn=case_666, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1392 sample 3", fn=case_667, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1392 sample 4", fn=case_668, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1392 sample 5", fn=case_669, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1392 sample 6", fn=case_670, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1392 sample 7", fn=case_671, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1392 sample 8", fn=case_672, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1392 sample 9", fn=case_673, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1392 sample 10", fn=case_674, tensors=["self", "other"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="matmul", where="ops.yaml:1392 sample 11", fn=case_675, tensors=["self", "other"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1423 sample 0", fn=case_676, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1423 sample 1", fn=case_677, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=False,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1423 sample 2", fn=case_678, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1423 sample 3", fn=case_679, tensors=["self", "mat2"],
+         free=[True, True],
+         no_grad=[False, False], empty=True,
+         dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="bmm", where="ops.yaml:1423 sample 4", fn=case_680, tensors=["self", "mat2"],
+         free=[False, False],
+         no_grad=[False, False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="addmm", where="ops.yaml:1451 sample 0", fn=case_681, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 1", fn=case_640, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1451 sample 1", fn=case_682, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 2", fn=case_641, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1451 sample 2", fn=case_683, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 3", fn=case_642, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1451 sample 3", fn=case_684, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 4", fn=case_643, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1451 sample 4", fn=case_685, tensors=["self", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 5", fn=case_644, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1451 sample 5", fn=case_686, tensors=["self", "mat1", "mat2"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="addmm", where="ops.yaml:1448 sample 6", fn=case_645, tensors=["self", "mat1", "mat2"],
+    dict(op="addmm", where="ops.yaml:1451 sample 6", fn=case_687, tensors=["self", "mat1", "mat2"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1482 sample 0", fn=case_646, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1485 sample 0", fn=case_688, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1482 sample 1", fn=case_647, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1485 sample 1", fn=case_689, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1482 sample 2", fn=case_648, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1485 sample 2", fn=case_690, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1482 sample 3", fn=case_649, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1485 sample 3", fn=case_691, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1482 sample 4", fn=case_650, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1485 sample 4", fn=case_692, tensors=["self", "batch1", "batch2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="baddbmm", where="ops.yaml:1482 sample 5", fn=case_651, tensors=["self", "batch1", "batch2"],
+    dict(op="baddbmm", where="ops.yaml:1485 sample 5", fn=case_693, tensors=["self", "batch1", "batch2"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="dot", where="ops.yaml:1504 sample 0", fn=case_652, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1507 sample 0", fn=case_694, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1504 sample 1", fn=case_653, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1507 sample 1", fn=case_695, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1504 sample 2", fn=case_654, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1507 sample 2", fn=case_696, tensors=["self", "tensor"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dot", where="ops.yaml:1504 sample 3", fn=case_655, tensors=["self", "tensor"],
+    dict(op="dot", where="ops.yaml:1507 sample 3", fn=case_697, tensors=["self", "tensor"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="outer", where="ops.yaml:1522 sample 0", fn=case_656, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1525 sample 0", fn=case_698, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1522 sample 1", fn=case_657, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1525 sample 1", fn=case_699, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1522 sample 2", fn=case_658, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1525 sample 2", fn=case_700, tensors=["self", "vec2"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="outer", where="ops.yaml:1522 sample 3", fn=case_659, tensors=["self", "vec2"],
+    dict(op="outer", where="ops.yaml:1525 sample 3", fn=case_701, tensors=["self", "vec2"],
          free=[False, False],
          no_grad=[False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 0", fn=case_660, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1549 sample 0", fn=case_702, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 1", fn=case_661, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1549 sample 1", fn=case_703, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 2", fn=case_662, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1549 sample 2", fn=case_704, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 3", fn=case_663, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1549 sample 3", fn=case_705, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 4", fn=case_664, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1549 sample 4", fn=case_706, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 5", fn=case_665, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1549 sample 5", fn=case_707, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 6", fn=case_666, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1549 sample 6", fn=case_708, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 7", fn=case_667, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1549 sample 7", fn=case_709, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 8", fn=case_668, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1549 sample 8", fn=case_710, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 9", fn=case_669, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1549 sample 9", fn=case_711, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 10", fn=case_670, tensors=["input", "weight"],
+    dict(op="linear", where="ops.yaml:1549 sample 10", fn=case_712, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 11", fn=case_671, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1549 sample 11", fn=case_713, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="linear", where="ops.yaml:1546 sample 12", fn=case_672, tensors=["input", "weight", "bias"],
+    dict(op="linear", where="ops.yaml:1549 sample 12", fn=case_714, tensors=["input", "weight", "bias"],
          free=[False, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 0", fn=case_673, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1578 sample 0", fn=case_715, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 1", fn=case_674, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1578 sample 1", fn=case_716, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 2", fn=case_675, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1578 sample 2", fn=case_717, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat1_backward", where="ops.yaml:1575 sample 3", fn=case_676, tensors=["grad", "mat2", "mat1"],
+    dict(op="mm_mat1_backward", where="ops.yaml:1578 sample 3", fn=case_718, tensors=["grad", "mat2", "mat1"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 0", fn=case_677, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1599 sample 0", fn=case_719, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 1", fn=case_678, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1599 sample 1", fn=case_720, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 2", fn=case_679, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1599 sample 2", fn=case_721, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mm_mat2_backward", where="ops.yaml:1596 sample 3", fn=case_680, tensors=["grad", "mat1", "mat2"],
+    dict(op="mm_mat2_backward", where="ops.yaml:1599 sample 3", fn=case_722, tensors=["grad", "mat1", "mat2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1614 sample 0", fn=case_681, tensors=["self"],
+    dict(op="t", where="ops.yaml:1617 sample 0", fn=case_723, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="t", where="ops.yaml:1614 sample 1", fn=case_682, tensors=["self"],
+    dict(op="t", where="ops.yaml:1617 sample 1", fn=case_724, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1625 sample 0", fn=case_683, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1628 sample 0", fn=case_725, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="transpose", where="ops.yaml:1625 sample 1", fn=case_684, tensors=["self"],
+    dict(op="transpose", where="ops.yaml:1628 sample 1", fn=case_726, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="permute", where="ops.yaml:1639 sample 0", fn=case_685, tensors=["self"],
+    dict(op="permute", where="ops.yaml:1642 sample 0", fn=case_727, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1648 sample 0", fn=case_686, tensors=["self"],
+    dict(op="view", where="ops.yaml:1651 sample 0", fn=case_728, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="view", where="ops.yaml:1648 sample 1", fn=case_687, tensors=["self"],
+    dict(op="view", where="ops.yaml:1651 sample 1", fn=case_729, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1658 sample 0", fn=case_688, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1661 sample 0", fn=case_730, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="reshape", where="ops.yaml:1658 sample 1", fn=case_689, tensors=["self"],
+    dict(op="reshape", where="ops.yaml:1661 sample 1", fn=case_731, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1668 sample 0", fn=case_690, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1671 sample 0", fn=case_732, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="expand", where="ops.yaml:1668 sample 1", fn=case_691, tensors=["self"],
+    dict(op="expand", where="ops.yaml:1671 sample 1", fn=case_733, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze", where="ops.yaml:1678 sample 0", fn=case_692, tensors=["self"],
+    dict(op="squeeze", where="ops.yaml:1681 sample 0", fn=case_734, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1688 sample 0", fn=case_693, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1691 sample 0", fn=case_735, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="squeeze.dim", where="ops.yaml:1688 sample 1", fn=case_694, tensors=["self"],
+    dict(op="squeeze.dim", where="ops.yaml:1691 sample 1", fn=case_736, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1699 sample 0", fn=case_695, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1702 sample 0", fn=case_737, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unsqueeze", where="ops.yaml:1699 sample 1", fn=case_696, tensors=["self"],
+    dict(op="unsqueeze", where="ops.yaml:1702 sample 1", fn=case_738, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1713 sample 0", fn=case_697, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1716 sample 0", fn=case_739, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="slice", where="ops.yaml:1713 sample 1", fn=case_698, tensors=["self"],
+    dict(op="slice", where="ops.yaml:1716 sample 1", fn=case_740, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1724 sample 0", fn=case_699, tensors=["self"],
+    dict(op="select", where="ops.yaml:1727 sample 0", fn=case_741, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="select", where="ops.yaml:1724 sample 1", fn=case_700, tensors=["self"],
+    dict(op="select", where="ops.yaml:1727 sample 1", fn=case_742, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="contiguous", where="ops.yaml:1734 sample 0", fn=case_701, tensors=["self"],
+    dict(op="contiguous", where="ops.yaml:1737 sample 0", fn=case_743, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 0", fn=case_702, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1750 sample 0", fn=case_744, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 1", fn=case_703, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1750 sample 1", fn=case_745, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 2", fn=case_704, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1750 sample 2", fn=case_746, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 3", fn=case_705, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1750 sample 3", fn=case_747, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flatten.using_ints", where="ops.yaml:1747 sample 4", fn=case_706, tensors=["self"],
+    dict(op="flatten.using_ints", where="ops.yaml:1750 sample 4", fn=case_748, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1766 sample 0", fn=case_707, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1769 sample 0", fn=case_749, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1766 sample 1", fn=case_708, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1769 sample 1", fn=case_750, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1766 sample 2", fn=case_709, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1769 sample 2", fn=case_751, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unflatten.int", where="ops.yaml:1766 sample 3", fn=case_710, tensors=["self"],
+    dict(op="unflatten.int", where="ops.yaml:1769 sample 3", fn=case_752, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1778 sample 0", fn=case_711, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1781 sample 0", fn=case_753, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1778 sample 1", fn=case_712, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1781 sample 1", fn=case_754, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1778 sample 2", fn=case_713, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1781 sample 2", fn=case_755, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="broadcast_to", where="ops.yaml:1778 sample 3", fn=case_714, tensors=["self"],
+    dict(op="broadcast_to", where="ops.yaml:1781 sample 3", fn=case_756, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1796 sample 0", fn=case_715, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1799 sample 0", fn=case_757, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1796 sample 1", fn=case_716, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1799 sample 1", fn=case_758, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1796 sample 2", fn=case_717, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1799 sample 2", fn=case_759, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="narrow", where="ops.yaml:1796 sample 3", fn=case_718, tensors=["self"],
+    dict(op="narrow", where="ops.yaml:1799 sample 3", fn=case_760, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1811 sample 0", fn=case_719, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1814 sample 0", fn=case_761, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1811 sample 1", fn=case_720, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1814 sample 1", fn=case_762, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1811 sample 2", fn=case_721, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1814 sample 2", fn=case_763, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1811 sample 3", fn=case_722, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1814 sample 3", fn=case_764, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1811 sample 4", fn=case_723, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1814 sample 4", fn=case_765, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="repeat", where="ops.yaml:1811 sample 5", fn=case_724, tensors=["self"],
+    dict(op="repeat", where="ops.yaml:1814 sample 5", fn=case_766, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1826 sample 0", fn=case_725, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1829 sample 0", fn=case_767, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1826 sample 1", fn=case_726, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1829 sample 1", fn=case_768, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1826 sample 2", fn=case_727, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1829 sample 2", fn=case_769, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1826 sample 3", fn=case_728, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1829 sample 3", fn=case_770, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="flip", where="ops.yaml:1826 sample 4", fn=case_729, tensors=["self"],
+    dict(op="flip", where="ops.yaml:1829 sample 4", fn=case_771, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1843 sample 0", fn=case_730, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1846 sample 0", fn=case_772, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1843 sample 1", fn=case_731, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1846 sample 1", fn=case_773, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1843 sample 2", fn=case_732, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1846 sample 2", fn=case_774, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1843 sample 3", fn=case_733, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1846 sample 3", fn=case_775, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="roll", where="ops.yaml:1843 sample 4", fn=case_734, tensors=["self"],
+    dict(op="roll", where="ops.yaml:1846 sample 4", fn=case_776, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1867 sample 0", fn=case_735, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1870 sample 0", fn=case_777, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1867 sample 1", fn=case_736, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1870 sample 1", fn=case_778, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1867 sample 2", fn=case_737, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1870 sample 2", fn=case_779, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1867 sample 3", fn=case_738, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1870 sample 3", fn=case_780, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="tril", where="ops.yaml:1867 sample 4", fn=case_739, tensors=["self"],
+    dict(op="tril", where="ops.yaml:1870 sample 4", fn=case_781, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1883 sample 0", fn=case_740, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1886 sample 0", fn=case_782, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1883 sample 1", fn=case_741, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1886 sample 1", fn=case_783, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1883 sample 2", fn=case_742, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1886 sample 2", fn=case_784, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1883 sample 3", fn=case_743, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1886 sample 3", fn=case_785, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="triu", where="ops.yaml:1883 sample 4", fn=case_744, tensors=["self"],
+    dict(op="triu", where="ops.yaml:1886 sample 4", fn=case_786, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 0", fn=case_745, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1900 sample 0", fn=case_787, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 1", fn=case_746, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1900 sample 1", fn=case_788, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 2", fn=case_747, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1900 sample 2", fn=case_789, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 3", fn=case_748, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1900 sample 3", fn=case_790, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 4", fn=case_749, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1900 sample 4", fn=case_791, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 5", fn=case_750, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1900 sample 5", fn=case_792, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 6", fn=case_751, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1900 sample 6", fn=case_793, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 7", fn=case_752, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1900 sample 7", fn=case_794, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 8", fn=case_753, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1900 sample 8", fn=case_795, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 9", fn=case_754, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1900 sample 9", fn=case_796, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="pad", where="ops.yaml:1897 sample 10", fn=case_755, tensors=["self"],
+    dict(op="pad", where="ops.yaml:1900 sample 10", fn=case_797, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="cat", where="ops.yaml:1920 sample 0", fn=case_756, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1923 sample 0", fn=case_798, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1920 sample 1", fn=case_757, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1923 sample 1", fn=case_799, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1920 sample 2", fn=case_758, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1923 sample 2", fn=case_800, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1920 sample 3", fn=case_759, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="cat", where="ops.yaml:1923 sample 3", fn=case_801, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cat", where="ops.yaml:1920 sample 4", fn=case_760, tensors=["tensors_0", "tensors_1"],
+    dict(op="cat", where="ops.yaml:1923 sample 4", fn=case_802, tensors=["tensors_0", "tensors_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1941 sample 0", fn=case_761, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1944 sample 0", fn=case_803, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1941 sample 1", fn=case_762, tensors=["tensors_0", "tensors_1", "tensors_2"],
+    dict(op="stack", where="ops.yaml:1944 sample 1", fn=case_804, tensors=["tensors_0", "tensors_1", "tensors_2"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1941 sample 2", fn=case_763, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1944 sample 2", fn=case_805, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1941 sample 3", fn=case_764, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1944 sample 3", fn=case_806, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="stack", where="ops.yaml:1941 sample 4", fn=case_765, tensors=["tensors_0", "tensors_1"],
+    dict(op="stack", where="ops.yaml:1944 sample 4", fn=case_807, tensors=["tensors_0", "tensors_1"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1955 sample 0", fn=case_766, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1958 sample 0", fn=case_808, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1955 sample 1", fn=case_767, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1958 sample 1", fn=case_809, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1955 sample 2", fn=case_768, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1958 sample 2", fn=case_810, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split.Tensor", where="ops.yaml:1955 sample 3", fn=case_769, tensors=["self"],
+    dict(op="split.Tensor", where="ops.yaml:1958 sample 3", fn=case_811, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1968 sample 0", fn=case_770, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1971 sample 0", fn=case_812, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1968 sample 1", fn=case_771, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1971 sample 1", fn=case_813, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1968 sample 2", fn=case_772, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1971 sample 2", fn=case_814, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="split_with_sizes", where="ops.yaml:1968 sample 3", fn=case_773, tensors=["self"],
+    dict(op="split_with_sizes", where="ops.yaml:1971 sample 3", fn=case_815, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1981 sample 0", fn=case_774, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1984 sample 0", fn=case_816, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1981 sample 1", fn=case_775, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1984 sample 1", fn=case_817, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1981 sample 2", fn=case_776, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1984 sample 2", fn=case_818, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="chunk", where="ops.yaml:1981 sample 3", fn=case_777, tensors=["self"],
+    dict(op="chunk", where="ops.yaml:1984 sample 3", fn=case_819, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1994 sample 0", fn=case_778, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1997 sample 0", fn=case_820, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1994 sample 1", fn=case_779, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1997 sample 1", fn=case_821, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1994 sample 2", fn=case_780, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1997 sample 2", fn=case_822, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="unbind.int", where="ops.yaml:1994 sample 3", fn=case_781, tensors=["self"],
+    dict(op="unbind.int", where="ops.yaml:1997 sample 3", fn=case_823, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2011 sample 0", fn=case_782, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2014 sample 0", fn=case_824, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2011 sample 1", fn=case_783, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2014 sample 1", fn=case_825, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2011 sample 2", fn=case_784, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2014 sample 2", fn=case_826, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2011 sample 3", fn=case_785, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2014 sample 3", fn=case_827, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2011 sample 4", fn=case_786, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2014 sample 4", fn=case_828, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_select", where="ops.yaml:2011 sample 5", fn=case_787, tensors=["self", "index"],
+    dict(op="index_select", where="ops.yaml:2014 sample 5", fn=case_829, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2035 sample 0", fn=case_788, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2038 sample 0", fn=case_830, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2035 sample 1", fn=case_789, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2038 sample 1", fn=case_831, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2035 sample 2", fn=case_790, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2038 sample 2", fn=case_832, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2035 sample 3", fn=case_791, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2038 sample 3", fn=case_833, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_add", where="ops.yaml:2035 sample 4", fn=case_792, tensors=["self", "index", "source"],
+    dict(op="index_add", where="ops.yaml:2038 sample 4", fn=case_834, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2050 sample 0", fn=case_793, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2053 sample 0", fn=case_835, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2050 sample 1", fn=case_794, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2053 sample 1", fn=case_836, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_copy", where="ops.yaml:2050 sample 2", fn=case_795, tensors=["self", "index", "source"],
+    dict(op="index_copy", where="ops.yaml:2053 sample 2", fn=case_837, tensors=["self", "index", "source"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2063 sample 0", fn=case_796, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2066 sample 0", fn=case_838, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2063 sample 1", fn=case_797, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2066 sample 1", fn=case_839, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2063 sample 2", fn=case_798, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2066 sample 2", fn=case_840, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2063 sample 3", fn=case_799, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2066 sample 3", fn=case_841, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="gather", where="ops.yaml:2063 sample 4", fn=case_800, tensors=["self", "index"],
+    dict(op="gather", where="ops.yaml:2066 sample 4", fn=case_842, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2086 sample 0", fn=case_801, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2089 sample 0", fn=case_843, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2086 sample 1", fn=case_802, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2089 sample 1", fn=case_844, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2086 sample 2", fn=case_803, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2089 sample 2", fn=case_845, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.src", where="ops.yaml:2086 sample 3", fn=case_804, tensors=["self", "index", "src"],
+    dict(op="scatter.src", where="ops.yaml:2089 sample 3", fn=case_846, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2107 sample 0", fn=case_805, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2110 sample 0", fn=case_847, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2107 sample 1", fn=case_806, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2110 sample 1", fn=case_848, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter.value", where="ops.yaml:2107 sample 2", fn=case_807, tensors=["self", "index"],
+    dict(op="scatter.value", where="ops.yaml:2110 sample 2", fn=case_849, tensors=["self", "index"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2120 sample 0", fn=case_808, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2123 sample 0", fn=case_850, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2120 sample 1", fn=case_809, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2123 sample 1", fn=case_851, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2120 sample 2", fn=case_810, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2123 sample 2", fn=case_852, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2120 sample 3", fn=case_811, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2123 sample 3", fn=case_853, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scatter_add", where="ops.yaml:2120 sample 4", fn=case_812, tensors=["self", "index", "src"],
+    dict(op="scatter_add", where="ops.yaml:2123 sample 4", fn=case_854, tensors=["self", "index", "src"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2139 sample 0", fn=case_813, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2142 sample 0", fn=case_855, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2139 sample 1", fn=case_814, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2142 sample 1", fn=case_856, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2139 sample 2", fn=case_815, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2142 sample 2", fn=case_857, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding", where="ops.yaml:2139 sample 3", fn=case_816, tensors=["weight", "indices"],
+    dict(op="embedding", where="ops.yaml:2142 sample 3", fn=case_858, tensors=["weight", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2153 sample 0", fn=case_817, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2156 sample 0", fn=case_859, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="embedding_dense_backward", where="ops.yaml:2153 sample 1", fn=case_818, tensors=["grad_output", "indices"],
+    dict(op="embedding_dense_backward", where="ops.yaml:2156 sample 1", fn=case_860, tensors=["grad_output", "indices"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2180 sample 0", fn=case_819, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2183 sample 0", fn=case_861, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2180 sample 1", fn=case_820, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2183 sample 1", fn=case_862, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2180 sample 2", fn=case_821, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2183 sample 2", fn=case_863, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="one_hot", where="ops.yaml:2180 sample 3", fn=case_822, tensors=["self"],
+    dict(op="one_hot", where="ops.yaml:2183 sample 3", fn=case_864, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2192 sample 0", fn=case_823, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2195 sample 0", fn=case_865, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2192 sample 1", fn=case_824, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2195 sample 1", fn=case_866, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2192 sample 2", fn=case_825, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2195 sample 2", fn=case_867, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nonzero", where="ops.yaml:2192 sample 3", fn=case_826, tensors=["self"],
+    dict(op="nonzero", where="ops.yaml:2195 sample 3", fn=case_868, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2205 sample 0", fn=case_827, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2208 sample 0", fn=case_869, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2205 sample 1", fn=case_828, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2208 sample 1", fn=case_870, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2205 sample 2", fn=case_829, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2208 sample 2", fn=case_871, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2205 sample 3", fn=case_830, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2208 sample 3", fn=case_872, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="masked_select", where="ops.yaml:2205 sample 4", fn=case_831, tensors=["self", "mask"],
+    dict(op="masked_select", where="ops.yaml:2208 sample 4", fn=case_873, tensors=["self", "mask"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2220 sample 0", fn=case_832, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2223 sample 0", fn=case_874, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2220 sample 1", fn=case_833, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2223 sample 1", fn=case_875, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2220 sample 2", fn=case_834, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2223 sample 2", fn=case_876, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2220 sample 3", fn=case_835, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2223 sample 3", fn=case_877, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort", where="ops.yaml:2220 sample 4", fn=case_836, tensors=["self"],
+    dict(op="argsort", where="ops.yaml:2223 sample 4", fn=case_878, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2236 sample 0", fn=case_837, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2239 sample 0", fn=case_879, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="argsort.stable", where="ops.yaml:2236 sample 1", fn=case_838, tensors=["self"],
+    dict(op="argsort.stable", where="ops.yaml:2239 sample 1", fn=case_880, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2247 sample 0", fn=case_839, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2250 sample 0", fn=case_881, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2247 sample 1", fn=case_840, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2250 sample 1", fn=case_882, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2247 sample 2", fn=case_841, tensors=["self", "indices_0", "indices_2"],
+    dict(op="index.Tensor", where="ops.yaml:2250 sample 2", fn=case_883, tensors=["self", "indices_0", "indices_2"],
          free=[True, False, False],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2247 sample 3", fn=case_842, tensors=["self", "indices_0"],
+    dict(op="index.Tensor", where="ops.yaml:2250 sample 3", fn=case_884, tensors=["self", "indices_0"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2247 sample 4", fn=case_843, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2250 sample 4", fn=case_885, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index.Tensor", where="ops.yaml:2247 sample 5", fn=case_844, tensors=["self", "indices_1"],
+    dict(op="index.Tensor", where="ops.yaml:2250 sample 5", fn=case_886, tensors=["self", "indices_1"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2262 sample 0", fn=case_845, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2265 sample 0", fn=case_887, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2262 sample 1", fn=case_846, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2265 sample 1", fn=case_888, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2262 sample 2", fn=case_847, tensors=["self", "indices_0", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2265 sample 2", fn=case_889, tensors=["self", "indices_0", "indices_1", "values"],
          free=[True, False, False, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2262 sample 3", fn=case_848, tensors=["self", "indices_0", "values"],
+    dict(op="index_put", where="ops.yaml:2265 sample 3", fn=case_890, tensors=["self", "indices_0", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="index_put", where="ops.yaml:2262 sample 4", fn=case_849, tensors=["self", "indices_1", "values"],
+    dict(op="index_put", where="ops.yaml:2265 sample 4", fn=case_891, tensors=["self", "indices_1", "values"],
          free=[True, False, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 0 result values", fn=case_850, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2280 sample 0 result values", fn=case_892, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 0 result indices", fn=case_851, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2280 sample 0 result indices", fn=case_893, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 1 result values", fn=case_852, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2280 sample 1 result values", fn=case_894, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 1 result indices", fn=case_853, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2280 sample 1 result indices", fn=case_895, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 2 result values", fn=case_854, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2280 sample 2 result values", fn=case_896, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 2 result indices", fn=case_855, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2280 sample 2 result indices", fn=case_897, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 3 result values", fn=case_856, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2280 sample 3 result values", fn=case_898, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 3 result indices", fn=case_857, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2280 sample 3 result indices", fn=case_899, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 4 result values", fn=case_858, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2280 sample 4 result values", fn=case_900, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort", where="ops.yaml:2277 sample 4 result indices", fn=case_859, tensors=["self"],
+    dict(op="sort", where="ops.yaml:2280 sample 4 result indices", fn=case_901, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2293 sample 0 result values", fn=case_860, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2296 sample 0 result values", fn=case_902, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2293 sample 0 result indices", fn=case_861, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2296 sample 0 result indices", fn=case_903, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2293 sample 1 result values", fn=case_862, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2296 sample 1 result values", fn=case_904, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sort.stable", where="ops.yaml:2293 sample 1 result indices", fn=case_863, tensors=["self"],
+    dict(op="sort.stable", where="ops.yaml:2296 sample 1 result indices", fn=case_905, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 0 result values", fn=case_864, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2310 sample 0 result values", fn=case_906, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 0 result indices", fn=case_865, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2310 sample 0 result indices", fn=case_907, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 1 result values", fn=case_866, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2310 sample 1 result values", fn=case_908, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 1 result indices", fn=case_867, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2310 sample 1 result indices", fn=case_909, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 2 result values", fn=case_868, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2310 sample 2 result values", fn=case_910, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 2 result indices", fn=case_869, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2310 sample 2 result indices", fn=case_911, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 3 result values", fn=case_870, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2310 sample 3 result values", fn=case_912, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 3 result indices", fn=case_871, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2310 sample 3 result indices", fn=case_913, tensors=["self"],
          free=[False],
          no_grad=[False], empty=True,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 4 result values", fn=case_872, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2310 sample 4 result values", fn=case_914, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="topk", where="ops.yaml:2307 sample 4 result indices", fn=case_873, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2310 sample 4 result indices", fn=case_915, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2329 sample 0", fn=case_874, tensors=["self"],
+    dict(op="topk", where="ops.yaml:2310 sample 5 result values", fn=case_916, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="topk", where="ops.yaml:2310 sample 5 result indices", fn=case_917, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="avg_pool2d", where="ops.yaml:2333 sample 0", fn=case_918, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2329 sample 1", fn=case_875, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2333 sample 1", fn=case_919, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2329 sample 2", fn=case_876, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2333 sample 2", fn=case_920, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d", where="ops.yaml:2329 sample 3", fn=case_877, tensors=["self"],
+    dict(op="avg_pool2d", where="ops.yaml:2333 sample 3", fn=case_921, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 0", fn=case_878, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2352 sample 0", fn=case_922, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 1", fn=case_879, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2352 sample 1", fn=case_923, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 2", fn=case_880, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2352 sample 2", fn=case_924, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d", where="ops.yaml:2348 sample 3", fn=case_881, tensors=["self"],
+    dict(op="adaptive_avg_pool2d", where="ops.yaml:2352 sample 3", fn=case_925, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2363 sample 0", fn=case_882, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2367 sample 0", fn=case_926, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="avg_pool2d_backward", where="ops.yaml:2363 sample 1", fn=case_883, tensors=["grad_output", "self"],
+    dict(op="avg_pool2d_backward", where="ops.yaml:2367 sample 1", fn=case_927, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2376 sample 0", fn=case_884, tensors=["grad_output", "self"],
+    dict(op="adaptive_avg_pool2d_backward", where="ops.yaml:2380 sample 0", fn=case_928, tensors=["grad_output", "self"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2423 sample 0", fn=case_885, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2427 sample 0", fn=case_929, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2423 sample 1", fn=case_886, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2427 sample 1", fn=case_930, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2423 sample 2", fn=case_887, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2427 sample 2", fn=case_931, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2423 sample 3", fn=case_888, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2427 sample 3", fn=case_932, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2423 sample 4", fn=case_889, tensors=["input", "weight", "bias"],
+    dict(op="conv2d", where="ops.yaml:2427 sample 4", fn=case_933, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d", where="ops.yaml:2423 sample 5", fn=case_890, tensors=["input", "weight"],
+    dict(op="conv2d", where="ops.yaml:2427 sample 5", fn=case_934, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2445 sample 0", fn=case_891, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2449 sample 0", fn=case_935, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2445 sample 1", fn=case_892, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2449 sample 1", fn=case_936, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d.padding", where="ops.yaml:2445 sample 2", fn=case_893, tensors=["input", "weight", "bias"],
+    dict(op="conv2d.padding", where="ops.yaml:2449 sample 2", fn=case_937, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2465 sample 0", fn=case_894, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2469 sample 0", fn=case_938, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2465 sample 1", fn=case_895, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2469 sample 1", fn=case_939, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d", where="ops.yaml:2465 sample 2", fn=case_896, tensors=["input", "weight", "bias"],
+    dict(op="conv1d", where="ops.yaml:2469 sample 2", fn=case_940, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv1d.padding", where="ops.yaml:2484 sample 0", fn=case_897, tensors=["input", "weight", "bias"],
+    dict(op="conv1d.padding", where="ops.yaml:2488 sample 0", fn=case_941, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 0", fn=case_898, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2506 sample 0", fn=case_942, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 1", fn=case_899, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2506 sample 1", fn=case_943, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 2", fn=case_900, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2506 sample 2", fn=case_944, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 3", fn=case_901, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2506 sample 3", fn=case_945, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 4", fn=case_902, tensors=["input", "weight", "bias"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2506 sample 4", fn=case_946, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv_transpose2d.input", where="ops.yaml:2502 sample 5", fn=case_903, tensors=["input", "weight"],
+    dict(op="conv_transpose2d.input", where="ops.yaml:2506 sample 5", fn=case_947, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2521 sample 0", fn=case_904, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2525 sample 0", fn=case_948, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_input", where="ops.yaml:2521 sample 1", fn=case_905, tensors=["grad_output", "weight"],
+    dict(op="conv2d_backward_input", where="ops.yaml:2525 sample 1", fn=case_949, tensors=["grad_output", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2534 sample 0", fn=case_906, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2538 sample 0", fn=case_950, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_weight", where="ops.yaml:2534 sample 1", fn=case_907, tensors=["grad_output", "input"],
+    dict(op="conv2d_backward_weight", where="ops.yaml:2538 sample 1", fn=case_951, tensors=["grad_output", "input"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2548 sample 0", fn=case_908, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2552 sample 0", fn=case_952, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="conv2d_backward_bias", where="ops.yaml:2548 sample 1", fn=case_909, tensors=["grad_output"],
+    dict(op="conv2d_backward_bias", where="ops.yaml:2552 sample 1", fn=case_953, tensors=["grad_output"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 0 result values", fn=case_910, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2570 sample 0 result values", fn=case_954, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 0 result indices", fn=case_911, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2570 sample 0 result indices", fn=case_955, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 1 result values", fn=case_912, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2570 sample 1 result values", fn=case_956, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 1 result indices", fn=case_913, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2570 sample 1 result indices", fn=case_957, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 2 result values", fn=case_914, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2570 sample 2 result values", fn=case_958, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 2 result indices", fn=case_915, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2570 sample 2 result indices", fn=case_959, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 3 result values", fn=case_916, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2570 sample 3 result values", fn=case_960, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d_with_indices", where="ops.yaml:2566 sample 3 result indices", fn=case_917, tensors=["self"],
+    dict(op="max_pool2d_with_indices", where="ops.yaml:2570 sample 3 result indices", fn=case_961, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2584 sample 0", fn=case_918, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2588 sample 0", fn=case_962, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2584 sample 1", fn=case_919, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2588 sample 1", fn=case_963, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="max_pool2d", where="ops.yaml:2584 sample 2", fn=case_920, tensors=["self"],
+    dict(op="max_pool2d", where="ops.yaml:2588 sample 2", fn=case_964, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2609 sample 0", fn=case_921, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2613 sample 0", fn=case_965, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2609 sample 1", fn=case_922, tensors=["input", "weight"],
+    dict(op="layer_norm", where="ops.yaml:2613 sample 1", fn=case_966, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2609 sample 2", fn=case_923, tensors=["input", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2613 sample 2", fn=case_967, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2609 sample 3", fn=case_924, tensors=["input", "weight", "bias"],
+    dict(op="layer_norm", where="ops.yaml:2613 sample 3", fn=case_968, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="layer_norm", where="ops.yaml:2609 sample 4", fn=case_925, tensors=["input"],
+    dict(op="layer_norm", where="ops.yaml:2613 sample 4", fn=case_969, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2636 sample 0", fn=case_926, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2640 sample 0", fn=case_970, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2636 sample 1", fn=case_927, tensors=["input", "weight"],
+    dict(op="group_norm", where="ops.yaml:2640 sample 1", fn=case_971, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2636 sample 2", fn=case_928, tensors=["input", "bias"],
+    dict(op="group_norm", where="ops.yaml:2640 sample 2", fn=case_972, tensors=["input", "bias"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2636 sample 3", fn=case_929, tensors=["input", "weight", "bias"],
+    dict(op="group_norm", where="ops.yaml:2640 sample 3", fn=case_973, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="group_norm", where="ops.yaml:2636 sample 4", fn=case_930, tensors=["input"],
+    dict(op="group_norm", where="ops.yaml:2640 sample 4", fn=case_974, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2660 sample 0", fn=case_931, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2664 sample 0", fn=case_975, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2660 sample 1", fn=case_932, tensors=["input"],
+    dict(op="rms_norm", where="ops.yaml:2664 sample 1", fn=case_976, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2660 sample 2", fn=case_933, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2664 sample 2", fn=case_977, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="rms_norm", where="ops.yaml:2660 sample 3", fn=case_934, tensors=["input", "weight"],
+    dict(op="rms_norm", where="ops.yaml:2664 sample 3", fn=case_978, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2694 sample 0", fn=case_935, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm", where="ops.yaml:2698 sample 0", fn=case_979, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2694 sample 1", fn=case_936, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2698 sample 1", fn=case_980, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2694 sample 2", fn=case_937, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2698 sample 2", fn=case_981, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2694 sample 3", fn=case_938, tensors=["input", "weight", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2698 sample 3", fn=case_982, tensors=["input", "weight", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2694 sample 4", fn=case_939, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2698 sample 4", fn=case_983, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm", where="ops.yaml:2694 sample 5", fn=case_940, tensors=["input", "bias", "running_mean", "running_var"],
+    dict(op="batch_norm", where="ops.yaml:2698 sample 5", fn=case_984, tensors=["input", "bias", "running_mean", "running_var"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2727 sample 0", fn=case_941, tensors=["input", "weight", "bias"],
+    dict(op="row_norm", where="ops.yaml:2731 sample 0", fn=case_985, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="row_norm", where="ops.yaml:2727 sample 1", fn=case_942, tensors=["input", "weight"],
+    dict(op="row_norm", where="ops.yaml:2731 sample 1", fn=case_986, tensors=["input", "weight"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2758 sample 0", fn=case_943, tensors=["input", "weight", "bias"],
+    dict(op="batch_norm_training", where="ops.yaml:2762 sample 0", fn=case_987, tensors=["input", "weight", "bias"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="batch_norm_training", where="ops.yaml:2758 sample 1", fn=case_944, tensors=["input", "running_mean", "running_var"],
+    dict(op="batch_norm_training", where="ops.yaml:2762 sample 1", fn=case_988, tensors=["input", "running_mean", "running_var"],
          free=[True, True, True],
          no_grad=[False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 0", fn=case_945, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2931 sample 0", fn=case_989, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 1", fn=case_946, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2931 sample 1", fn=case_990, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 2", fn=case_947, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2931 sample 2", fn=case_991, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 3", fn=case_948, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=True,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 4", fn=case_949, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 5", fn=case_950, tensors=["self"],
-         free=[False],
-         no_grad=[False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="softmax.int", where="ops.yaml:2927 sample 6", fn=case_951, tensors=["self"],
-         free=[False],
-         no_grad=[False], empty=False,
-         dtypes=[],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 0", fn=case_952, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 1", fn=case_953, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 2", fn=case_954, tensors=["self"],
-         free=[True],
-         no_grad=[False], empty=False,
-         dtypes=["f16", "bf16", "f32", "f64"],
-         random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 3", fn=case_955, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2931 sample 3", fn=case_992, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 4", fn=case_956, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2931 sample 4", fn=case_993, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 5", fn=case_957, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2931 sample 5", fn=case_994, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="log_softmax.int", where="ops.yaml:2947 sample 6", fn=case_958, tensors=["self"],
+    dict(op="softmax.int", where="ops.yaml:2931 sample 6", fn=case_995, tensors=["self"],
          free=[False],
          no_grad=[False], empty=False,
          dtypes=[],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2967 sample 0", fn=case_959, tensors=["grad_output", "output"],
+    dict(op="log_softmax.int", where="ops.yaml:2951 sample 0", fn=case_996, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2951 sample 1", fn=case_997, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2951 sample 2", fn=case_998, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2951 sample 3", fn=case_999, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=True,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2951 sample 4", fn=case_1000, tensors=["self"],
+         free=[True],
+         no_grad=[False], empty=False,
+         dtypes=["f16", "bf16", "f32", "f64"],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2951 sample 5", fn=case_1001, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="log_softmax.int", where="ops.yaml:2951 sample 6", fn=case_1002, tensors=["self"],
+         free=[False],
+         no_grad=[False], empty=False,
+         dtypes=[],
+         random=False),
+    dict(op="softmax_backward_data", where="ops.yaml:2971 sample 0", fn=case_1003, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2967 sample 1", fn=case_960, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2971 sample 1", fn=case_1004, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="softmax_backward_data", where="ops.yaml:2967 sample 2", fn=case_961, tensors=["grad_output", "output"],
+    dict(op="softmax_backward_data", where="ops.yaml:2971 sample 2", fn=case_1005, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2984 sample 0", fn=case_962, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2988 sample 0", fn=case_1006, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2984 sample 1", fn=case_963, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2988 sample 1", fn=case_1007, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="log_softmax_backward_data", where="ops.yaml:2984 sample 2", fn=case_964, tensors=["grad_output", "output"],
+    dict(op="log_softmax_backward_data", where="ops.yaml:2988 sample 2", fn=case_1008, tensors=["grad_output", "output"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="dropout", where="ops.yaml:3023 sample 0", fn=case_965, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3027 sample 0", fn=case_1009, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3023 sample 1", fn=case_966, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3027 sample 1", fn=case_1010, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3023 sample 2", fn=case_967, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3027 sample 2", fn=case_1011, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3023 sample 3", fn=case_968, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3027 sample 3", fn=case_1012, tensors=["input"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="dropout", where="ops.yaml:3023 sample 4", fn=case_969, tensors=["input"],
+    dict(op="dropout", where="ops.yaml:3027 sample 4", fn=case_1013, tensors=["input"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="mse_loss", where="ops.yaml:3037 sample 0", fn=case_970, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3041 sample 0", fn=case_1014, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3037 sample 1", fn=case_971, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3041 sample 1", fn=case_1015, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3037 sample 2", fn=case_972, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3041 sample 2", fn=case_1016, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3037 sample 3", fn=case_973, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3041 sample 3", fn=case_1017, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="mse_loss", where="ops.yaml:3037 sample 4", fn=case_974, tensors=["self", "target"],
+    dict(op="mse_loss", where="ops.yaml:3041 sample 4", fn=case_1018, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3052 sample 0", fn=case_975, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3056 sample 0", fn=case_1019, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3052 sample 1", fn=case_976, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3056 sample 1", fn=case_1020, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3052 sample 2", fn=case_977, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3056 sample 2", fn=case_1021, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3052 sample 3", fn=case_978, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3056 sample 3", fn=case_1022, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="l1_loss", where="ops.yaml:3052 sample 4", fn=case_979, tensors=["self", "target"],
+    dict(op="l1_loss", where="ops.yaml:3056 sample 4", fn=case_1023, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 0", fn=case_980, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3071 sample 0", fn=case_1024, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 1", fn=case_981, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3071 sample 1", fn=case_1025, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 2", fn=case_982, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3071 sample 2", fn=case_1026, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 3", fn=case_983, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3071 sample 3", fn=case_1027, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 4", fn=case_984, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3071 sample 4", fn=case_1028, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="smooth_l1_loss", where="ops.yaml:3067 sample 5", fn=case_985, tensors=["self", "target"],
+    dict(op="smooth_l1_loss", where="ops.yaml:3071 sample 5", fn=case_1029, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3083 sample 0", fn=case_986, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3087 sample 0", fn=case_1030, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3083 sample 1", fn=case_987, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3087 sample 1", fn=case_1031, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3083 sample 2", fn=case_988, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3087 sample 2", fn=case_1032, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3083 sample 3", fn=case_989, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3087 sample 3", fn=case_1033, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="huber_loss", where="ops.yaml:3083 sample 4", fn=case_990, tensors=["self", "target"],
+    dict(op="huber_loss", where="ops.yaml:3087 sample 4", fn=case_1034, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 0", fn=case_991, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3104 sample 0", fn=case_1035, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 1", fn=case_992, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3104 sample 1", fn=case_1036, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 2", fn=case_993, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3104 sample 2", fn=case_1037, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3100 sample 3", fn=case_994, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_elementwise", where="ops.yaml:3104 sample 3", fn=case_1038, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 0", fn=case_995, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3119 sample 0", fn=case_1039, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 1", fn=case_996, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3119 sample 1", fn=case_1040, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 2", fn=case_997, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3119 sample 2", fn=case_1041, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 3", fn=case_998, tensors=["self", "target"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3119 sample 3", fn=case_1042, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 4", fn=case_999, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3119 sample 4", fn=case_1043, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy", where="ops.yaml:3115 sample 5", fn=case_1000, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy", where="ops.yaml:3119 sample 5", fn=case_1044, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 0", fn=case_1001, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3135 sample 0", fn=case_1045, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 1", fn=case_1002, tensors=["self", "target", "weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3135 sample 1", fn=case_1046, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 2", fn=case_1003, tensors=["self", "target", "weight", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3135 sample 2", fn=case_1047, tensors=["self", "target", "weight", "pos_weight"],
          free=[True, True, True, True],
          no_grad=[False, False, True, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 3", fn=case_1004, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3135 sample 3", fn=case_1048, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 4", fn=case_1005, tensors=["self", "target", "pos_weight"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3135 sample 4", fn=case_1049, tensors=["self", "target", "pos_weight"],
          free=[True, True, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3131 sample 5", fn=case_1006, tensors=["self", "target"],
+    dict(op="binary_cross_entropy_with_logits", where="ops.yaml:3135 sample 5", fn=case_1050, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3154 sample 0", fn=case_1007, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3158 sample 0", fn=case_1051, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3154 sample 1", fn=case_1008, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3158 sample 1", fn=case_1052, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3154 sample 2", fn=case_1009, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3158 sample 2", fn=case_1053, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3154 sample 3", fn=case_1010, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3158 sample 3", fn=case_1054, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3154 sample 4", fn=case_1011, tensors=["self", "target", "weight"],
+    dict(op="nll_loss", where="ops.yaml:3158 sample 4", fn=case_1055, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="nll_loss", where="ops.yaml:3154 sample 5", fn=case_1012, tensors=["self", "target"],
+    dict(op="nll_loss", where="ops.yaml:3158 sample 5", fn=case_1056, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 0", fn=case_1013, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3181 sample 0", fn=case_1057, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 1", fn=case_1014, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3181 sample 1", fn=case_1058, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 2", fn=case_1015, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3181 sample 2", fn=case_1059, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 3", fn=case_1016, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3181 sample 3", fn=case_1060, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 4", fn=case_1017, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3181 sample 4", fn=case_1061, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 5", fn=case_1018, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3181 sample 5", fn=case_1062, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 6", fn=case_1019, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3181 sample 6", fn=case_1063, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 7", fn=case_1020, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3181 sample 7", fn=case_1064, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 8", fn=case_1021, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3181 sample 8", fn=case_1065, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 9", fn=case_1022, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3181 sample 9", fn=case_1066, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 10", fn=case_1023, tensors=["self", "target"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3181 sample 10", fn=case_1067, tensors=["self", "target"],
          free=[True, True],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_loss", where="ops.yaml:3177 sample 11", fn=case_1024, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_loss", where="ops.yaml:3181 sample 11", fn=case_1068, tensors=["self", "target", "weight"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 0", fn=case_1025, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3207 sample 0", fn=case_1069, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 1", fn=case_1026, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3207 sample 1", fn=case_1070, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 2", fn=case_1027, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3207 sample 2", fn=case_1071, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 3", fn=case_1028, tensors=["self", "target", "weight"],
+    dict(op="cross_entropy_index", where="ops.yaml:3207 sample 3", fn=case_1072, tensors=["self", "target", "weight"],
          free=[True, False, True],
          no_grad=[False, False, True], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 4", fn=case_1029, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3207 sample 4", fn=case_1073, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 5", fn=case_1030, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3207 sample 5", fn=case_1074, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="cross_entropy_index", where="ops.yaml:3203 sample 6", fn=case_1031, tensors=["self", "target"],
+    dict(op="cross_entropy_index", where="ops.yaml:3207 sample 6", fn=case_1075, tensors=["self", "target"],
          free=[True, False],
          no_grad=[False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 0", fn=case_1032, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3246 sample 0", fn=case_1076, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 1", fn=case_1033, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3246 sample 1", fn=case_1077, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, False],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 2", fn=case_1034, tensors=["query", "key", "value", "attn_mask"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3246 sample 2", fn=case_1078, tensors=["query", "key", "value", "attn_mask"],
          free=[True, True, True, True],
          no_grad=[False, False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 3", fn=case_1035, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3246 sample 3", fn=case_1079, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 4", fn=case_1036, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3246 sample 4", fn=case_1080, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 5", fn=case_1037, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3246 sample 5", fn=case_1081, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention", where="ops.yaml:3242 sample 6", fn=case_1038, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention", where="ops.yaml:3246 sample 6", fn=case_1082, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 0 result output", fn=case_1039, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3274 sample 0 result output", fn=case_1083, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 0 result attn", fn=case_1040, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3274 sample 0 result attn", fn=case_1084, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 1 result output", fn=case_1041, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3274 sample 1 result output", fn=case_1085, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 1 result attn", fn=case_1042, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3274 sample 1 result attn", fn=case_1086, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 2 result output", fn=case_1043, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3274 sample 2 result output", fn=case_1087, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 2 result attn", fn=case_1044, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3274 sample 2 result attn", fn=case_1088, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 3 result output", fn=case_1045, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3274 sample 3 result output", fn=case_1089, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3270 sample 3 result attn", fn=case_1046, tensors=["query", "key", "value"],
+    dict(op="scaled_dot_product_attention_math", where="ops.yaml:3274 sample 3 result attn", fn=case_1090, tensors=["query", "key", "value"],
          free=[True, True, True],
          no_grad=[False, False, False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty", where="ops.yaml:3300 sample 0", fn=case_1047, tensors=[],
+    dict(op="empty", where="ops.yaml:3304 sample 0", fn=case_1091, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3300 sample 1", fn=case_1048, tensors=[],
+    dict(op="empty", where="ops.yaml:3304 sample 1", fn=case_1092, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty", where="ops.yaml:3300 sample 2", fn=case_1049, tensors=[],
+    dict(op="empty", where="ops.yaml:3304 sample 2", fn=case_1093, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="zeros", where="ops.yaml:3307 sample 0", fn=case_1050, tensors=[],
+    dict(op="zeros", where="ops.yaml:3311 sample 0", fn=case_1094, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="ones", where="ops.yaml:3315 sample 0", fn=case_1051, tensors=[],
+    dict(op="ones", where="ops.yaml:3319 sample 0", fn=case_1095, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3330 sample 0", fn=case_1052, tensors=[],
+    dict(op="full", where="ops.yaml:3334 sample 0", fn=case_1096, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3330 sample 1", fn=case_1053, tensors=[],
+    dict(op="full", where="ops.yaml:3334 sample 1", fn=case_1097, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="full", where="ops.yaml:3330 sample 2", fn=case_1054, tensors=[],
+    dict(op="full", where="ops.yaml:3334 sample 2", fn=case_1098, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3341 sample 0", fn=case_1055, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3345 sample 0", fn=case_1099, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3341 sample 1", fn=case_1056, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3345 sample 1", fn=case_1100, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="empty_like", where="ops.yaml:3341 sample 2", fn=case_1057, tensors=["self"],
+    dict(op="empty_like", where="ops.yaml:3345 sample 2", fn=case_1101, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3361 sample 0", fn=case_1058, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3365 sample 0", fn=case_1102, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3361 sample 1", fn=case_1059, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3365 sample 1", fn=case_1103, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3361 sample 2", fn=case_1060, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3365 sample 2", fn=case_1104, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="ones_like", where="ops.yaml:3361 sample 3", fn=case_1061, tensors=["self"],
+    dict(op="ones_like", where="ops.yaml:3365 sample 3", fn=case_1105, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3373 sample 0", fn=case_1062, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3377 sample 0", fn=case_1106, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3373 sample 1", fn=case_1063, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3377 sample 1", fn=case_1107, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="full_like", where="ops.yaml:3373 sample 2", fn=case_1064, tensors=["self"],
+    dict(op="full_like", where="ops.yaml:3377 sample 2", fn=case_1108, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="arange", where="ops.yaml:3378 sample 0", fn=case_1065, tensors=[],
+    dict(op="arange", where="ops.yaml:3382 sample 0", fn=case_1109, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3393 sample 0", fn=case_1066, tensors=[],
+    dict(op="linspace", where="ops.yaml:3397 sample 0", fn=case_1110, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3393 sample 1", fn=case_1067, tensors=[],
+    dict(op="linspace", where="ops.yaml:3397 sample 1", fn=case_1111, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="linspace", where="ops.yaml:3393 sample 2", fn=case_1068, tensors=[],
+    dict(op="linspace", where="ops.yaml:3397 sample 2", fn=case_1112, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3405 sample 0", fn=case_1069, tensors=[],
+    dict(op="eye", where="ops.yaml:3409 sample 0", fn=case_1113, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye", where="ops.yaml:3405 sample 1", fn=case_1070, tensors=[],
+    dict(op="eye", where="ops.yaml:3409 sample 1", fn=case_1114, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3416 sample 0", fn=case_1071, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3420 sample 0", fn=case_1115, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="eye.m", where="ops.yaml:3416 sample 1", fn=case_1072, tensors=[],
+    dict(op="eye.m", where="ops.yaml:3420 sample 1", fn=case_1116, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=False),
-    dict(op="rand", where="ops.yaml:3420 sample 0", fn=case_1073, tensors=[],
+    dict(op="rand", where="ops.yaml:3424 sample 0", fn=case_1117, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randn", where="ops.yaml:3431 sample 0", fn=case_1074, tensors=[],
+    dict(op="randn", where="ops.yaml:3435 sample 0", fn=case_1118, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3448 sample 0", fn=case_1075, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3452 sample 0", fn=case_1119, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="rand_like", where="ops.yaml:3448 sample 1", fn=case_1076, tensors=["self"],
+    dict(op="rand_like", where="ops.yaml:3452 sample 1", fn=case_1120, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3458 sample 0", fn=case_1077, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3462 sample 0", fn=case_1121, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randn_like", where="ops.yaml:3458 sample 1", fn=case_1078, tensors=["self"],
+    dict(op="randn_like", where="ops.yaml:3462 sample 1", fn=case_1122, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="randint", where="ops.yaml:3469 sample 0", fn=case_1079, tensors=[],
+    dict(op="randint", where="ops.yaml:3473 sample 0", fn=case_1123, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint", where="ops.yaml:3469 sample 1", fn=case_1080, tensors=[],
+    dict(op="randint", where="ops.yaml:3473 sample 1", fn=case_1124, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randint.low", where="ops.yaml:3480 sample 0", fn=case_1081, tensors=[],
+    dict(op="randint.low", where="ops.yaml:3484 sample 0", fn=case_1125, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3490 sample 0", fn=case_1082, tensors=[],
+    dict(op="randperm", where="ops.yaml:3494 sample 0", fn=case_1126, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="randperm", where="ops.yaml:3490 sample 1", fn=case_1083, tensors=[],
+    dict(op="randperm", where="ops.yaml:3494 sample 1", fn=case_1127, tensors=[],
          free=[],
          no_grad=[], empty=False,
          dtypes=[],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3507 sample 0", fn=case_1084, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3511 sample 0", fn=case_1128, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3507 sample 1", fn=case_1085, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3511 sample 1", fn=case_1129, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="bernoulli.p", where="ops.yaml:3507 sample 2", fn=case_1086, tensors=["self"],
+    dict(op="bernoulli.p", where="ops.yaml:3511 sample 2", fn=case_1130, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["bool", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3518 sample 0", fn=case_1087, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3522 sample 0", fn=case_1131, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3518 sample 1", fn=case_1088, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3522 sample 1", fn=case_1132, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="normal", where="ops.yaml:3518 sample 2", fn=case_1089, tensors=["self"],
+    dict(op="normal", where="ops.yaml:3522 sample 2", fn=case_1133, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3530 sample 0", fn=case_1090, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3534 sample 0", fn=case_1134, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3530 sample 1", fn=case_1091, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3534 sample 1", fn=case_1135, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="uniform", where="ops.yaml:3530 sample 2", fn=case_1092, tensors=["self"],
+    dict(op="uniform", where="ops.yaml:3534 sample 2", fn=case_1136, tensors=["self"],
          free=[True],
          no_grad=[False], empty=True,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=True),
-    dict(op="maybe_multiply", where="ops.yaml:3543 sample 0", fn=case_1093, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3547 sample 0", fn=case_1137, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="maybe_multiply", where="ops.yaml:3543 sample 1", fn=case_1094, tensors=["self"],
+    dict(op="maybe_multiply", where="ops.yaml:3547 sample 1", fn=case_1138, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3554 sample 0", fn=case_1095, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3558 sample 0", fn=case_1139, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],
          random=False),
-    dict(op="sum_to", where="ops.yaml:3554 sample 1", fn=case_1096, tensors=["self"],
+    dict(op="sum_to", where="ops.yaml:3558 sample 1", fn=case_1140, tensors=["self"],
          free=[True],
          no_grad=[False], empty=False,
          dtypes=["f16", "bf16", "f32", "f64"],

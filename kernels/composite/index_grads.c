@@ -33,15 +33,23 @@ yt_tensor *
 yt__composite_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes_len,
                                    int64_t dim, yt_tensor *index)
 {
-    int nd = yt_tensor_dim(index);
-    if (src_sizes_len != nd)
+    const int index_dim = yt_tensor_dim(index), nd = src_sizes_len;
+    /* a 0-d index or src stands for one element of 1-D, as in scatter's forward */
+    if (nd != index_dim && (nd > 1 || index_dim > 1))
         return yt__fail(YT_ERR_SHAPE,
                         "scatter_src_backward: src_sizes has %d entries but index is %d-D",
-                        src_sizes_len, nd);
+                        src_sizes_len, index_dim);
+    if (yt_tensor_numel(index) == 0) /* nothing was scattered */
+        return yt_zeros_ex(src_sizes, nd, yt_tensor_dtype(grad), yt_tensor_device(grad));
     yt_tensor *g = yt_gather(grad, dim, index);
     int64_t cur[YT_MAX_DIM];
     for (int d = 0; d < nd; d++)
-        cur[d] = yt_tensor_sizes(index)[d];
+        cur[d] = index_dim == 0 ? 1 : yt_tensor_sizes(index)[d];
+    if (g != NULL && index_dim != nd) { /* 0-d against 1-D of one element */
+        yt_tensor *reshaped = yt_reshape(g, cur, nd);
+        yt_release(g);
+        g = reshaped;
+    }
     /* src may be larger than index: its other elements were never scattered (zero gradient) */
     for (int d = 0; d < nd && g != NULL; d++) {
         if (cur[d] == src_sizes[d])

@@ -98,6 +98,8 @@ yt__composite_smooth_l1_loss(yt_tensor *self, yt_tensor *target, const char *red
 {
     if (!(beta >= 0.0))
         return yt__fail(YT_ERR_VALUE, "smooth_l1_loss: beta must be >= 0, got beta=%g", beta);
+    if (check_broadcasts(self, target, "smooth_l1_loss") != YT_OK)
+        return NULL;
     if (beta == 0.0) { /* plain l1, with PyTorch's gradient -1 at self == target (its kernel's
                           * d <= -beta branch), where l1_loss has sign(0) = 0 */
         yt_tensor *d = yt_sub(self, target);
@@ -117,6 +119,8 @@ yt__composite_huber_loss(yt_tensor *self, yt_tensor *target, const char *reducti
 {
     if (!(delta > 0.0))
         return yt__fail(YT_ERR_VALUE, "huber_loss: delta must be > 0, got delta=%g", delta);
+    if (check_broadcasts(self, target, "huber_loss") != YT_OK)
+        return NULL;
     return piecewise(self, target, delta, 0.5, delta, reduction);
 }
 
@@ -368,8 +372,8 @@ yt__composite_cross_entropy_loss(yt_tensor *self, yt_tensor *target, yt_tensor *
     if (same_shape(self, target))
         return cross_entropy_probs(self, target, weight, yt__reduction_code(reduction),
                                    ignore_index, label_smoothing);
-    /* Class indices go to the fused kernel; its errors would name cross_entropy_index, and a
-     * floating target of the wrong shape would be refused for its dtype. */
+    /* Class indices go to the fused kernel, whose errors are renamed; but a floating target of
+     * the wrong shape would be refused there for its dtype. */
     char a[YT__SIZES_BUF], b[YT__SIZES_BUF];
     if (yt_dtype_is_floating(target->dtype))
         return yt__fail(YT_ERR_SHAPE,
@@ -389,8 +393,11 @@ yt__composite_cross_entropy_loss(yt_tensor *self, yt_tensor *target, yt_tensor *
         return yt__fail(YT_ERR_VALUE,
                         "cross_entropy_loss: weight requires grad, but cross_entropy_loss is not "
                         "differentiable with respect to weight with class-index targets");
-    return yt_cross_entropy_index_ex(self, target, weight, reduction, ignore_index,
-                                     label_smoothing);
+    yt_tensor *loss =
+        yt_cross_entropy_index_ex(self, target, weight, reduction, ignore_index, label_smoothing);
+    if (loss == NULL) /* its errors, about the same arguments, are this op's */
+        yt__error_rename("cross_entropy_index", "cross_entropy_loss");
+    return loss;
 }
 
 /* Gradient of the fused cross_entropy_index: g * (A p - K), with K the class coefficients, A its

@@ -188,6 +188,11 @@ yt__pool_geom_init(yt__pool_geom *g, const char *op, const yt_tensor *self,
         return yt__fail_status(
             YT_ERR_VALUE, "%s: padding=%lldx%lld must be at most half of kernel_size=%lldx%lld", op,
             (long long)p[0], (long long)p[1], (long long)k[0], (long long)k[1]);
+    if (self->sizes[self->dim - 2] == 0 || self->sizes[self->dim - 1] == 0)
+        return yt__fail_status(YT_ERR_SHAPE,
+                               "%s: self's height and width must be non-zero (windows in the "
+                               "padding alone would pool nothing), got %s",
+                               op, yt__format_sizes(a, sizeof a, self->sizes, self->dim));
     g->batched = self->dim == 4;
     g->n = g->batched ? self->sizes[0] : 1;
     g->c = self->sizes[self->dim - 3];

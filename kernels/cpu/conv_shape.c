@@ -65,6 +65,11 @@ yt__shape_adaptive_pool2d(yt_shape *out, const char *op, yt_tensor *self,
         return yt__fail_status(
             YT_ERR_SHAPE, "%s: self must be 3-D [C, H, W] or 4-D [N, C, H, W], got %d-D %s", op,
             self->dim, yt__format_sizes(a, sizeof a, self->sizes, self->dim));
+    if (self->sizes[self->dim - 2] == 0 || self->sizes[self->dim - 1] == 0)
+        return yt__fail_status(YT_ERR_SHAPE,
+                               "%s: self's height and width must be non-zero (an output element "
+                               "would average nothing), got %s",
+                               op, yt__format_sizes(a, sizeof a, self->sizes, self->dim));
     if (output_size_len == 0)
         return yt__fail_status(YT_ERR_VALUE, "%s: output_size must have 1 or 2 entries, got none",
                                op);

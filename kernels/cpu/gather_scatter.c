@@ -20,17 +20,24 @@ typedef struct walker {
     int64_t off_a, off_b;
 } walker;
 
+/* Byte step of t along d; 0 for a 0-d t (one element, which index may cover as 1-D). */
+static int64_t
+step_of(const yt_tensor *t, int d, size_t es)
+{
+    return t != NULL && d < t->dim ? t->strides[d] * (int64_t)es : 0;
+}
+
 static void
-walker_init(walker *w, const yt_tensor *index, const int64_t *strides_a, int64_t skip,
-            const int64_t *strides_b, size_t es_a, size_t es_b)
+walker_init(walker *w, const yt_tensor *index, const yt_tensor *a, int64_t skip, const yt_tensor *b,
+            size_t es_a, size_t es_b)
 {
     w->nd = index->dim;
     w->off_a = w->off_b = 0;
     for (int d = 0; d < w->nd; d++) {
         w->pos[d] = 0;
         w->sizes[d] = index->sizes[d];
-        w->step_a[d] = d == skip ? 0 : strides_a[d] * (int64_t)es_a;
-        w->step_b[d] = strides_b == NULL ? 0 : strides_b[d] * (int64_t)es_b;
+        w->step_a[d] = d == skip ? 0 : step_of(a, d, es_a);
+        w->step_b[d] = step_of(b, d, es_b);
     }
 }
 
@@ -79,7 +86,7 @@ yt__cpu_gather(yt_tensor *result, yt_tensor *self, int64_t dim, yt_tensor *index
     const char *s = yt__data_ptr(self);
     char *r = yt__data_ptr(result);
     walker w;
-    walker_init(&w, idx, self->strides, dim, NULL, es, 0);
+    walker_init(&w, idx, self, dim, NULL, es, 0);
     for (int64_t p = 0; p < idx->numel; p++) {
         yt__copy_elem(r + p * (int64_t)es, s + w.off_a + iv[p] * stride_dim, es);
         walker_next(&w);
@@ -104,11 +111,11 @@ check_scatter(const char *op, yt_tensor *self, int64_t dim, yt_tensor *index, yt
                                "%s: src must have the same number of dimensions as index, got "
                                "%d-D src and %d-D index",
                                op, src->dim, index->dim);
-    for (int d = 0; d < index->dim; d++)
-        if (index->sizes[d] > src->sizes[d])
-            return yt__fail_status(YT_ERR_SHAPE,
-                                   "%s: index.size(%d)=%lld must not exceed src.size(%d)=%lld", op,
-                                   d, (long long)index->sizes[d], d, (long long)src->sizes[d]);
+    for (int d = 0; d < id; d++)
+        if (yt__size_as_1d(index, d) > yt__size_as_1d(src, d))
+            return yt__fail_status(
+                YT_ERR_SHAPE, "%s: index.size(%d)=%lld must not exceed src.size(%d)=%lld", op, d,
+                (long long)yt__size_as_1d(index, d), d, (long long)yt__size_as_1d(src, d));
     return YT_OK;
 }
 
@@ -141,7 +148,7 @@ scatter(const char *op, yt_tensor *result, yt_tensor *self, int64_t dim, yt_tens
     char *r = yt__data_ptr(result);
     const char *s = src != NULL ? yt__data_ptr(src) : NULL;
     walker w;
-    walker_init(&w, idx, result->strides, dim, src != NULL ? src->strides : NULL, es, es);
+    walker_init(&w, idx, result, dim, src, es, es);
     for (int64_t p = 0; p < idx->numel; p++) {
         char *to = r + w.off_a + iv[p] * stride_dim;
         if (mode == SCATTER_VALUE)

@@ -30,13 +30,13 @@ yt__shape_gather(yt_shape *out, const char *op, yt_tensor *self, int64_t dim, yt
                                "%s: index must have the same number of dimensions as self, got "
                                "%d-D index and %d-D self",
                                op, index->dim, self->dim);
-    for (int d = 0; d < self->dim; d++)
-        if (d != dim && index->sizes[d] > self->sizes[d])
+    for (int d = 0; d < sd; d++)
+        if (d != dim && yt__size_as_1d(index, d) > yt__size_as_1d(self, d))
             return yt__fail_status(YT_ERR_SHAPE,
                                    "%s: index.size(%d)=%lld must not exceed self.size(%d)=%lld "
                                    "outside dim %lld",
-                                   op, d, (long long)index->sizes[d], d, (long long)self->sizes[d],
-                                   (long long)dim);
+                                   op, d, (long long)yt__size_as_1d(index, d), d,
+                                   (long long)yt__size_as_1d(self, d), (long long)dim);
     yt__shape_of(out, index);
     return YT_OK;
 }

@@ -107,7 +107,7 @@ yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *targe
                             yt_tensor *weight, const char *reduction_name, int64_t ignore_index,
                             double label_smoothing)
 {
-    const char *op = "cross_entropy";
+    const char *op = "cross_entropy_index";
     int reduction = yt__reduction_code(reduction_name);
     if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
         return yt__fail_status(YT_ERR_VALUE, "%s: label_smoothing must be in [0, 1], got %g", op,

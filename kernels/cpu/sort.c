@@ -150,6 +150,10 @@ yt__cpu_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t k, 
              bool largest, bool sorted)
 {
     (void)sorted; /* always sorted: one valid order for sorted=False too */
+    /* a 0-d self gives 0-d results, its element, for k = 0 as well (as PyTorch's topk does): with
+     * k = 0 nothing would be written to them */
+    if (self->dim == 0)
+        k = 1;
     return yt__sort_lines(values, indices, self, dim, largest, k);
 }
 

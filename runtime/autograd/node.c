@@ -150,6 +150,11 @@ yt__node_set_edge(yt_node *node, int i, yt_tensor *input)
 void
 yt__node_set_output(yt_node *node, yt_tensor *result, int output_nr)
 {
+    /* Only floating tensors carry gradients (yt_set_requires_grad refuses others): a bool or
+     * integer result of an op whose inputs require grad (masked_fill of a bool self with a value
+     * that requires grad) stays out of the graph. */
+    if (!yt_dtype_is_floating(result->dtype))
+        return;
     yt__node_retain(node);
     yt_node *old = result->grad_fn; /* in-place ops rebase the result's history */
     result->grad_fn = node;

@@ -475,3 +475,32 @@ Test(autograd, scope_does_not_own_backward_temporaries)
     yt_release(x);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* Only floating tensors carry gradients: an op whose result is bool or integer stays out of the
+ * graph even when an input requires grad (masked_fill of a bool self with a value that does:
+ * the result used to require grad, and backward through it failed in sum_to of a bool). */
+Test(autograd, results_that_are_not_floating_do_not_require_grad)
+{
+    const int64_t s[1] = {3};
+    const double mv[3] = {1, 0, 1};
+    yt_tensor *self = yt_zeros_ex(s, 1, YT_DTYPE_BOOL, YT_DEVICE_NONE);
+    yt_tensor *mask = test_from(mv, s, 1, YT_DTYPE_BOOL);
+    yt_tensor *value = yt_ones(NULL, 0);
+    cr_assert_eq(yt_set_requires_grad(value, true), YT_OK);
+    yt_tensor *r = yt_masked_fill_tensor(self, mask, value);
+    cr_assert_not_null(r, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_dtype(r), YT_DTYPE_BOOL);
+    cr_assert_not(yt_requires_grad(r), "a bool result must not require grad");
+    test_expect_values(r, mv, 3, s, 1);
+    /* a floating result of the same inputs still records */
+    yt_tensor *f = yt_zeros(s, 1);
+    yt_tensor *rf = yt_masked_fill_tensor(f, mask, value);
+    cr_assert(yt_requires_grad(rf));
+    yt_tensor *sum = yt_sum(rf);
+    cr_assert_eq(yt_backward(sum, NULL, NULL), YT_OK, "%s", yt_errmsg());
+    yt_tensor *grad = yt_grad(value);
+    cr_assert_float_eq(yt_item(grad), 2.0, 0.0, "two elements take the value");
+    yt_release(grad), yt_release(sum), yt_release(rf), yt_release(f), yt_release(r);
+    yt_release(value), yt_release(mask), yt_release(self);
+    YT_ASSERT_NO_LEAKS();
+}

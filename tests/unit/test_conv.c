@@ -653,9 +653,8 @@ Test(pool2d, geometry_overflow_is_an_error_not_ub)
 
     const int64_t kbig[2] = {INT64_MAX, 3}, pbig[2] = {INT64_MAX / 2, 0};
     cr_assert_null(yt_max_pool2d_ex(x, kbig, 2, one, 2, pbig, 2, one, 2, false));
-    YT_ASSERT_ERROR(YT_ERR_VALUE,
-                    "max_pool2d_with_indices: padding=4611686018427387903x0 on an input of 5x5 "
-                    "gives a padded size that overflows int64");
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "max_pool2d: padding=4611686018427387903x0 on an input of 5x5 "
+                                  "gives a padded size that overflows int64");
     /* 1 + 2 * (2^62 - 1) fits exactly: one output, but a window of INT64_MAX x 3 positions */
     yt_tensor *row = zeros4(1, 1, 1, 3, 4);
     cr_assert_null(yt_avg_pool2d_ex(row, kbig, 2, NULL, 0, pbig, 2, false, true, YT_NONE));
@@ -704,8 +703,7 @@ Test(pool2d, ceil_mode_allows_a_window_wider_than_the_input_as_pytorch_does)
     const int64_t k2 = 2;
     cr_assert_null(yt_max_pool2d_ex(x1, &k2, 1, &k2, 1, NULL, 0, NULL, 0, false));
     YT_ASSERT_ERROR(YT_ERR_SHAPE,
-                    "max_pool2d_with_indices: kernel 2x2 (dilation 1x1) is larger than the "
-                    "padded input 1x1");
+                    "max_pool2d: kernel 2x2 (dilation 1x1) is larger than the padded input 1x1");
     const int64_t k3 = 3, s2 = 2; /* (1 - 3 + 1) // 2 + 1 = 0 */
     cr_assert_null(yt_avg_pool2d_ex(x1, &k3, 1, &s2, 1, NULL, 0, true, true, YT_NONE));
     YT_ASSERT_ERROR(YT_ERR_SHAPE, "avg_pool2d: kernel 3x3 (dilation 1x1) is larger than the "
@@ -724,8 +722,7 @@ Test(pool2d, ceil_mode_allows_a_window_wider_than_the_input_as_pytorch_does)
     free(vm), free(va), yt_release(m), yt_release(a);
     cr_assert_null(yt_max_pool2d_ex(x5, &k7, 1, &s2, 1, NULL, 0, NULL, 0, true));
     YT_ASSERT_ERROR(YT_ERR_SHAPE,
-                    "max_pool2d_with_indices: kernel 7x7 (dilation 1x1) is larger than the "
-                    "padded input 5x5");
+                    "max_pool2d: kernel 7x7 (dilation 1x1) is larger than the padded input 5x5");
     yt_release(x1), yt_release(x5);
     YT_ASSERT_NO_LEAKS();
 }
@@ -763,5 +760,32 @@ Test(conv1d, errors_are_in_1d_terms)
     yt_tensor *y = yt_conv1d_ex(x, w, NULL, NULL, 0, &one, 1, NULL, 0, 1);
     test_expect_sizes(y, (const int64_t[]){1, 6, 5}, 3);
     yt_release(y), yt_release(x), yt_release(w), yt_release(w7), yt_release(w3);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* An input of height or width 0 is refused by the pools (as PyTorch refuses it): with padding
+ * its windows would lie in the padding alone, and max_pool2d gave -inf with index 0 into a plane
+ * of no elements, which its backward then rejected. A batch of 0, or 0 channels, stays legal. */
+Test(pool2d, zero_height_or_width_is_refused)
+{
+    const int64_t k = 3, st = 2, pad = 1;
+    yt_tensor *flat = yt_zeros_ex((const int64_t[]){1, 2, 0, 5}, 4, YT_DTYPE_F64, YT_DEVICE_NONE);
+    yt_tensor *thin = yt_zeros((const int64_t[]){2, 4, 0}, 3);
+    yt_tensor *values = NULL, *indices = NULL;
+    cr_assert_eq(yt_max_pool2d_with_indices_ex(flat, &k, 1, &st, 1, &pad, 1, NULL, 0, true, &values,
+                                               &indices),
+                 YT_ERR_SHAPE);
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "max_pool2d_with_indices: self's height and width must be "
+                                  "non-zero (windows in the padding alone would pool nothing), "
+                                  "got [1, 2, 0, 5]");
+    cr_assert_null(yt_avg_pool2d_ex(thin, &k, 1, &st, 1, &pad, 1, false, true, YT_NONE));
+    cr_assert_eq(yt_errcode(), YT_ERR_SHAPE, "%s", yt_errmsg());
+    cr_assert_null(yt_adaptive_avg_pool2d(thin, (const int64_t[]){2, 2}, 2));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "adaptive_avg_pool2d: self's height and width must be non-zero");
+    yt_tensor *no_batch = yt_zeros((const int64_t[]){0, 2, 4, 4}, 4);
+    yt_tensor *pooled = yt_max_pool2d(no_batch, &k, 1);
+    cr_assert_not_null(pooled, "%s", yt_errmsg());
+    cr_assert_eq(yt_tensor_numel(pooled), 0);
+    yt_release(pooled), yt_release(no_batch), yt_release(thin), yt_release(flat);
     YT_ASSERT_NO_LEAKS();
 }

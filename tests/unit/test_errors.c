@@ -237,3 +237,44 @@ Test(errors, inplace_cannot_demote_the_category)
     yt_release(i);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* An op built on other public ops (a composite, or a kernel that calls one) reports their
+ * failures under its own name first: the caller of conv1d or broadcast_to must not be left
+ * guessing where "conv2d: ..." or "expand: ..." came from. Messages that already name the op
+ * stay as they are. */
+Test(errors, failures_inside_an_op_name_the_op_called)
+{
+    yt_tensor *x = yt_zeros((const int64_t[]){2, 3, 8}, 3);
+    yt_tensor *w = yt_zeros((const int64_t[]){4, 3, 3}, 3);
+    yt_tensor *b7 = yt_zeros((const int64_t[]){7}, 1);
+    cr_assert_null(yt_conv1d_ex(x, w, b7, NULL, 0, NULL, 0, NULL, 0, 1));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE,
+                    "conv1d: conv2d: bias must be 1-D of size out_channels=4, got shape [7]");
+    yt_tensor *a = yt_zeros((const int64_t[]){3, 4}, 2);
+    cr_assert_null(yt_broadcast_to(a, (const int64_t[]){3, 5}, 2));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "broadcast_to: expand: the expanded size 5 must match the "
+                                  "existing size 4 at non-singleton dimension 1");
+    yt_tensor *q = yt_zeros((const int64_t[]){2, 3, 4}, 3);
+    yt_tensor *k = yt_zeros((const int64_t[]){3, 3, 4}, 3);
+    cr_assert_null(yt_scaled_dot_product_attention(q, k, k));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "scaled_dot_product_attention: matmul: batch dims cannot "
+                                  "broadcast: self.size(0)=2 vs other.size(0)=3");
+    /* huber_loss and smooth_l1_loss said "sub: self.size(1)=4 cannot broadcast ..." */
+    yt_tensor *t = yt_zeros((const int64_t[]){3, 5}, 2);
+    cr_assert_null(yt_huber_loss(a, t));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "huber_loss: target of shape [3, 5] does not broadcast with "
+                                  "self (the input) of shape [3, 4]");
+    cr_assert_null(yt_smooth_l1_loss(a, t));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "smooth_l1_loss: target of shape [3, 5] does not broadcast");
+    /* the op's own message is left alone */
+    yt_tensor *x4 = yt_zeros((const int64_t[]){1, 2, 3, 4}, 4);
+    cr_assert_null(yt_conv1d_ex(x4, w, NULL, NULL, 0, NULL, 0, NULL, 0, 1));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "conv1d: expected input.dim == 2 or input.dim == 3, got "
+                                  "input.dim=4");
+    /* an op handing its own arguments on renames the message instead */
+    cr_assert_null(yt_max_pool2d(x4, (const int64_t[]){5}, 1));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "max_pool2d: kernel 5x5");
+    yt_release(x), yt_release(w), yt_release(b7), yt_release(a), yt_release(q), yt_release(k);
+    yt_release(t), yt_release(x4);
+    YT_ASSERT_NO_LEAKS();
+}

@@ -388,3 +388,31 @@ Test(index, index_put_values_of_the_wrong_shape_name_index_put)
     yt_release(v4);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* A 0-d index or src counts as 1-D of one element, in scatter's checks and in its backward: a
+ * 0-d index beside a src of [2] scatters src[0] and gives src the gradient [g, 0] (its backward
+ * refused the pair, reading sizes[0] of the 0-d index); an index of 2 elements against a 0-d src
+ * (one element) is refused, where it was let through by reading the 0-d src's sizes[0]. */
+Test(index, scatter_counts_0d_as_one_element)
+{
+    const double three = 3, idx0 = 0, src_v[2] = {5, 7}, grad_want[2] = {1, 0};
+    const int64_t s2[1] = {2};
+    yt_tensor *self = test_from(&three, NULL, 0, YT_DTYPE_F64);
+    yt_tensor *index = test_from(&idx0, NULL, 0, YT_DTYPE_I64);
+    yt_tensor *src = test_from(src_v, s2, 1, YT_DTYPE_F64);
+    cr_assert_eq(yt_set_requires_grad(src, true), YT_OK);
+    yt_tensor *r = yt_scatter_add(self, 0, index, src);
+    cr_assert_not_null(r, "%s", yt_errmsg());
+    cr_assert_float_eq(yt_item(r), 8.0, 0.0);
+    cr_assert_eq(yt_backward(r, NULL, NULL), YT_OK, "%s", yt_errmsg());
+    yt_tensor *grad = yt_grad(src);
+    test_expect_values(grad, grad_want, 2, s2, 1);
+    yt_tensor *two = test_from((const double[]){0, 0}, s2, 1, YT_DTYPE_I64);
+    yt_tensor *one = test_from(&three, NULL, 0, YT_DTYPE_F64);
+    yt_tensor *wide = yt_zeros_ex(s2, 1, YT_DTYPE_F64, YT_DEVICE_NONE);
+    cr_assert_null(yt_scatter_add(wide, 0, two, one));
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "scatter_add: index.size(0)=2 must not exceed src.size(0)=1");
+    yt_release(wide), yt_release(one), yt_release(two), yt_release(grad), yt_release(r);
+    yt_release(src), yt_release(index), yt_release(self);
+    YT_ASSERT_NO_LEAKS();
+}

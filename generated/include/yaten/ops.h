@@ -909,7 +909,7 @@ YT_API yt_status yt_clamp_tensor_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_clamp_tensor_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *min,
                                         yt_tensor *max);
 
-/* ---- clamp_backward (ops.yaml:353) */
+/* ---- clamp_backward (ops.yaml:356) */
 
 /* clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor
  * Gradient of clamp: grad_output where min <= self <= max (a bound left out does not limit), else
@@ -919,7 +919,7 @@ YT_API yt_status yt_clamp_tensor_ex_out(yt_tensor *out, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_clamp_backward(yt_tensor *grad_output, yt_tensor *self, const yt_scalar *min,
                                     const yt_scalar *max);
 
-/* ---- clamp_tensor_backward (ops.yaml:367) */
+/* ---- clamp_tensor_backward (ops.yaml:370) */
 
 /* clamp_tensor_backward(Tensor grad_output, Tensor self, Tensor? min, Tensor? max) -> Tensor
  * Gradient of clamp.Tensor with respect to self: grad_output where min <= self <= max, else 0.
@@ -928,7 +928,7 @@ YT_API yt_tensor *yt_clamp_backward(yt_tensor *grad_output, yt_tensor *self, con
 YT_API yt_tensor *yt_clamp_tensor_backward(yt_tensor *grad_output, yt_tensor *self, yt_tensor *min,
                                            yt_tensor *max);
 
-/* ---- clamp_tensor_backward_min (ops.yaml:381) */
+/* ---- clamp_tensor_backward_min (ops.yaml:384) */
 
 /* clamp_tensor_backward_min(Tensor grad_output, Tensor self, Tensor min, Tensor? max) -> Tensor
  * Gradient of clamp.Tensor with respect to min: grad_output where self < min < max, else 0.
@@ -937,7 +937,7 @@ YT_API yt_tensor *yt_clamp_tensor_backward(yt_tensor *grad_output, yt_tensor *se
 YT_API yt_tensor *yt_clamp_tensor_backward_min(yt_tensor *grad_output, yt_tensor *self,
                                                yt_tensor *min, yt_tensor *max);
 
-/* ---- clamp_tensor_backward_max (ops.yaml:394) */
+/* ---- clamp_tensor_backward_max (ops.yaml:397) */
 
 /* clamp_tensor_backward_max(Tensor grad_output, Tensor self, Tensor? min, Tensor max) -> Tensor
  * Gradient of clamp.Tensor with respect to max: grad_output where self > max or max < min, else 0.
@@ -946,7 +946,7 @@ YT_API yt_tensor *yt_clamp_tensor_backward_min(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_clamp_tensor_backward_max(yt_tensor *grad_output, yt_tensor *self,
                                                yt_tensor *min, yt_tensor *max);
 
-/* ---- div_rounding_backward (ops.yaml:407) */
+/* ---- div_rounding_backward (ops.yaml:410) */
 
 /* div_rounding_backward(Tensor grad_output, str? rounding_mode) -> Tensor
  * Gradient through div's rounding: grad_output when rounding_mode is None, else 0 (a rounded
@@ -955,7 +955,7 @@ YT_API yt_tensor *yt_clamp_tensor_backward_max(yt_tensor *grad_output, yt_tensor
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_div_rounding_backward(yt_tensor *grad_output, const char *rounding_mode);
 
-/* ---- exp (ops.yaml:422) */
+/* ---- exp (ops.yaml:425) */
 
 /* exp(Tensor self) -> Tensor
  * e raised to each element; integer inputs give a floating result.
@@ -977,7 +977,7 @@ YT_API yt_status yt_exp_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_exp_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log (ops.yaml:430) */
+/* ---- log (ops.yaml:433) */
 
 /* log(Tensor self) -> Tensor
  * Natural logarithm of each element (NaN below zero, -inf at zero).
@@ -999,7 +999,7 @@ YT_API yt_status yt_log_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sqrt (ops.yaml:439) */
+/* ---- sqrt (ops.yaml:442) */
 
 /* sqrt(Tensor self) -> Tensor
  * Square root of each element (NaN below zero).
@@ -1021,7 +1021,7 @@ YT_API yt_status yt_sqrt_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sqrt_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- relu (ops.yaml:448) */
+/* ---- relu (ops.yaml:451) */
 
 /* relu(Tensor self) -> Tensor
  * max(self, 0) elementwise; NaN stays NaN.
@@ -1043,7 +1043,7 @@ YT_API yt_status yt_relu_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_relu_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- threshold_backward (ops.yaml:456) */
+/* ---- threshold_backward (ops.yaml:459) */
 
 /* threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor
  * Gradient of relu (and threshold): `grad_output` where `self` > `threshold`, else 0, in one pass
@@ -1053,7 +1053,7 @@ YT_API yt_status yt_relu_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_tensor *yt_threshold_backward(yt_tensor *grad_output, yt_tensor *self,
                                         yt_scalar threshold);
 
-/* ---- sigmoid (ops.yaml:469) */
+/* ---- sigmoid (ops.yaml:472) */
 
 /* sigmoid(Tensor self) -> Tensor
  * Logistic function 1 / (1 + exp(-self)) of each element.
@@ -1075,7 +1075,7 @@ YT_API yt_status yt_sigmoid_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sigmoid_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- tanh (ops.yaml:477) */
+/* ---- tanh (ops.yaml:480) */
 
 /* tanh(Tensor self) -> Tensor
  * Hyperbolic tangent of each element.
@@ -1097,7 +1097,7 @@ YT_API yt_status yt_tanh_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_tanh_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- softplus (ops.yaml:485) */
+/* ---- softplus (ops.yaml:488) */
 
 /* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor
  * log(1 + exp(beta * self)) / beta elementwise, linear where beta * self > threshold.
@@ -1143,7 +1143,7 @@ YT_API yt_status yt_softplus_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_softplus_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar beta,
                                     yt_scalar threshold);
 
-/* ---- clone (ops.yaml:492) */
+/* ---- clone (ops.yaml:495) */
 
 /* clone(Tensor self) -> Tensor
  * A contiguous copy of `self` with its own storage.
@@ -1158,7 +1158,7 @@ YT_API yt_tensor *yt_clone(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- to.dtype (ops.yaml:499) */
+/* ---- to.dtype (ops.yaml:502) */
 
 /* to.dtype(Tensor self, ScalarType dtype) -> Tensor
  * A copy of `self` converted to `dtype` (always a new tensor, even when the dtype matches).
@@ -1166,7 +1166,7 @@ YT_API yt_status yt_clone_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_to(yt_tensor *self, yt_dtype dtype);
 
-/* ---- abs (ops.yaml:507) */
+/* ---- abs (ops.yaml:510) */
 
 /* abs(Tensor self) -> Tensor
  * Absolute value of each element (integers wrap at the most negative value, as in PyTorch).
@@ -1188,7 +1188,7 @@ YT_API yt_status yt_abs_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_abs_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sign (ops.yaml:515) */
+/* ---- sign (ops.yaml:518) */
 
 /* sign(Tensor self) -> Tensor
  * -1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch 1.13).
@@ -1210,7 +1210,7 @@ YT_API yt_status yt_sign_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sign_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- square (ops.yaml:522) */
+/* ---- square (ops.yaml:525) */
 
 /* square(Tensor self) -> Tensor
  * Each element times itself; bool gives i64, as PyTorch's pow(self, 2).
@@ -1232,7 +1232,7 @@ YT_API yt_status yt_square_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_square_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- reciprocal (ops.yaml:531) */
+/* ---- reciprocal (ops.yaml:534) */
 
 /* reciprocal(Tensor self) -> Tensor
  * 1 / self elementwise; integer inputs give a floating result.
@@ -1254,7 +1254,7 @@ YT_API yt_status yt_reciprocal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_reciprocal_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- rsqrt (ops.yaml:540) */
+/* ---- rsqrt (ops.yaml:543) */
 
 /* rsqrt(Tensor self) -> Tensor
  * 1 / sqrt(self) elementwise.
@@ -1276,7 +1276,7 @@ YT_API yt_status yt_rsqrt_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_rsqrt_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- expm1 (ops.yaml:549) */
+/* ---- expm1 (ops.yaml:552) */
 
 /* expm1(Tensor self) -> Tensor
  * exp(self) - 1, accurate near zero.
@@ -1298,7 +1298,7 @@ YT_API yt_status yt_expm1_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_expm1_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log1p (ops.yaml:557) */
+/* ---- log1p (ops.yaml:560) */
 
 /* log1p(Tensor self) -> Tensor
  * log(1 + self), accurate near zero.
@@ -1320,7 +1320,7 @@ YT_API yt_status yt_log1p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log1p_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- log2 (ops.yaml:566) */
+/* ---- log2 (ops.yaml:569) */
 
 /* log2(Tensor self) -> Tensor
  * Base-2 logarithm of each element.
@@ -1342,7 +1342,7 @@ YT_API yt_status yt_log2_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_log2_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- sin (ops.yaml:575) */
+/* ---- sin (ops.yaml:578) */
 
 /* sin(Tensor self) -> Tensor
  * Sine of each element (radians).
@@ -1364,7 +1364,7 @@ YT_API yt_status yt_sin_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_sin_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- cos (ops.yaml:583) */
+/* ---- cos (ops.yaml:586) */
 
 /* cos(Tensor self) -> Tensor
  * Cosine of each element (radians).
@@ -1386,7 +1386,7 @@ YT_API yt_status yt_cos_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_cos_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- erf (ops.yaml:591) */
+/* ---- erf (ops.yaml:594) */
 
 /* erf(Tensor self) -> Tensor
  * The error function of each element.
@@ -1408,7 +1408,7 @@ YT_API yt_status yt_erf_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_erf_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- floor (ops.yaml:599) */
+/* ---- floor (ops.yaml:602) */
 
 /* floor(Tensor self) -> Tensor
  * The largest integer not above each element (integers are unchanged).
@@ -1430,7 +1430,7 @@ YT_API yt_status yt_floor_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_floor_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- ceil (ops.yaml:606) */
+/* ---- ceil (ops.yaml:609) */
 
 /* ceil(Tensor self) -> Tensor
  * The smallest integer not below each element (integers are unchanged).
@@ -1452,7 +1452,7 @@ YT_API yt_status yt_ceil_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ceil_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- round (ops.yaml:613) */
+/* ---- round (ops.yaml:616) */
 
 /* round(Tensor self) -> Tensor
  * Each element rounded to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2).
@@ -1474,7 +1474,7 @@ YT_API yt_status yt_round_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_round_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- trunc (ops.yaml:620) */
+/* ---- trunc (ops.yaml:623) */
 
 /* trunc(Tensor self) -> Tensor
  * Each element rounded toward zero.
@@ -1496,7 +1496,7 @@ YT_API yt_status yt_trunc_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_trunc_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- leaky_relu (ops.yaml:627) */
+/* ---- leaky_relu (ops.yaml:630) */
 
 /* leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor
  * self where positive, else self * negative_slope; NaN stays NaN.
@@ -1541,7 +1541,7 @@ YT_API yt_status yt_leaky_relu_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar negative_slope);
 
-/* ---- leaky_relu_backward (ops.yaml:635) */
+/* ---- leaky_relu_backward (ops.yaml:638) */
 
 /* leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor
  * Gradient of leaky_relu: grad_output where self > 0, else grad_output * negative_slope.
@@ -1550,7 +1550,7 @@ YT_API yt_status yt_leaky_relu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar
 YT_API yt_tensor *yt_leaky_relu_backward(yt_tensor *grad_output, yt_tensor *self,
                                          yt_scalar negative_slope);
 
-/* ---- elu (ops.yaml:646) */
+/* ---- elu (ops.yaml:649) */
 
 /* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
  * scale * self where positive, else scale * alpha * (exp(self * input_scale) - 1).
@@ -1598,7 +1598,7 @@ YT_API yt_status yt_elu_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
                                yt_scalar input_scale);
 
-/* ---- elu_backward (ops.yaml:654) */
+/* ---- elu_backward (ops.yaml:657) */
 
 /* elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, Tensor self) -> Tensor
  * Gradient of elu with respect to its input `self`.
@@ -1607,7 +1607,7 @@ YT_API yt_status yt_elu_ex_out(yt_tensor *out, yt_tensor *self, yt_scalar alpha,
 YT_API yt_tensor *yt_elu_backward(yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
                                   yt_scalar input_scale, yt_tensor *self);
 
-/* ---- silu (ops.yaml:665) */
+/* ---- silu (ops.yaml:668) */
 
 /* silu(Tensor self) -> Tensor
  * self * sigmoid(self) elementwise (swish).
@@ -1629,7 +1629,7 @@ YT_API yt_status yt_silu_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_silu_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- isnan (ops.yaml:672) */
+/* ---- isnan (ops.yaml:675) */
 
 /* isnan(Tensor self) -> Tensor
  * True where an element is NaN.
@@ -1637,7 +1637,7 @@ YT_API yt_status yt_silu_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_isnan(yt_tensor *self);
 
-/* ---- isfinite (ops.yaml:681) */
+/* ---- isfinite (ops.yaml:684) */
 
 /* isfinite(Tensor self) -> Tensor
  * True where an element is neither infinite nor NaN (always true for integers and bool).
@@ -1645,7 +1645,7 @@ YT_API yt_tensor *yt_isnan(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_isfinite(yt_tensor *self);
 
-/* ---- gelu (ops.yaml:690) */
+/* ---- gelu (ops.yaml:693) */
 
 /* gelu(Tensor self, *, str approximate='none') -> Tensor
  * Gaussian error linear unit, self * Phi(self) with Phi the standard normal CDF
@@ -1702,7 +1702,7 @@ YT_API yt_status yt_gelu_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gelu_ex_out(yt_tensor *out, yt_tensor *self, const char *approximate);
 
-/* ---- gelu_backward (ops.yaml:704) */
+/* ---- gelu_backward (ops.yaml:707) */
 
 /* gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor
  * Gradient of gelu: grad_output * gelu'(self), in the same form (approximate) as the forward.
@@ -1718,7 +1718,7 @@ YT_API yt_tensor *yt_gelu_backward(yt_tensor *grad_output, yt_tensor *self);
 YT_API yt_tensor *yt_gelu_backward_ex(yt_tensor *grad_output, yt_tensor *self,
                                       const char *approximate);
 
-/* ---- gelu_double_backward (ops.yaml:720) */
+/* ---- gelu_double_backward (ops.yaml:723) */
 
 /* gelu_double_backward(Tensor grad_grad, Tensor grad_output, Tensor self, str approximate) -> Tensor
  * Gradient of gelu_backward with respect to self: grad_grad * grad_output * gelu''(self), in
@@ -1728,7 +1728,7 @@ YT_API yt_tensor *yt_gelu_backward_ex(yt_tensor *grad_output, yt_tensor *self,
 YT_API yt_tensor *yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output,
                                           yt_tensor *self, const char *approximate);
 
-/* ---- nan_to_num (ops.yaml:728) */
+/* ---- nan_to_num (ops.yaml:731) */
 
 /* nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor
  * Replaces NaN by `nan` (default 0), +inf by `posinf` and -inf by `neginf` (default the dtype's
@@ -1782,7 +1782,7 @@ YT_API yt_status yt_nan_to_num_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_nan_to_num_ex_out(yt_tensor *out, yt_tensor *self, const double *nan,
                                       const double *posinf, const double *neginf);
 
-/* ---- eq.Tensor (ops.yaml:743) */
+/* ---- eq.Tensor (ops.yaml:746) */
 
 /* eq.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self == other` as a bool tensor.
@@ -1797,7 +1797,7 @@ YT_API yt_tensor *yt_eq(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- eq.Scalar (ops.yaml:753) */
+/* ---- eq.Scalar (ops.yaml:756) */
 
 /* eq.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self == other` against a number, as a bool tensor.
@@ -1812,7 +1812,7 @@ YT_API yt_tensor *yt_eq_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_eq_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- lt.Tensor (ops.yaml:762) */
+/* ---- lt.Tensor (ops.yaml:765) */
 
 /* lt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self < other` as a bool tensor.
@@ -1827,7 +1827,7 @@ YT_API yt_tensor *yt_lt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- lt.Scalar (ops.yaml:772) */
+/* ---- lt.Scalar (ops.yaml:775) */
 
 /* lt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self < other` against a number, as a bool tensor.
@@ -1842,7 +1842,7 @@ YT_API yt_tensor *yt_lt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_lt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- gt.Tensor (ops.yaml:781) */
+/* ---- gt.Tensor (ops.yaml:784) */
 
 /* gt.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self > other` as a bool tensor.
@@ -1857,7 +1857,7 @@ YT_API yt_tensor *yt_gt(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- gt.Scalar (ops.yaml:791) */
+/* ---- gt.Scalar (ops.yaml:794) */
 
 /* gt.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self > other` against a number, as a bool tensor.
@@ -1872,7 +1872,7 @@ YT_API yt_tensor *yt_gt_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_gt_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- where (ops.yaml:800) */
+/* ---- where (ops.yaml:803) */
 
 /* where(Tensor condition, Tensor self, Tensor other) -> Tensor
  * Picks `self` where `condition` is true and `other` elsewhere, with broadcasting.
@@ -1888,7 +1888,7 @@ YT_API yt_tensor *yt_where(yt_tensor *condition, yt_tensor *self, yt_tensor *oth
 YT_API yt_status yt_where_out(yt_tensor *out, yt_tensor *condition, yt_tensor *self,
                               yt_tensor *other);
 
-/* ---- ne.Tensor (ops.yaml:813) */
+/* ---- ne.Tensor (ops.yaml:816) */
 
 /* ne.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self != other` as a bool tensor.
@@ -1903,7 +1903,7 @@ YT_API yt_tensor *yt_ne(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ne_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- ne.Scalar (ops.yaml:823) */
+/* ---- ne.Scalar (ops.yaml:826) */
 
 /* ne.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self != other` against a number, as a bool tensor.
@@ -1918,7 +1918,7 @@ YT_API yt_tensor *yt_ne_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ne_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- le.Tensor (ops.yaml:832) */
+/* ---- le.Tensor (ops.yaml:835) */
 
 /* le.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self <= other` as a bool tensor.
@@ -1933,7 +1933,7 @@ YT_API yt_tensor *yt_le(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_le_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- le.Scalar (ops.yaml:842) */
+/* ---- le.Scalar (ops.yaml:845) */
 
 /* le.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self <= other` against a number, as a bool tensor.
@@ -1948,7 +1948,7 @@ YT_API yt_tensor *yt_le_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_le_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- ge.Tensor (ops.yaml:851) */
+/* ---- ge.Tensor (ops.yaml:854) */
 
 /* ge.Tensor(Tensor self, Tensor other) -> Tensor
  * Elementwise `self >= other` as a bool tensor.
@@ -1963,7 +1963,7 @@ YT_API yt_tensor *yt_ge(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ge_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- ge.Scalar (ops.yaml:861) */
+/* ---- ge.Scalar (ops.yaml:864) */
 
 /* ge.Scalar(Tensor self, Scalar other) -> Tensor
  * Elementwise `self >= other` against a number, as a bool tensor.
@@ -1978,7 +1978,7 @@ YT_API yt_tensor *yt_ge_scalar(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_ge_scalar_out(yt_tensor *out, yt_tensor *self, yt_scalar other);
 
-/* ---- logical_and (ops.yaml:870) */
+/* ---- logical_and (ops.yaml:873) */
 
 /* logical_and(Tensor self, Tensor other) -> Tensor
  * True where both are nonzero, with broadcasting.
@@ -1993,7 +1993,7 @@ YT_API yt_tensor *yt_logical_and(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_and_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_or (ops.yaml:880) */
+/* ---- logical_or (ops.yaml:883) */
 
 /* logical_or(Tensor self, Tensor other) -> Tensor
  * True where either is nonzero, with broadcasting.
@@ -2008,7 +2008,7 @@ YT_API yt_tensor *yt_logical_or(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_or_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_xor (ops.yaml:890) */
+/* ---- logical_xor (ops.yaml:893) */
 
 /* logical_xor(Tensor self, Tensor other) -> Tensor
  * True where exactly one is nonzero, with broadcasting.
@@ -2023,7 +2023,7 @@ YT_API yt_tensor *yt_logical_xor(yt_tensor *self, yt_tensor *other);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_xor_out(yt_tensor *out, yt_tensor *self, yt_tensor *other);
 
-/* ---- logical_not (ops.yaml:900) */
+/* ---- logical_not (ops.yaml:903) */
 
 /* logical_not(Tensor self) -> Tensor
  * True where an element is zero.
@@ -2038,7 +2038,7 @@ YT_API yt_tensor *yt_logical_not(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_logical_not_out(yt_tensor *out, yt_tensor *self);
 
-/* ---- masked_fill.Scalar (ops.yaml:909) */
+/* ---- masked_fill.Scalar (ops.yaml:912) */
 
 /* masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
  * A copy of `self` with `value` where `mask` (broadcast) is true; `value` must fit self's dtype
@@ -2055,7 +2055,7 @@ YT_API yt_tensor *yt_masked_fill(yt_tensor *self, yt_tensor *mask, yt_scalar val
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_masked_fill_(yt_tensor *self, yt_tensor *mask, yt_scalar value);
 
-/* ---- masked_fill.Tensor (ops.yaml:922) */
+/* ---- masked_fill.Tensor (ops.yaml:925) */
 
 /* masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
  * A copy of `self` with the 0-d tensor `value` where `mask` (broadcast) is true; `value` of
@@ -2072,7 +2072,7 @@ YT_API yt_tensor *yt_masked_fill_tensor(yt_tensor *self, yt_tensor *mask, yt_ten
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_masked_fill_tensor_(yt_tensor *self, yt_tensor *mask, yt_tensor *value);
 
-/* ---- sum (ops.yaml:942) */
+/* ---- sum (ops.yaml:945) */
 
 /* sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Sum of all elements; integral inputs sum to i64 unless `dtype` is given.
@@ -2087,7 +2087,7 @@ YT_API yt_tensor *yt_sum(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- sum.dim (ops.yaml:956) */
+/* ---- sum.dim (ops.yaml:959) */
 
 /* sum.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Sum over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`.
@@ -2119,7 +2119,7 @@ YT_API yt_status yt_sum_dim_out(yt_tensor *out, yt_tensor *self, const int64_t *
 YT_API yt_status yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                    bool keepdim, yt_dtype dtype);
 
-/* ---- mean (ops.yaml:971) */
+/* ---- mean (ops.yaml:974) */
 
 /* mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Mean of all elements (NaN for an empty tensor); an integral or bool `self` needs a floating
@@ -2136,7 +2136,7 @@ YT_API yt_tensor *yt_mean(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mean_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- mean.dim (ops.yaml:988) */
+/* ---- mean.dim (ops.yaml:991) */
 
 /* mean.dim(Tensor self, int[] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Mean over the dimensions `dim` (all when empty), keeping them as size 1 when `keepdim`; an
@@ -2172,7 +2172,7 @@ YT_API yt_status yt_mean_dim_out(yt_tensor *out, yt_tensor *self, const int64_t 
 YT_API yt_status yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim,
                                     int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- amax (ops.yaml:1006) */
+/* ---- amax (ops.yaml:1009) */
 
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Largest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -2207,7 +2207,7 @@ YT_API yt_status yt_amax_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- amin (ops.yaml:1019) */
+/* ---- amin (ops.yaml:1022) */
 
 /* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor
  * Smallest element over the dimensions `dim` (all when empty); NaN wins. A zero-size reduced
@@ -2242,7 +2242,7 @@ YT_API yt_status yt_amin_out(yt_tensor *out, yt_tensor *self);
 YT_API yt_status yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                                 bool keepdim);
 
-/* ---- max (ops.yaml:1034) */
+/* ---- max (ops.yaml:1037) */
 
 /* max(Tensor self) -> Tensor
  * Largest element of `self`; NaN wins. An empty tensor is an error.
@@ -2250,7 +2250,7 @@ YT_API yt_status yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_max(yt_tensor *self);
 
-/* ---- min (ops.yaml:1046) */
+/* ---- min (ops.yaml:1049) */
 
 /* min(Tensor self) -> Tensor
  * Smallest element of `self`; NaN wins. An empty tensor is an error.
@@ -2258,7 +2258,7 @@ YT_API yt_tensor *yt_max(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_min(yt_tensor *self);
 
-/* ---- max.dim (ops.yaml:1058) */
+/* ---- max.dim (ops.yaml:1061) */
 
 /* max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
  * Largest element along `dim` and the index of its first occurrence; a NaN counts as the largest.
@@ -2297,7 +2297,7 @@ YT_API yt_status yt_max_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor
 YT_API yt_status yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
                                    int64_t dim, bool keepdim);
 
-/* ---- min.dim (ops.yaml:1074) */
+/* ---- min.dim (ops.yaml:1077) */
 
 /* min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
  * Smallest element along `dim` and the index of its first occurrence; a NaN counts as the
@@ -2336,7 +2336,7 @@ YT_API yt_status yt_min_dim_out(yt_tensor *values, yt_tensor *indices, yt_tensor
 YT_API yt_status yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self,
                                    int64_t dim, bool keepdim);
 
-/* ---- argmax (ops.yaml:1089) */
+/* ---- argmax (ops.yaml:1092) */
 
 /* argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
  * Index of the first largest element along `dim` (of the flattened tensor when None); a NaN counts
@@ -2370,7 +2370,7 @@ YT_API yt_status yt_argmax_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- argmin (ops.yaml:1104) */
+/* ---- argmin (ops.yaml:1107) */
 
 /* argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
  * Index of the first smallest element along `dim` (of the flattened tensor when None); a NaN
@@ -2404,7 +2404,7 @@ YT_API yt_status yt_argmin_out(yt_tensor *out, yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- prod (ops.yaml:1118) */
+/* ---- prod (ops.yaml:1121) */
 
 /* prod(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * Product of all elements (1 for an empty tensor); integral inputs multiply in i64 unless `dtype`
@@ -2421,7 +2421,7 @@ YT_API yt_tensor *yt_prod(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_prod_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- prod.dim_int (ops.yaml:1132) */
+/* ---- prod.dim_int (ops.yaml:1135) */
 
 /* prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Product over dimension `dim`, keeping it as size 1 when `keepdim`.
@@ -2452,7 +2452,7 @@ YT_API yt_status yt_prod_dim_int_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim,
                                         yt_dtype dtype);
 
-/* ---- all (ops.yaml:1147) */
+/* ---- all (ops.yaml:1150) */
 
 /* all(Tensor self) -> Tensor
  * Whether every element is nonzero (true for an empty tensor); the result is bool (u8 for u8
@@ -2461,7 +2461,7 @@ YT_API yt_status yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_all(yt_tensor *self);
 
-/* ---- all.dim (ops.yaml:1159) */
+/* ---- all.dim (ops.yaml:1162) */
 
 /* all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
  * Whether every element along `dim` is nonzero (true over an empty dimension); the result is bool.
@@ -2491,7 +2491,7 @@ YT_API yt_status yt_all_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- any (ops.yaml:1173) */
+/* ---- any (ops.yaml:1176) */
 
 /* any(Tensor self) -> Tensor
  * Whether any element is nonzero (false for an empty tensor); the result is bool (u8 for u8 input,
@@ -2500,7 +2500,7 @@ YT_API yt_status yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim,
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_any(yt_tensor *self);
 
-/* ---- any.dim (ops.yaml:1185) */
+/* ---- any.dim (ops.yaml:1188) */
 
 /* any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor
  * Whether any element along `dim` is nonzero (false over an empty dimension); the result is bool.
@@ -2530,7 +2530,7 @@ YT_API yt_status yt_any_dim_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim);
 
-/* ---- cumsum (ops.yaml:1199) */
+/* ---- cumsum (ops.yaml:1202) */
 
 /* cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
  * Running sums along `dim`; integral inputs accumulate in i64 unless `dtype` is given.
@@ -2560,7 +2560,7 @@ YT_API yt_status yt_cumsum_out(yt_tensor *out, yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- logsumexp (ops.yaml:1214) */
+/* ---- logsumexp (ops.yaml:1217) */
 
 /* logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor
  * log(sum(exp(self))) over `dim`, shifted by the maximum so that large inputs do not overflow;
@@ -2577,7 +2577,7 @@ YT_API yt_tensor *yt_logsumexp(yt_tensor *self, const int64_t *dim, int dim_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- var.correction (ops.yaml:1231) */
+/* ---- var.correction (ops.yaml:1234) */
 
 /* var.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Variance over `dim` (all when empty), dividing by N - correction (correction defaults to 1; NaN
@@ -2595,7 +2595,7 @@ YT_API yt_tensor *yt_var(yt_tensor *self);
 YT_API yt_tensor *yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- std.correction (ops.yaml:1246) */
+/* ---- std.correction (ops.yaml:1249) */
 
 /* std.correction(Tensor self, int[] dim=[], *, int? correction=None, bool keepdim=False) -> Tensor
  * Standard deviation over `dim` (all when empty), the square root of var.correction.
@@ -2611,7 +2611,7 @@ YT_API yt_tensor *yt_std(yt_tensor *self);
 YT_API yt_tensor *yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction,
                             bool keepdim);
 
-/* ---- linalg_vector_norm (ops.yaml:1260) */
+/* ---- linalg_vector_norm (ops.yaml:1263) */
 
 /* linalg_vector_norm(Tensor self, Scalar ord=2, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
  * Vector norm over `dim` (all when empty) for ord 1 (sum of magnitudes), 2 (Euclidean) or inf
@@ -2629,7 +2629,7 @@ YT_API yt_tensor *yt_linalg_vector_norm(yt_tensor *self);
 YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim,
                                            int dim_len, bool keepdim, yt_dtype dtype);
 
-/* ---- evenly_distribute_backward (ops.yaml:1279) */
+/* ---- evenly_distribute_backward (ops.yaml:1282) */
 
 /* evenly_distribute_backward(Tensor grad, Tensor self, Tensor value) -> Tensor
  * Gradient of the full max/min: `grad` shared equally between the elements equal to `value`.
@@ -2637,7 +2637,7 @@ YT_API yt_tensor *yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value);
 
-/* ---- prod_backward (ops.yaml:1286) */
+/* ---- prod_backward (ops.yaml:1289) */
 
 /* prod_backward(Tensor grad, Tensor self, Tensor output) -> Tensor
  * Gradient of the full prod: the product of the other elements, exact when some are zero.
@@ -2645,7 +2645,7 @@ YT_API yt_tensor *yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output);
 
-/* ---- prod_dim_backward (ops.yaml:1293) */
+/* ---- prod_dim_backward (ops.yaml:1296) */
 
 /* prod_dim_backward(Tensor grad, Tensor self, Tensor output, int dim, bool keepdim) -> Tensor
  * Gradient of prod over `dim`: the product of the other elements of each slice, exact when some
@@ -2655,7 +2655,7 @@ YT_API yt_tensor *yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
 YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                        int64_t dim, bool keepdim);
 
-/* ---- cumsum_backward (ops.yaml:1300) */
+/* ---- cumsum_backward (ops.yaml:1303) */
 
 /* cumsum_backward(Tensor grad_output, int dim) -> Tensor
  * Gradient of cumsum: running sums of `grad_output` from the end of `dim` back, each element the
@@ -2664,7 +2664,7 @@ YT_API yt_tensor *yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tens
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_cumsum_backward(yt_tensor *grad_output, int64_t dim);
 
-/* ---- norm_backward (ops.yaml:1316) */
+/* ---- norm_backward (ops.yaml:1319) */
 
 /* norm_backward(Tensor grad, Tensor self, Scalar ord, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of linalg_vector_norm; 0 where the norm is 0, as in PyTorch.
@@ -2674,7 +2674,7 @@ YT_API yt_tensor *yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar o
                                    yt_tensor *output, const int64_t *dim, int dim_len,
                                    bool keepdim);
 
-/* ---- value_selecting_reduction_backward (ops.yaml:1323) */
+/* ---- value_selecting_reduction_backward (ops.yaml:1326) */
 
 /* value_selecting_reduction_backward(Tensor grad, int dim, Tensor indices, int[] sizes, bool keepdim) -> Tensor
  * Gradient of max.dim/min.dim: zeros of `sizes` with `grad` placed at `indices` along `dim`.
@@ -2684,7 +2684,7 @@ YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t
                                                         yt_tensor *indices, const int64_t *sizes,
                                                         int sizes_len, bool keepdim);
 
-/* ---- logsumexp_backward (ops.yaml:1330) */
+/* ---- logsumexp_backward (ops.yaml:1333) */
 
 /* logsumexp_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of logsumexp: `grad * exp(self - output)`, grad and output put back over the reduced
@@ -2694,7 +2694,7 @@ YT_API yt_tensor *yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t
 YT_API yt_tensor *yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                         const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- var_backward (ops.yaml:1337) */
+/* ---- var_backward (ops.yaml:1340) */
 
 /* var_backward(Tensor grad, Tensor self, int[] dim, int? correction, bool keepdim) -> Tensor
  * Gradient of var.correction: `grad * 2 (self - mean(self)) / (N - correction)`.
@@ -2703,7 +2703,7 @@ YT_API yt_tensor *yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_ten
 YT_API yt_tensor *yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_len,
                                   int64_t correction, bool keepdim);
 
-/* ---- std_backward (ops.yaml:1344) */
+/* ---- std_backward (ops.yaml:1347) */
 
 /* std_backward(Tensor grad, Tensor self, Tensor output, int[] dim, int? correction, bool keepdim) -> Tensor
  * Gradient of std.correction: var_backward of `grad / (2 output)`, 0 where the output is 0 (as
@@ -2714,7 +2714,7 @@ YT_API yt_tensor *yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *o
                                   const int64_t *dim, int dim_len, int64_t correction,
                                   bool keepdim);
 
-/* ---- mm (ops.yaml:1353) */
+/* ---- mm (ops.yaml:1356) */
 
 /* mm(Tensor self, Tensor mat2) -> Tensor
  * Matrix product of `self` (n x k) and `mat2` (k x m), through BLIS for floating dtypes
@@ -2731,7 +2731,7 @@ YT_API yt_tensor *yt_mm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- matmul (ops.yaml:1377) */
+/* ---- matmul (ops.yaml:1380) */
 
 /* matmul(Tensor self, Tensor other) -> Tensor
  * Matrix product with PyTorch's rank rules (dot, matrix-vector, matrix-matrix, batched with
@@ -2740,7 +2740,7 @@ YT_API yt_status yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_matmul(yt_tensor *self, yt_tensor *other);
 
-/* ---- bmm (ops.yaml:1403) */
+/* ---- bmm (ops.yaml:1406) */
 
 /* bmm(Tensor self, Tensor mat2) -> Tensor
  * Batched matrix product of `self` (b x n x k) and `mat2` (b x k x m); one GEMM call per batch
@@ -2757,7 +2757,7 @@ YT_API yt_tensor *yt_bmm(yt_tensor *self, yt_tensor *mat2);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2);
 
-/* ---- addmm (ops.yaml:1427) */
+/* ---- addmm (ops.yaml:1430) */
 
 /* addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * (mat1 @ mat2)`, `self` broadcast to the product's shape; beta = 0 ignores
@@ -2797,7 +2797,7 @@ YT_API yt_status yt_addmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, 
 YT_API yt_status yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2,
                                  yt_scalar beta, yt_scalar alpha);
 
-/* ---- baddbmm (ops.yaml:1457) */
+/* ---- baddbmm (ops.yaml:1460) */
 
 /* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
  * `beta * self + alpha * bmm(batch1, batch2)`, `self` broadcast to the product's shape; beta = 0
@@ -2834,7 +2834,7 @@ YT_API yt_status yt_baddbmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *batc
 YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1,
                                    yt_tensor *batch2, yt_scalar beta, yt_scalar alpha);
 
-/* ---- dot (ops.yaml:1490) */
+/* ---- dot (ops.yaml:1493) */
 
 /* dot(Tensor self, Tensor tensor) -> Tensor
  * Inner product of two 1-D tensors of equal length (0-d result; 0 for empty vectors).
@@ -2842,7 +2842,7 @@ YT_API yt_status yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *b
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
 
-/* ---- outer (ops.yaml:1510) */
+/* ---- outer (ops.yaml:1513) */
 
 /* outer(Tensor self, Tensor vec2) -> Tensor
  * Outer product `self[i] * vec2[j]` of two 1-D tensors (an n x m matrix).
@@ -2850,7 +2850,7 @@ YT_API yt_tensor *yt_dot(yt_tensor *self, yt_tensor *tensor);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_outer(yt_tensor *self, yt_tensor *vec2);
 
-/* ---- linear (ops.yaml:1528) */
+/* ---- linear (ops.yaml:1531) */
 
 /* linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
  * `input @ weight^T + bias` (nn.Linear): one addmm for 2-D input with a bias, else matmul; the
@@ -2869,7 +2869,7 @@ YT_API yt_tensor *yt_linear(yt_tensor *input, yt_tensor *weight);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias);
 
-/* ---- mm_mat1_backward (ops.yaml:1561) */
+/* ---- mm_mat1_backward (ops.yaml:1564) */
 
 /* mm_mat1_backward(Tensor grad, Tensor mat2, Tensor mat1, Scalar alpha=1) -> Tensor
  * Gradient of mm / addmm for `mat1`: `alpha * grad @ mat2^T`, column-major when `mat1` is (as
@@ -2887,7 +2887,7 @@ YT_API yt_tensor *yt_mm_mat1_backward(yt_tensor *grad, yt_tensor *mat2, yt_tenso
 YT_API yt_tensor *yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1,
                                          yt_scalar alpha);
 
-/* ---- mm_mat2_backward (ops.yaml:1582) */
+/* ---- mm_mat2_backward (ops.yaml:1585) */
 
 /* mm_mat2_backward(Tensor grad, Tensor mat1, Tensor mat2, Scalar alpha=1) -> Tensor
  * Gradient of mm / addmm for `mat2`: `alpha * mat1^T @ grad`, column-major when `mat2` is
@@ -2907,7 +2907,7 @@ YT_API yt_tensor *yt_mm_mat2_backward(yt_tensor *grad, yt_tensor *mat1, yt_tenso
 YT_API yt_tensor *yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2,
                                          yt_scalar alpha);
 
-/* ---- t (ops.yaml:1605) */
+/* ---- t (ops.yaml:1608) */
 
 /* t(Tensor self) -> Tensor
  * Transpose of a matrix (a view); 0-D and 1-D tensors come back as they are.
@@ -2915,7 +2915,7 @@ YT_API yt_tensor *yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_te
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_t(yt_tensor *self);
 
-/* ---- transpose (ops.yaml:1618) */
+/* ---- transpose (ops.yaml:1621) */
 
 /* transpose(Tensor self, int dim0, int dim1) -> Tensor
  * A view with dimensions `dim0` and `dim1` swapped.
@@ -2923,7 +2923,7 @@ YT_API yt_tensor *yt_t(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
 
-/* ---- permute (ops.yaml:1629) */
+/* ---- permute (ops.yaml:1632) */
 
 /* permute(Tensor self, int[] dims) -> Tensor
  * A view with the dimensions reordered so that dimension i of the result is dimension dims[i] of
@@ -2932,7 +2932,7 @@ YT_API yt_tensor *yt_transpose(yt_tensor *self, int64_t dim0, int64_t dim1);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- view (ops.yaml:1642) */
+/* ---- view (ops.yaml:1645) */
 
 /* view(Tensor self, int[] size) -> Tensor
  * A view with a new shape of the same number of elements (one size may be -1); fails when the
@@ -2941,7 +2941,7 @@ YT_API yt_tensor *yt_permute(yt_tensor *self, const int64_t *dims, int dims_len)
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- reshape (ops.yaml:1652) */
+/* ---- reshape (ops.yaml:1655) */
 
 /* reshape(Tensor self, int[] shape) -> Tensor
  * Like view, but copies when the strides do not allow a view.
@@ -2949,7 +2949,7 @@ YT_API yt_tensor *yt_view(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len);
 
-/* ---- expand (ops.yaml:1662) */
+/* ---- expand (ops.yaml:1665) */
 
 /* expand(Tensor self, int[] size) -> Tensor
  * A view broadcasting size-1 dimensions to `size` (-1 keeps a dimension) without copying.
@@ -2957,7 +2957,7 @@ YT_API yt_tensor *yt_reshape(yt_tensor *self, const int64_t *shape, int shape_le
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- squeeze (ops.yaml:1672) */
+/* ---- squeeze (ops.yaml:1675) */
 
 /* squeeze(Tensor self) -> Tensor
  * A view without the dimensions of size 1.
@@ -2965,7 +2965,7 @@ YT_API yt_tensor *yt_expand(yt_tensor *self, const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze(yt_tensor *self);
 
-/* ---- squeeze.dim (ops.yaml:1681) */
+/* ---- squeeze.dim (ops.yaml:1684) */
 
 /* squeeze.dim(Tensor self, int dim) -> Tensor
  * A view without dimension `dim` if its size is 1 (unchanged otherwise).
@@ -2973,7 +2973,7 @@ YT_API yt_tensor *yt_squeeze(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
 
-/* ---- unsqueeze (ops.yaml:1692) */
+/* ---- unsqueeze (ops.yaml:1695) */
 
 /* unsqueeze(Tensor self, int dim) -> Tensor
  * A view with a new dimension of size 1 inserted at `dim`.
@@ -2981,7 +2981,7 @@ YT_API yt_tensor *yt_squeeze_dim(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unsqueeze(yt_tensor *self, int64_t dim);
 
-/* ---- slice (ops.yaml:1703) */
+/* ---- slice (ops.yaml:1706) */
 
 /* slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor
  * A view of elements start, start+step, ... below end along `dim` (Python slice rules; out-of-
@@ -2999,7 +2999,7 @@ YT_API yt_tensor *yt_slice(yt_tensor *self);
 YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64_t end,
                               int64_t step);
 
-/* ---- select (ops.yaml:1717) */
+/* ---- select (ops.yaml:1720) */
 
 /* select(Tensor self, int dim, int index) -> Tensor
  * A view of the slice at `index` along `dim`, with that dimension removed.
@@ -3007,7 +3007,7 @@ YT_API yt_tensor *yt_slice_ex(yt_tensor *self, int64_t dim, int64_t start, int64
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
 
-/* ---- contiguous (ops.yaml:1728) */
+/* ---- contiguous (ops.yaml:1731) */
 
 /* contiguous(Tensor self) -> Tensor
  * `self` itself (a new reference) when it is contiguous, else a contiguous copy.
@@ -3015,7 +3015,7 @@ YT_API yt_tensor *yt_select(yt_tensor *self, int64_t dim, int64_t index);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_contiguous(yt_tensor *self);
 
-/* ---- flatten.using_ints (ops.yaml:1737) */
+/* ---- flatten.using_ints (ops.yaml:1740) */
 
 /* flatten.using_ints(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor
  * Merges dimensions start_dim..end_dim into one (a view when the strides allow it, else a copy); a
@@ -3032,7 +3032,7 @@ YT_API yt_tensor *yt_flatten(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim);
 
-/* ---- unflatten.int (ops.yaml:1754) */
+/* ---- unflatten.int (ops.yaml:1757) */
 
 /* unflatten.int(Tensor self, int dim, int[] sizes) -> Tensor
  * A view splitting dimension `dim` into `sizes` (one entry may be -1).
@@ -3040,7 +3040,7 @@ YT_API yt_tensor *yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len);
 
-/* ---- broadcast_to (ops.yaml:1772) */
+/* ---- broadcast_to (ops.yaml:1775) */
 
 /* broadcast_to(Tensor self, int[] size) -> Tensor
  * A view of `self` broadcast to `size` (as expand; -1 keeps a dimension).
@@ -3048,7 +3048,7 @@ YT_API yt_tensor *yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *size
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- narrow (ops.yaml:1784) */
+/* ---- narrow (ops.yaml:1787) */
 
 /* narrow(Tensor self, int dim, int start, int length) -> Tensor
  * A view of `length` elements from `start` (negative counts from the end) along `dim`.
@@ -3056,7 +3056,7 @@ YT_API yt_tensor *yt_broadcast_to(yt_tensor *self, const int64_t *size, int size
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length);
 
-/* ---- repeat (ops.yaml:1802) */
+/* ---- repeat (ops.yaml:1805) */
 
 /* repeat(Tensor self, int[] repeats) -> Tensor
  * A new tensor tiling `self` repeats[i] times along each dimension (leading repeats add
@@ -3065,7 +3065,7 @@ YT_API yt_tensor *yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len);
 
-/* ---- flip (ops.yaml:1819) */
+/* ---- flip (ops.yaml:1822) */
 
 /* flip(Tensor self, int[] dims) -> Tensor
  * A copy of `self` with the order of elements reversed along each dimension in `dims`.
@@ -3073,7 +3073,7 @@ YT_API yt_tensor *yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_flip(yt_tensor *self, const int64_t *dims, int dims_len);
 
-/* ---- roll (ops.yaml:1833) */
+/* ---- roll (ops.yaml:1836) */
 
 /* roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor
  * A copy of `self` with elements shifted circularly by shifts[i] along dims[i] (over the flattened
@@ -3091,7 +3091,7 @@ YT_API yt_tensor *yt_roll(yt_tensor *self, const int64_t *shifts, int shifts_len
 YT_API yt_tensor *yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len,
                              const int64_t *dims, int dims_len);
 
-/* ---- roll_backward (ops.yaml:1850) */
+/* ---- roll_backward (ops.yaml:1853) */
 
 /* roll_backward(Tensor grad, int[] shifts, int[] dims) -> Tensor
  * Gradient of roll: `grad` rolled back by -shifts.
@@ -3100,7 +3100,7 @@ YT_API yt_tensor *yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_
 YT_API yt_tensor *yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len,
                                    const int64_t *dims, int dims_len);
 
-/* ---- tril (ops.yaml:1858) */
+/* ---- tril (ops.yaml:1861) */
 
 /* tril(Tensor self, int diagonal=0) -> Tensor
  * A copy of `self` with the elements above diagonal `diagonal` of each matrix set to 0.
@@ -3115,7 +3115,7 @@ YT_API yt_tensor *yt_tril(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_tril_ex(yt_tensor *self, int64_t diagonal);
 
-/* ---- triu (ops.yaml:1874) */
+/* ---- triu (ops.yaml:1877) */
 
 /* triu(Tensor self, int diagonal=0) -> Tensor
  * A copy of `self` with the elements below diagonal `diagonal` of each matrix set to 0.
@@ -3130,7 +3130,7 @@ YT_API yt_tensor *yt_triu(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_triu_ex(yt_tensor *self, int64_t diagonal);
 
-/* ---- pad (ops.yaml:1890) */
+/* ---- pad (ops.yaml:1893) */
 
 /* pad(Tensor self, int[] pad, str mode="constant", float? value=None) -> Tensor
  * Pads `self` by (left, right) pairs from the last dimension backwards: with `value` (0 when
@@ -3150,7 +3150,7 @@ YT_API yt_tensor *yt_pad(yt_tensor *self, const int64_t *pad, int pad_len);
 YT_API yt_tensor *yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode,
                             const double *value);
 
-/* ---- cat (ops.yaml:1912) */
+/* ---- cat (ops.yaml:1915) */
 
 /* cat(Tensor[] tensors, int dim=0) -> Tensor
  * Concatenates `tensors` along `dim` (sizes must match elsewhere; 1-D empty tensors are skipped,
@@ -3185,7 +3185,7 @@ YT_API yt_status yt_cat_out(yt_tensor *out, yt_tensor *const *tensors, int tenso
 YT_API yt_status yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len,
                                int64_t dim);
 
-/* ---- cat_backward (ops.yaml:1927) */
+/* ---- cat_backward (ops.yaml:1930) */
 
 /* cat_backward(Tensor grad, int dim, Tensor[] tensors) -> Tensor[]
  * Gradient of cat: the slices of `grad` along `dim` matching each input (views; empty for skipped
@@ -3197,7 +3197,7 @@ YT_API yt_status yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int te
 YT_API int64_t yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors,
                                int tensors_len, yt_tensor **out, int64_t out_capacity);
 
-/* ---- stack (ops.yaml:1935) */
+/* ---- stack (ops.yaml:1938) */
 
 /* stack(Tensor[] tensors, int dim=0) -> Tensor
  * Joins equally shaped `tensors` along a new dimension `dim`.
@@ -3212,7 +3212,7 @@ YT_API yt_tensor *yt_stack(yt_tensor *const *tensors, int tensors_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim);
 
-/* ---- split.Tensor (ops.yaml:1948) */
+/* ---- split.Tensor (ops.yaml:1951) */
 
 /* split.Tensor(Tensor self, int split_size, int dim=0) -> Tensor[]
  * Views of `self` in pieces of `split_size` along `dim` (the last may be smaller); returns the
@@ -3234,7 +3234,7 @@ YT_API int64_t yt_split(yt_tensor *self, int64_t split_size, yt_tensor **out, in
 YT_API int64_t yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out,
                            int64_t out_capacity);
 
-/* ---- split_with_sizes (ops.yaml:1961) */
+/* ---- split_with_sizes (ops.yaml:1964) */
 
 /* split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]
  * Views of `self` along `dim` with the given sizes, which must add up to self.size(dim); returns
@@ -3258,7 +3258,7 @@ YT_API int64_t yt_split_with_sizes_ex(yt_tensor *self, const int64_t *split_size
                                       int split_sizes_len, int64_t dim, yt_tensor **out,
                                       int64_t out_capacity);
 
-/* ---- chunk (ops.yaml:1974) */
+/* ---- chunk (ops.yaml:1977) */
 
 /* chunk(Tensor self, int chunks, int dim=0) -> Tensor[]
  * `self` split into at most `chunks` views of ceil(size / chunks) along `dim`.
@@ -3278,7 +3278,7 @@ YT_API int64_t yt_chunk(yt_tensor *self, int64_t chunks, yt_tensor **out, int64_
 YT_API int64_t yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out,
                            int64_t out_capacity);
 
-/* ---- unbind.int (ops.yaml:1987) */
+/* ---- unbind.int (ops.yaml:1990) */
 
 /* unbind.int(Tensor self, int dim=0) -> Tensor[]
  * The views self.select(dim, i) for every i, one dimension fewer each.
@@ -3297,7 +3297,7 @@ YT_API int64_t yt_unbind(yt_tensor *self, yt_tensor **out, int64_t out_capacity)
  * Arguments are borrowed. A NULL tensor argument gives -1, keeping an earlier error. */
 YT_API int64_t yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity);
 
-/* ---- index_select (ops.yaml:2003) */
+/* ---- index_select (ops.yaml:2006) */
 
 /* index_select(Tensor self, int dim, Tensor index) -> Tensor
  * The slices of `self` along `dim` at the positions in the 1-D `index` (0..size-1; negative and
@@ -3315,7 +3315,7 @@ YT_API yt_tensor *yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index
 YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                      yt_tensor *index);
 
-/* ---- index_select_backward (ops.yaml:2019) */
+/* ---- index_select_backward (ops.yaml:2022) */
 
 /* index_select_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of index_select: zeros of `self_sizes` with the slices of `grad` added at `index` along
@@ -3325,7 +3325,7 @@ YT_API yt_status yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t di
 YT_API yt_tensor *yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes,
                                            int self_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- index_add (ops.yaml:2027) */
+/* ---- index_add (ops.yaml:2030) */
 
 /* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
  * A copy of `self` with alpha times the slices of `source` added at the positions `index` along
@@ -3362,7 +3362,7 @@ YT_API yt_status yt_index_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_status yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                      yt_tensor *source, yt_scalar alpha);
 
-/* ---- index_copy (ops.yaml:2042) */
+/* ---- index_copy (ops.yaml:2045) */
 
 /* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor
  * A copy of `self` with the slices of `source` written at the positions `index` along `dim` (with
@@ -3380,7 +3380,7 @@ YT_API yt_tensor *yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, 
 YT_API yt_status yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                    yt_tensor *source);
 
-/* ---- gather (ops.yaml:2055) */
+/* ---- gather (ops.yaml:2058) */
 
 /* gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor
  * result[i][j] = self[index[i][j]][j] for dim 0 (and likewise for other dims); index has self's
@@ -3415,7 +3415,7 @@ YT_API yt_status yt_gather_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_
 YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                   bool sparse_grad);
 
-/* ---- gather_backward (ops.yaml:2070) */
+/* ---- gather_backward (ops.yaml:2073) */
 
 /* gather_backward(Tensor grad, int[] self_sizes, int dim, Tensor index) -> Tensor
  * Gradient of gather: zeros of `self_sizes` with `grad` added at the gathered positions.
@@ -3424,7 +3424,7 @@ YT_API yt_status yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, 
 YT_API yt_tensor *yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_len,
                                      int64_t dim, yt_tensor *index);
 
-/* ---- scatter.src (ops.yaml:2078) */
+/* ---- scatter.src (ops.yaml:2081) */
 
 /* scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] = src[i][j] for dim 0 (and likewise for other dims);
@@ -3442,7 +3442,7 @@ YT_API yt_tensor *yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_
 YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                 yt_tensor *src);
 
-/* ---- scatter_src_backward (ops.yaml:2092) */
+/* ---- scatter_src_backward (ops.yaml:2095) */
 
 /* scatter_src_backward(Tensor grad, int[] src_sizes, int dim, Tensor index) -> Tensor
  * Gradient of scatter and scatter_add for `src`: grad gathered at `index`, zero-padded to
@@ -3452,7 +3452,7 @@ YT_API yt_status yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt
 YT_API yt_tensor *yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes,
                                           int src_sizes_len, int64_t dim, yt_tensor *index);
 
-/* ---- scatter.value (ops.yaml:2100) */
+/* ---- scatter.value (ops.yaml:2103) */
 
 /* scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
  * A copy of `self` with `value` written at the positions `index` names along `dim`.
@@ -3468,7 +3468,7 @@ YT_API yt_tensor *yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *inde
 YT_API yt_status yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim,
                                       yt_tensor *index, yt_scalar value);
 
-/* ---- scatter_add (ops.yaml:2112) */
+/* ---- scatter_add (ops.yaml:2115) */
 
 /* scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
  * A copy of `self` with self[index[i][j]][j] += src[i][j] for dim 0 (and likewise for other dims);
@@ -3486,7 +3486,7 @@ YT_API yt_tensor *yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index,
 YT_API yt_status yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
                                     yt_tensor *src);
 
-/* ---- embedding (ops.yaml:2127) */
+/* ---- embedding (ops.yaml:2130) */
 
 /* embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
  * Rows of `weight` picked by `indices` (result shape indices.shape + [weight.size(1)]); the row
@@ -3506,7 +3506,7 @@ YT_API yt_tensor *yt_embedding(yt_tensor *weight, yt_tensor *indices);
 YT_API yt_tensor *yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx,
                                   bool scale_grad_by_freq, bool sparse);
 
-/* ---- embedding_dense_backward (ops.yaml:2146) */
+/* ---- embedding_dense_backward (ops.yaml:2149) */
 
 /* embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding for its weight: rows of `grad_output` summed into the rows `indices` names
@@ -3517,7 +3517,7 @@ YT_API yt_tensor *yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor 
                                               int64_t num_weights, int64_t padding_idx,
                                               bool scale_grad_by_freq);
 
-/* ---- embedding_weight_backward (ops.yaml:2158) */
+/* ---- embedding_weight_backward (ops.yaml:2161) */
 
 /* embedding_weight_backward(Tensor grad, Tensor indices, int[] weight_sizes, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * embedding_dense_backward with the weight's sizes (the form derivative formulas can pass).
@@ -3527,7 +3527,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
                                                const int64_t *weight_sizes, int weight_sizes_len,
                                                int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- embedding_dense_double_backward (ops.yaml:2166) */
+/* ---- embedding_dense_double_backward (ops.yaml:2169) */
 
 /* embedding_dense_double_backward(Tensor grad, Tensor indices, int padding_idx, bool scale_grad_by_freq) -> Tensor
  * Gradient of embedding_dense_backward for grad_output: rows of `grad` at `indices`, zero at
@@ -3537,7 +3537,7 @@ YT_API yt_tensor *yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indic
 YT_API yt_tensor *yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices,
                                                      int64_t padding_idx, bool scale_grad_by_freq);
 
-/* ---- one_hot (ops.yaml:2174) */
+/* ---- one_hot (ops.yaml:2177) */
 
 /* one_hot(Tensor self, int num_classes=-1) -> Tensor
  * An i64 tensor of shape self.shape + [num_classes] with 1 at each value of `self`
@@ -3554,7 +3554,7 @@ YT_API yt_tensor *yt_one_hot(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
 
-/* ---- nonzero (ops.yaml:2186) */
+/* ---- nonzero (ops.yaml:2189) */
 
 /* nonzero(Tensor self) -> Tensor
  * The i64 coordinates (n x self.dim) of the nonzero elements of `self`, in row-major order.
@@ -3562,7 +3562,7 @@ YT_API yt_tensor *yt_one_hot_ex(yt_tensor *self, int64_t num_classes);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_nonzero(yt_tensor *self);
 
-/* ---- masked_select (ops.yaml:2198) */
+/* ---- masked_select (ops.yaml:2201) */
 
 /* masked_select(Tensor self, Tensor mask) -> Tensor
  * A 1-D tensor of the elements of `self` where the broadcast `mask` is true, in row-major order.
@@ -3570,7 +3570,7 @@ YT_API yt_tensor *yt_nonzero(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_masked_select(yt_tensor *self, yt_tensor *mask);
 
-/* ---- argsort (ops.yaml:2212) */
+/* ---- argsort (ops.yaml:2215) */
 
 /* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
  * The i64 indices that sort `self` along `dim` (a stable sort; NaN sorts as the largest value, as
@@ -3587,7 +3587,7 @@ YT_API yt_tensor *yt_argsort(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending);
 
-/* ---- argsort.stable (ops.yaml:2228) */
+/* ---- argsort.stable (ops.yaml:2231) */
 
 /* argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor
  * argsort with PyTorch's `stable` argument (yaten's sort is always stable, so stable=False gives
@@ -3604,7 +3604,7 @@ YT_API yt_tensor *yt_argsort_stable(yt_tensor *self, bool stable);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim, bool descending);
 
-/* ---- index.Tensor (ops.yaml:2241) */
+/* ---- index.Tensor (ops.yaml:2244) */
 
 /* index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
  * Advanced indexing self[indices]: integer tensors (broadcast together; negative values count from
@@ -3614,7 +3614,7 @@ YT_API yt_tensor *yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len);
 
-/* ---- index_put (ops.yaml:2255) */
+/* ---- index_put (ops.yaml:2258) */
 
 /* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
  * A copy of `self` with self[indices] = values (broadcast to the indexed shape), or += values when
@@ -3633,7 +3633,7 @@ YT_API yt_tensor *yt_index_put(yt_tensor *self, yt_tensor *const *indices, int i
 YT_API yt_tensor *yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len,
                                   yt_tensor *values, bool accumulate);
 
-/* ---- sort (ops.yaml:2269) */
+/* ---- sort (ops.yaml:2272) */
 
 /* sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
  * `self` sorted along `dim`, and the i64 positions the values came from. Always stable (equal
@@ -3653,7 +3653,7 @@ YT_API yt_status yt_sort(yt_tensor *self, yt_tensor **values, yt_tensor **indice
 YT_API yt_status yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values,
                             yt_tensor **indices);
 
-/* ---- sort.stable (ops.yaml:2285) */
+/* ---- sort.stable (ops.yaml:2288) */
 
 /* sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
  * sort with PyTorch's `stable` argument (yaten's sort is always stable, so it only documents
@@ -3674,7 +3674,7 @@ YT_API yt_status yt_sort_stable(yt_tensor *self, const bool *stable, yt_tensor *
 YT_API yt_status yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim,
                                    bool descending, yt_tensor **values, yt_tensor **indices);
 
-/* ---- topk (ops.yaml:2297) */
+/* ---- topk (ops.yaml:2300) */
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
  * The k largest (or smallest) elements along `dim`, in sorted order, and their i64 positions (ties
@@ -3694,7 +3694,7 @@ YT_API yt_status yt_topk(yt_tensor *self, int64_t k, yt_tensor **values, yt_tens
 YT_API yt_status yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
                             yt_tensor **values, yt_tensor **indices);
 
-/* ---- avg_pool2d (ops.yaml:2317) */
+/* ---- avg_pool2d (ops.yaml:2321) */
 
 /* avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
  * 2-D average pooling over [N, C, H, W] or [C, H, W]; stride defaults to kernel_size (an empty
@@ -3716,7 +3716,7 @@ YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
                                    int padding_len, bool ceil_mode, bool count_include_pad,
                                    int64_t divisor_override);
 
-/* ---- adaptive_avg_pool2d (ops.yaml:2336) */
+/* ---- adaptive_avg_pool2d (ops.yaml:2340) */
 
 /* adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor
  * 2-D average pooling to a fixed output_size: output (i, j) averages rows floor(i H / oH) ..
@@ -3726,7 +3726,7 @@ YT_API yt_tensor *yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
 YT_API yt_tensor *yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size,
                                          int output_size_len);
 
-/* ---- avg_pool2d_backward (ops.yaml:2355) */
+/* ---- avg_pool2d_backward (ops.yaml:2359) */
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor
  * Gradient of avg_pool2d with respect to self: each output gradient spread evenly over its window.
@@ -3738,7 +3738,7 @@ YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self
                                          const int64_t *padding, int padding_len, bool ceil_mode,
                                          bool count_include_pad, int64_t divisor_override);
 
-/* ---- adaptive_avg_pool2d_backward (ops.yaml:2368) */
+/* ---- adaptive_avg_pool2d_backward (ops.yaml:2372) */
 
 /* adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] output_size) -> Tensor
  * Gradient of adaptive_avg_pool2d with respect to self (output_size is grad_output's height and
@@ -3748,7 +3748,7 @@ YT_API yt_tensor *yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self
 YT_API yt_tensor *yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self,
                                                   const int64_t *output_size, int output_size_len);
 
-/* ---- max_pool2d_with_indices_backward (ops.yaml:2380) */
+/* ---- max_pool2d_with_indices_backward (ops.yaml:2384) */
 
 /* max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor
  * Gradient of max_pool2d with respect to self: zeros with each output gradient added at its
@@ -3760,7 +3760,7 @@ YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
     const int64_t *stride, int stride_len, const int64_t *padding, int padding_len,
     const int64_t *dilation, int dilation_len, bool ceil_mode, yt_tensor *indices);
 
-/* ---- max_pool2d_index_gather (ops.yaml:2390) */
+/* ---- max_pool2d_index_gather (ops.yaml:2394) */
 
 /* max_pool2d_index_gather(Tensor self, Tensor indices) -> Tensor
  * The values of each [H, W] plane of `self` at the flat positions `indices` (i64, range-checked)
@@ -3769,7 +3769,7 @@ YT_API yt_tensor *yt_max_pool2d_with_indices_backward(
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices);
 
-/* ---- max_pool2d_index_scatter (ops.yaml:2399) */
+/* ---- max_pool2d_index_scatter (ops.yaml:2403) */
 
 /* max_pool2d_index_scatter(Tensor grad, int[] self_size, Tensor indices) -> Tensor
  * Zeros of `self_size` with `grad` added, plane by plane, at the flat positions `indices` (i64,
@@ -3779,7 +3779,7 @@ YT_API yt_tensor *yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices
 YT_API yt_tensor *yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size,
                                               int self_size_len, yt_tensor *indices);
 
-/* ---- conv2d (ops.yaml:2408) */
+/* ---- conv2d (ops.yaml:2412) */
 
 /* conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] dilation=[], int groups=1) -> Tensor
  * 2-D convolution (cross-correlation) of input [N, C_in, H, W] or [C_in, H, W] with weight [C_out,
@@ -3801,7 +3801,7 @@ YT_API yt_tensor *yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *b
                                int padding_len, const int64_t *dilation, int dilation_len,
                                int64_t groups);
 
-/* ---- conv2d.padding (ops.yaml:2432) */
+/* ---- conv2d.padding (ops.yaml:2436) */
 
 /* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], str padding="valid", int[2] dilation=[], int groups=1) -> Tensor
  * conv2d with padding "valid" (none) or "same" (the output has the input's size; stride must be 1;
@@ -3820,7 +3820,7 @@ YT_API yt_tensor *yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_t
                                        const int64_t *stride, int stride_len, const char *padding,
                                        const int64_t *dilation, int dilation_len, int64_t groups);
 
-/* ---- conv1d (ops.yaml:2451) */
+/* ---- conv1d (ops.yaml:2455) */
 
 /* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], int[1] padding=[], int[1] dilation=[], int groups=1) -> Tensor
  * 1-D convolution of input [N, C_in, L] or [C_in, L] with weight [C_out, C_in / groups, k], plus
@@ -3840,7 +3840,7 @@ YT_API yt_tensor *yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *b
                                int padding_len, const int64_t *dilation, int dilation_len,
                                int64_t groups);
 
-/* ---- conv1d.padding (ops.yaml:2471) */
+/* ---- conv1d.padding (ops.yaml:2475) */
 
 /* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=[], str padding="valid", int[1] dilation=[], int groups=1) -> Tensor
  * conv1d with padding "valid" or "same" (see conv2d.padding).
@@ -3857,7 +3857,7 @@ YT_API yt_tensor *yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_t
                                        const int64_t *stride, int stride_len, const char *padding,
                                        const int64_t *dilation, int dilation_len, int64_t groups);
 
-/* ---- conv_transpose2d.input (ops.yaml:2488) */
+/* ---- conv_transpose2d.input (ops.yaml:2492) */
 
 /* conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=[], int[2] padding=[], int[2] output_padding=[], int groups=1, int[2] dilation=[]) -> Tensor
  * 2-D transposed convolution (the gradient of conv2d with respect to its input) of input [N, C_in,
@@ -3880,7 +3880,7 @@ YT_API yt_tensor *yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt
                                          const int64_t *output_padding, int output_padding_len,
                                          int64_t groups, const int64_t *dilation, int dilation_len);
 
-/* ---- conv2d_backward_input (ops.yaml:2513) */
+/* ---- conv2d_backward_input (ops.yaml:2517) */
 
 /* conv2d_backward_input(Tensor grad_output, Tensor weight, int[] input_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
  * Gradient of conv2d with respect to its input (of size input_size): a transposed convolution of
@@ -3894,7 +3894,7 @@ YT_API yt_tensor *yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *we
                                            const int64_t *dilation, int dilation_len,
                                            int64_t groups);
 
-/* ---- conv2d_backward_weight (ops.yaml:2526) */
+/* ---- conv2d_backward_weight (ops.yaml:2530) */
 
 /* conv2d_backward_weight(Tensor grad_output, Tensor input, int[] weight_size, int[2] stride, int[2] padding, int[2] dilation, int groups) -> Tensor
  * Gradient of conv2d with respect to its weight (of size weight_size), summed over the batch.
@@ -3907,7 +3907,7 @@ YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *i
                                             const int64_t *dilation, int dilation_len,
                                             int64_t groups);
 
-/* ---- conv2d_backward_bias (ops.yaml:2539) */
+/* ---- conv2d_backward_bias (ops.yaml:2543) */
 
 /* conv2d_backward_bias(Tensor grad_output) -> Tensor
  * Gradient of conv2d with respect to its bias: grad_output summed over every dim but the channel
@@ -3916,7 +3916,7 @@ YT_API yt_tensor *yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_conv2d_backward_bias(yt_tensor *grad_output);
 
-/* ---- max_pool2d_with_indices (ops.yaml:2553) */
+/* ---- max_pool2d_with_indices (ops.yaml:2557) */
 
 /* max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> (Tensor values, Tensor indices)
  * 2-D max pooling over [N, C, H, W] or [C, H, W], with the flat position (h * W + w) of each
@@ -3944,7 +3944,7 @@ YT_API yt_status yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *k
                                                int dilation_len, bool ceil_mode, yt_tensor **values,
                                                yt_tensor **indices);
 
-/* ---- max_pool2d (ops.yaml:2573) */
+/* ---- max_pool2d (ops.yaml:2577) */
 
 /* max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=[], int[2] dilation=[], bool ceil_mode=False) -> Tensor
  * 2-D max pooling (max_pool2d_with_indices without the indices).
@@ -3962,7 +3962,7 @@ YT_API yt_tensor *yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, 
                                    int padding_len, const int64_t *dilation, int dilation_len,
                                    bool ceil_mode);
 
-/* ---- layer_norm (ops.yaml:2593) */
+/* ---- layer_norm (ops.yaml:2597) */
 
 /* layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor
  * Normalizes over the trailing `normalized_shape` dims (mean 0, variance 1, plus `eps`), then
@@ -3982,7 +3982,7 @@ YT_API yt_tensor *yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_s
                                    int normalized_shape_len, yt_tensor *weight, yt_tensor *bias,
                                    double eps, bool cudnn_enable);
 
-/* ---- group_norm (ops.yaml:2616) */
+/* ---- group_norm (ops.yaml:2620) */
 
 /* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor
  * Splits the channels (dim 1) into `num_groups` groups and normalizes each sample's group over its
@@ -4002,7 +4002,7 @@ YT_API yt_tensor *yt_group_norm(yt_tensor *input, int64_t num_groups);
 YT_API yt_tensor *yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight,
                                    yt_tensor *bias, double eps, bool cudnn_enabled);
 
-/* ---- rms_norm (ops.yaml:2646) */
+/* ---- rms_norm (ops.yaml:2650) */
 
 /* rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
  * Divides by the root mean square over the trailing `normalized_shape` dims (plus `eps`, by
@@ -4021,7 +4021,7 @@ YT_API yt_tensor *yt_rms_norm(yt_tensor *input, const int64_t *normalized_shape,
 YT_API yt_tensor *yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape,
                                  int normalized_shape_len, yt_tensor *weight, const double *eps);
 
-/* ---- batch_norm (ops.yaml:2667) */
+/* ---- batch_norm (ops.yaml:2671) */
 
 /* batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
  * Normalizes each channel (dim 1) over the batch and spatial dims. Training uses the batch
@@ -4037,7 +4037,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
                                 yt_tensor *running_mean, yt_tensor *running_var, bool training,
                                 double momentum, double eps, bool cudnn_enabled);
 
-/* ---- row_norm (ops.yaml:2705) */
+/* ---- row_norm (ops.yaml:2709) */
 
 /* row_norm(Tensor input, Tensor? weight, Tensor? bias, bool center, float eps) -> Tensor
  * The engine of layer_norm, group_norm and rms_norm: `input` is [A, G, K, S]; each (a, g) slice of
@@ -4048,7 +4048,7 @@ YT_API yt_tensor *yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *
 YT_API yt_tensor *yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center,
                               double eps);
 
-/* ---- batch_norm_training (ops.yaml:2732) */
+/* ---- batch_norm_training (ops.yaml:2736) */
 
 /* batch_norm_training(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, float momentum, float eps) -> Tensor
  * batch_norm in training mode, the kernel behind batch_norm(training=True). Normalizes each
@@ -4063,7 +4063,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
                                          yt_tensor *running_mean, yt_tensor *running_var,
                                          double momentum, double eps);
 
-/* ---- row_norm_backward_input (ops.yaml:2765) */
+/* ---- row_norm_backward_input (ops.yaml:2769) */
 
 /* row_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `input` (the batch statistics recomputed from `input`).
@@ -4072,7 +4072,7 @@ YT_API yt_tensor *yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt
 YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                              yt_tensor *weight, bool center, double eps);
 
-/* ---- row_norm_backward_weight (ops.yaml:2776) */
+/* ---- row_norm_backward_weight (ops.yaml:2780) */
 
 /* row_norm_backward_weight(Tensor grad_out, Tensor input, bool center, float eps) -> Tensor
  * Gradient of row_norm with respect to `weight`: the sum of `grad_out` times the normalized input
@@ -4082,7 +4082,7 @@ YT_API yt_tensor *yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *inp
 YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center,
                                               double eps);
 
-/* ---- row_norm_backward_bias (ops.yaml:2788) */
+/* ---- row_norm_backward_bias (ops.yaml:2792) */
 
 /* row_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of row_norm with respect to `bias`: `grad_out` summed over dims 0 and 3.
@@ -4090,7 +4090,7 @@ YT_API yt_tensor *yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *in
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_row_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- row_norm_backward (ops.yaml:2799) */
+/* ---- row_norm_backward (ops.yaml:2803) */
 
 /* row_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
  * row_norm_backward_input, _weight and _bias in one pass over `grad_out` and `input` (the
@@ -4104,7 +4104,7 @@ YT_API yt_status yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_
                                       bool bias_grad, yt_tensor **d_input, yt_tensor **d_weight,
                                       yt_tensor **d_bias);
 
-/* ---- row_norm_double_backward_input (ops.yaml:2811) */
+/* ---- row_norm_double_backward_input (ops.yaml:2815) */
 
 /* row_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -4114,7 +4114,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
                                                     yt_tensor *input, yt_tensor *weight,
                                                     bool center, double eps);
 
-/* ---- row_norm_double_backward_grad_out (ops.yaml:2822) */
+/* ---- row_norm_double_backward_grad_out (ops.yaml:2826) */
 
 /* row_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, bool center, float eps) -> Tensor
  * Gradient of row_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -4124,7 +4124,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *
 YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                        yt_tensor *weight, bool center, double eps);
 
-/* ---- batch_norm_backward_input (ops.yaml:2833) */
+/* ---- batch_norm_backward_input (ops.yaml:2837) */
 
 /* batch_norm_backward_input(Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `input` (the batch statistics recomputed from
@@ -4134,7 +4134,7 @@ YT_API yt_tensor *yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tenso
 YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input,
                                                yt_tensor *weight, double eps);
 
-/* ---- batch_norm_backward_weight (ops.yaml:2844) */
+/* ---- batch_norm_backward_weight (ops.yaml:2848) */
 
 /* batch_norm_backward_weight(Tensor grad_out, Tensor input, float eps) -> Tensor
  * Gradient of batch_norm_training with respect to `weight`: per channel, the sum of `grad_out`
@@ -4143,7 +4143,7 @@ YT_API yt_tensor *yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *i
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps);
 
-/* ---- batch_norm_backward_bias (ops.yaml:2856) */
+/* ---- batch_norm_backward_bias (ops.yaml:2860) */
 
 /* batch_norm_backward_bias(Tensor grad_out) -> Tensor
  * Gradient of batch_norm_training with respect to `bias`: `grad_out` summed over every dim but 1.
@@ -4151,7 +4151,7 @@ YT_API yt_tensor *yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_batch_norm_backward_bias(yt_tensor *grad_out);
 
-/* ---- batch_norm_backward (ops.yaml:2867) */
+/* ---- batch_norm_backward (ops.yaml:2871) */
 
 /* batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, float eps, bool input_grad, bool weight_grad, bool bias_grad) -> (Tensor d_input, Tensor d_weight, Tensor d_bias)
  * batch_norm_backward_input, _weight and _bias in one pass over each channel of `grad_out` and
@@ -4165,7 +4165,7 @@ YT_API yt_status yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, y
                                         bool bias_grad, yt_tensor **d_input, yt_tensor **d_weight,
                                         yt_tensor **d_bias);
 
-/* ---- batch_norm_backward_bias_backward (ops.yaml:2879) */
+/* ---- batch_norm_backward_bias_backward (ops.yaml:2883) */
 
 /* batch_norm_backward_bias_backward(Tensor grad, int[] sizes) -> Tensor
  * Gradient of batch_norm_backward_bias: the per-channel `grad` expanded along dim 1 of `sizes`.
@@ -4174,7 +4174,7 @@ YT_API yt_status yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, y
 YT_API yt_tensor *yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes,
                                                        int sizes_len);
 
-/* ---- batch_norm_double_backward_input (ops.yaml:2891) */
+/* ---- batch_norm_double_backward_input (ops.yaml:2895) */
 
 /* batch_norm_double_backward_input(Tensor grad, Tensor grad_out, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `input`, for the upstream gradient `grad`.
@@ -4184,7 +4184,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
                                                       yt_tensor *input, yt_tensor *weight,
                                                       double eps);
 
-/* ---- batch_norm_double_backward_grad_out (ops.yaml:2902) */
+/* ---- batch_norm_double_backward_grad_out (ops.yaml:2906) */
 
 /* batch_norm_double_backward_grad_out(Tensor grad, Tensor input, Tensor? weight, float eps) -> Tensor
  * Gradient of batch_norm_backward_input with respect to `grad_out`, for the upstream gradient
@@ -4194,7 +4194,7 @@ YT_API yt_tensor *yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor
 YT_API yt_tensor *yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input,
                                                          yt_tensor *weight, double eps);
 
-/* ---- softmax.int (ops.yaml:2916) */
+/* ---- softmax.int (ops.yaml:2920) */
 
 /* softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * exp(self) / sum(exp(self)) along `dim`, computed stably (shifted by the row maximum); a row of
@@ -4211,7 +4211,7 @@ YT_API yt_tensor *yt_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- log_softmax.int (ops.yaml:2936) */
+/* ---- log_softmax.int (ops.yaml:2940) */
 
 /* log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
  * self - logsumexp(self) along `dim`, computed stably; a row of -inf gives NaN, as in PyTorch.
@@ -4226,7 +4226,7 @@ YT_API yt_tensor *yt_log_softmax(yt_tensor *self, int64_t dim);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype);
 
-/* ---- softmax_backward_data (ops.yaml:2956) */
+/* ---- softmax_backward_data (ops.yaml:2960) */
 
 /* softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax from its output: output * (grad_output - sum(grad_output * output, dim)).
@@ -4234,7 +4234,7 @@ YT_API yt_tensor *yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data (ops.yaml:2973) */
+/* ---- log_softmax_backward_data (ops.yaml:2977) */
 
 /* log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax from its output: grad_output - exp(output) * sum(grad_output, dim).
@@ -4243,7 +4243,7 @@ YT_API yt_tensor *yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *ou
 YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output,
                                                int64_t dim);
 
-/* ---- softmax_double_backward (ops.yaml:2990) */
+/* ---- softmax_double_backward (ops.yaml:2994) */
 
 /* softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of softmax_backward_data with respect to `output`.
@@ -4252,7 +4252,7 @@ YT_API yt_tensor *yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor
 YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                              yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_double_backward (ops.yaml:2998) */
+/* ---- log_softmax_double_backward (ops.yaml:3002) */
 
 /* log_softmax_double_backward(Tensor grad, Tensor grad_output, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `output`.
@@ -4261,7 +4261,7 @@ YT_API yt_tensor *yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_ou
 YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output,
                                                  yt_tensor *output, int64_t dim);
 
-/* ---- log_softmax_backward_data_adjoint (ops.yaml:3006) */
+/* ---- log_softmax_backward_data_adjoint (ops.yaml:3010) */
 
 /* log_softmax_backward_data_adjoint(Tensor grad, Tensor output, int dim) -> Tensor
  * Gradient of log_softmax_backward_data with respect to `grad_output`: grad - sum(grad *
@@ -4271,7 +4271,7 @@ YT_API yt_tensor *yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *gra
 YT_API yt_tensor *yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output,
                                                        int64_t dim);
 
-/* ---- dropout (ops.yaml:3017) */
+/* ---- dropout (ops.yaml:3021) */
 
 /* dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor
  * Zeroes each element with probability `p` (the mask drawn from `generator`) and scales the rest
@@ -4288,7 +4288,7 @@ YT_API yt_tensor *yt_dropout(yt_tensor *input, double p, bool train);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator);
 
-/* ---- mse_loss (ops.yaml:3030) */
+/* ---- mse_loss (ops.yaml:3034) */
 
 /* mse_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Squared error (self - target)^2, broadcast, then reduced (none, mean or sum).
@@ -4303,7 +4303,7 @@ YT_API yt_tensor *yt_mse_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- l1_loss (ops.yaml:3045) */
+/* ---- l1_loss (ops.yaml:3049) */
 
 /* l1_loss(Tensor self, Tensor target, str reduction="mean") -> Tensor
  * Absolute error |self - target|, broadcast, then reduced (none, mean or sum).
@@ -4318,7 +4318,7 @@ YT_API yt_tensor *yt_l1_loss(yt_tensor *self, yt_tensor *target);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction);
 
-/* ---- smooth_l1_loss (ops.yaml:3060) */
+/* ---- smooth_l1_loss (ops.yaml:3064) */
 
 /* smooth_l1_loss(Tensor self, Tensor target, str reduction="mean", float beta=1.0) -> Tensor
  * 0.5 d^2 / beta where |d| < beta and |d| - beta / 2 elsewhere (d = self - target; l1 when beta is
@@ -4336,7 +4336,7 @@ YT_API yt_tensor *yt_smooth_l1_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                        double beta);
 
-/* ---- huber_loss (ops.yaml:3076) */
+/* ---- huber_loss (ops.yaml:3080) */
 
 /* huber_loss(Tensor self, Tensor target, str reduction="mean", float delta=1.0) -> Tensor
  * 0.5 d^2 where |d| < delta and delta (|d| - delta / 2) elsewhere (d = self - target), then
@@ -4354,7 +4354,7 @@ YT_API yt_tensor *yt_huber_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction,
                                    double delta);
 
-/* ---- binary_cross_entropy_elementwise (ops.yaml:3091) */
+/* ---- binary_cross_entropy_elementwise (ops.yaml:3095) */
 
 /* binary_cross_entropy_elementwise(Tensor self, Tensor target) -> Tensor
  * The unreduced, unweighted binary cross-entropy of binary_cross_entropy: -(t max(log x, -100) +
@@ -4364,7 +4364,7 @@ YT_API yt_tensor *yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const cha
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_binary_cross_entropy_elementwise(yt_tensor *self, yt_tensor *target);
 
-/* ---- binary_cross_entropy (ops.yaml:3107) */
+/* ---- binary_cross_entropy (ops.yaml:3111) */
 
 /* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean") -> Tensor
  * -w (t log x + (1 - t) log(1 - x)) for probabilities x = self in [0, 1] (checked), each log
@@ -4386,7 +4386,7 @@ YT_API yt_tensor *yt_binary_cross_entropy(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                              const char *reduction);
 
-/* ---- binary_cross_entropy_with_logits (ops.yaml:3124) */
+/* ---- binary_cross_entropy_with_logits (ops.yaml:3128) */
 
 /* binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction="mean") -> Tensor
  * Binary cross-entropy of sigmoid(self) against target, computed stably from the logits (finite at
@@ -4409,7 +4409,7 @@ YT_API yt_tensor *yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_ten
                                                          yt_tensor *weight, yt_tensor *pos_weight,
                                                          const char *reduction);
 
-/* ---- nll_loss (ops.yaml:3140) */
+/* ---- nll_loss (ops.yaml:3144) */
 
 /* nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100) -> Tensor
  * Negative log-likelihood -w[t] self[n, t] of class-index targets t (range-checked; ignore_index
@@ -4431,7 +4431,7 @@ YT_API yt_tensor *yt_nll_loss(yt_tensor *self, yt_tensor *target);
 YT_API yt_tensor *yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                  const char *reduction, int64_t ignore_index);
 
-/* ---- cross_entropy_loss (ops.yaml:3163) */
+/* ---- cross_entropy_loss (ops.yaml:3167) */
 
 /* cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * Cross-entropy of the logits `self` (class dim 1) against class indices (a target shaped like
@@ -4456,7 +4456,7 @@ YT_API yt_tensor *yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, y
                                            const char *reduction, int64_t ignore_index,
                                            double label_smoothing);
 
-/* ---- cross_entropy_index (ops.yaml:3193) */
+/* ---- cross_entropy_index (ops.yaml:3197) */
 
 /* cross_entropy_index(Tensor self, Tensor target, Tensor? weight=None, str reduction="mean", int ignore_index=-100, float label_smoothing=0.0) -> Tensor
  * The class-index case of cross_entropy_loss as one fused kernel (log_softmax and nll in one pass
@@ -4477,7 +4477,7 @@ YT_API yt_tensor *yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, 
                                             const char *reduction, int64_t ignore_index,
                                             double label_smoothing);
 
-/* ---- cross_entropy_index_backward (ops.yaml:3213) */
+/* ---- cross_entropy_index_backward (ops.yaml:3217) */
 
 /* cross_entropy_index_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing) -> Tensor
  * Gradient of cross_entropy_index with respect to self: grad * (A softmax(self) - K), in public
@@ -4489,7 +4489,7 @@ YT_API yt_tensor *yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_ten
                                                   const char *reduction, int64_t ignore_index,
                                                   double label_smoothing);
 
-/* ---- scaled_dot_product_attention (ops.yaml:3224) */
+/* ---- scaled_dot_product_attention (ops.yaml:3228) */
 
 /* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, Generator? generator=None) -> Tensor
  * softmax(query @ key^T / sqrt(E) + mask) @ value, PyTorch's math path. `attn_mask` is a bool mask
@@ -4514,7 +4514,7 @@ YT_API yt_tensor *yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor
                                                      double dropout_p, bool is_causal,
                                                      yt_generator *generator);
 
-/* ---- scaled_dot_product_attention_math (ops.yaml:3253) */
+/* ---- scaled_dot_product_attention_math (ops.yaml:3257) */
 
 /* scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, float scale) -> (Tensor output, Tensor attn)
  * The unmasked attention of scaled_dot_product_attention as one kernel: `attn` = softmax(query @
@@ -4528,7 +4528,7 @@ YT_API yt_status yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tenso
                                                       yt_tensor *value, double scale,
                                                       yt_tensor **output, yt_tensor **attn);
 
-/* ---- scaled_dot_product_attention_math_backward (ops.yaml:3277) */
+/* ---- scaled_dot_product_attention_math_backward (ops.yaml:3281) */
 
 /* scaled_dot_product_attention_math_backward(Tensor grad_output, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool query_grad, bool key_grad, bool value_grad) -> (Tensor d_query, Tensor d_key, Tensor d_value)
  * The gradients of scaled_dot_product_attention_math for query, key and value (zeros where the
@@ -4542,7 +4542,7 @@ YT_API yt_status yt_scaled_dot_product_attention_math_backward(
     double scale, bool query_grad, bool key_grad, bool value_grad, yt_tensor **d_query,
     yt_tensor **d_key, yt_tensor **d_value);
 
-/* ---- empty (ops.yaml:3293) */
+/* ---- empty (ops.yaml:3297) */
 
 /* empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size whose contents are unspecified (f32 unless `dtype` is given).
@@ -4557,7 +4557,7 @@ YT_API yt_tensor *yt_empty(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- zeros (ops.yaml:3307) */
+/* ---- zeros (ops.yaml:3311) */
 
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 0 (f32 unless `dtype` is given).
@@ -4572,7 +4572,7 @@ YT_API yt_tensor *yt_zeros(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- ones (ops.yaml:3315) */
+/* ---- ones (ops.yaml:3319) */
 
 /* ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with 1 (f32 unless `dtype` is given).
@@ -4587,7 +4587,7 @@ YT_API yt_tensor *yt_ones(const int64_t *size, int size_len);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device);
 
-/* ---- full (ops.yaml:3323) */
+/* ---- full (ops.yaml:3327) */
 
 /* full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A new tensor of the given size filled with `fill_value`; without `dtype` it is bool, i64 or f32
@@ -4605,7 +4605,7 @@ YT_API yt_tensor *yt_full(const int64_t *size, int size_len, yt_scalar fill_valu
 YT_API yt_tensor *yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value,
                              yt_dtype dtype, yt_device device);
 
-/* ---- empty_like (ops.yaml:3335) */
+/* ---- empty_like (ops.yaml:3339) */
 
 /* empty_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor with the size and device of `self` (and its dtype unless `dtype` is given),
@@ -4622,7 +4622,7 @@ YT_API yt_tensor *yt_empty_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- zeros_like (ops.yaml:3348) */
+/* ---- zeros_like (ops.yaml:3352) */
 
 /* zeros_like(Tensor self) -> Tensor
  * A new tensor of zeros with the size, dtype and device of `self`.
@@ -4630,7 +4630,7 @@ YT_API yt_tensor *yt_empty_like_ex(yt_tensor *self, yt_dtype dtype);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_zeros_like(yt_tensor *self);
 
-/* ---- ones_like (ops.yaml:3355) */
+/* ---- ones_like (ops.yaml:3359) */
 
 /* ones_like(Tensor self, *, ScalarType? dtype=None) -> Tensor
  * A new tensor of ones with the size and device of `self` (and its dtype unless `dtype` is given).
@@ -4645,7 +4645,7 @@ YT_API yt_tensor *yt_ones_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_ones_like_ex(yt_tensor *self, yt_dtype dtype);
 
-/* ---- full_like (ops.yaml:3367) */
+/* ---- full_like (ops.yaml:3371) */
 
 /* full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None) -> Tensor
  * A new tensor filled with `fill_value`, with the size and device of `self` (and its dtype unless
@@ -4662,7 +4662,7 @@ YT_API yt_tensor *yt_full_like(yt_tensor *self, yt_scalar fill_value);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype);
 
-/* ---- arange (ops.yaml:3378) */
+/* ---- arange (ops.yaml:3382) */
 
 /* arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Values start, start+step, ... below `end` (i64 when all three are integers, else f32); an
@@ -4680,7 +4680,7 @@ YT_API yt_tensor *yt_arange(yt_scalar start, yt_scalar end);
 YT_API yt_tensor *yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype,
                                yt_device device);
 
-/* ---- linspace (ops.yaml:3386) */
+/* ---- linspace (ops.yaml:3390) */
 
 /* linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * `steps` evenly spaced values from `start` to `end`, both included (f32 unless `dtype` is given).
@@ -4696,7 +4696,7 @@ YT_API yt_tensor *yt_linspace(yt_scalar start, yt_scalar end, int64_t steps);
 YT_API yt_tensor *yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- eye (ops.yaml:3398) */
+/* ---- eye (ops.yaml:3402) */
 
 /* eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x n identity matrix (f32 unless `dtype` is given).
@@ -4711,7 +4711,7 @@ YT_API yt_tensor *yt_eye(int64_t n);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device);
 
-/* ---- eye.m (ops.yaml:3409) */
+/* ---- eye.m (ops.yaml:3413) */
 
 /* eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor
  * The n x m matrix with ones on the main diagonal and zeros elsewhere.
@@ -4726,7 +4726,7 @@ YT_API yt_tensor *yt_eye_m(int64_t n, int64_t m);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device);
 
-/* ---- rand (ops.yaml:3420) */
+/* ---- rand (ops.yaml:3424) */
 
 /* rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random numbers in [0, 1) from `generator` (the default one when NULL).
@@ -4742,7 +4742,7 @@ YT_API yt_tensor *yt_rand(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator,
                              yt_dtype dtype, yt_device device);
 
-/* ---- randn (ops.yaml:3431) */
+/* ---- randn (ops.yaml:3435) */
 
 /* randn(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Standard normal random numbers from `generator` (the default one when NULL).
@@ -4758,7 +4758,7 @@ YT_API yt_tensor *yt_randn(const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator,
                               yt_dtype dtype, yt_device device);
 
-/* ---- rand_like (ops.yaml:3442) */
+/* ---- rand_like (ops.yaml:3446) */
 
 /* rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * rand with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4775,7 +4775,7 @@ YT_API yt_tensor *yt_rand_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randn_like (ops.yaml:3452) */
+/* ---- randn_like (ops.yaml:3456) */
 
 /* randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None) -> Tensor
  * randn with the size and device of `self` (and its dtype unless `dtype` is given), drawn from
@@ -4792,7 +4792,7 @@ YT_API yt_tensor *yt_randn_like(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype);
 
-/* ---- randint (ops.yaml:3462) */
+/* ---- randint (ops.yaml:3466) */
 
 /* randint(int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [0, high) from `generator` (i64 unless `dtype` is given).
@@ -4808,7 +4808,7 @@ YT_API yt_tensor *yt_randint(int64_t high, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_randint_ex(int64_t high, const int64_t *size, int size_len,
                                 yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randint.low (ops.yaml:3473) */
+/* ---- randint.low (ops.yaml:3477) */
 
 /* randint.low(int low, int high, int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * Uniform random integers in [low, high) from `generator` (i64 unless `dtype` is given).
@@ -4824,7 +4824,7 @@ YT_API yt_tensor *yt_randint_low(int64_t low, int64_t high, const int64_t *size,
 YT_API yt_tensor *yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                                     yt_generator *generator, yt_dtype dtype, yt_device device);
 
-/* ---- randperm (ops.yaml:3483) */
+/* ---- randperm (ops.yaml:3487) */
 
 /* randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor
  * A uniformly random permutation of 0 .. n-1 from `generator` (i64 unless `dtype` is given).
@@ -4840,7 +4840,7 @@ YT_API yt_tensor *yt_randperm(int64_t n);
 YT_API yt_tensor *yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype,
                                  yt_device device);
 
-/* ---- bernoulli (ops.yaml:3494) */
+/* ---- bernoulli (ops.yaml:3498) */
 
 /* bernoulli(Tensor self, *, Generator? generator=None) -> Tensor
  * 1 with probability self[i] and 0 otherwise, elementwise, from `generator` (self holds
@@ -4857,7 +4857,7 @@ YT_API yt_tensor *yt_bernoulli(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_bernoulli_ex(yt_tensor *self, yt_generator *generator);
 
-/* ---- bernoulli.p (ops.yaml:3501) */
+/* ---- bernoulli.p (ops.yaml:3505) */
 
 /* bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor
  * A tensor like `self` whose elements are 1 with probability `p` and 0 otherwise, from `generator`
@@ -4891,7 +4891,7 @@ YT_API yt_status yt_bernoulli_p_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator);
 
-/* ---- normal (ops.yaml:3512) */
+/* ---- normal (ops.yaml:3516) */
 
 /* normal(Tensor self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of normal random numbers from `generator` with mean `mean` and standard
@@ -4925,7 +4925,7 @@ YT_API yt_status yt_normal_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator);
 
-/* ---- uniform (ops.yaml:3524) */
+/* ---- uniform (ops.yaml:3528) */
 
 /* uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor
  * A tensor like `self` of uniform random numbers in [from, to) from `generator`; yt_uniform_ fills
@@ -4959,7 +4959,7 @@ YT_API yt_status yt_uniform_(yt_tensor *self);
  * Arguments are borrowed. A NULL tensor argument gives its error code, keeping an earlier error. */
 YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator);
 
-/* ---- maybe_multiply (ops.yaml:3537) */
+/* ---- maybe_multiply (ops.yaml:3541) */
 
 /* maybe_multiply(Tensor self, Scalar other) -> Tensor
  * `self * other`, or `self` itself when `other` is 1: backward formulas scale by alpha and beta,
@@ -4968,7 +4968,7 @@ YT_API yt_status yt_uniform_ex_(yt_tensor *self, double from, double to, yt_gene
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_maybe_multiply(yt_tensor *self, yt_scalar other);
 
-/* ---- sum_to (ops.yaml:3548) */
+/* ---- sum_to (ops.yaml:3552) */
 
 /* sum_to(Tensor self, int[] size) -> Tensor
  * Sums `self` down to `size`, undoing a broadcast from `size` to self's shape.
@@ -4976,7 +4976,7 @@ YT_API yt_tensor *yt_maybe_multiply(yt_tensor *self, yt_scalar other);
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 
-/* ---- sum_backward (ops.yaml:3559) */
+/* ---- sum_backward (ops.yaml:3563) */
 
 /* sum_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of sum over `dim`: `grad` expanded back to `sizes`.
@@ -4985,7 +4985,7 @@ YT_API yt_tensor *yt_sum_to(yt_tensor *self, const int64_t *size, int size_len);
 YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                   const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- mean_backward (ops.yaml:3566) */
+/* ---- mean_backward (ops.yaml:3570) */
 
 /* mean_backward(Tensor grad, int[] sizes, int[] dim, bool keepdim) -> Tensor
  * Gradient of mean over `dim`: `grad` expanded back to `sizes` and divided by the count.
@@ -4994,7 +4994,7 @@ YT_API yt_tensor *yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int siz
 YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- amax_backward (ops.yaml:3573) */
+/* ---- amax_backward (ops.yaml:3577) */
 
 /* amax_backward(Tensor grad, Tensor self, Tensor output, int[] dim, bool keepdim) -> Tensor
  * Gradient of amax over `dim`, shared equally between tied maxima.
@@ -5003,7 +5003,7 @@ YT_API yt_tensor *yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int si
 YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output,
                                    const int64_t *dim, int dim_len, bool keepdim);
 
-/* ---- permute_backward (ops.yaml:3580) */
+/* ---- permute_backward (ops.yaml:3584) */
 
 /* permute_backward(Tensor grad, int[] dims) -> Tensor
  * Gradient of permute: `grad` permuted by the inverse of `dims`.
@@ -5011,7 +5011,7 @@ YT_API yt_tensor *yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len);
 
-/* ---- pow_backward (ops.yaml:3587) */
+/* ---- pow_backward (ops.yaml:3591) */
 
 /* pow_backward(Tensor grad, Tensor self, Scalar exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`.
@@ -5019,7 +5019,7 @@ YT_API yt_tensor *yt_permute_backward(yt_tensor *grad, const int64_t *dims, int 
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent);
 
-/* ---- pow_backward_self (ops.yaml:3594) */
+/* ---- pow_backward_self (ops.yaml:3598) */
 
 /* pow_backward_self(Tensor grad, Tensor self, Tensor exponent) -> Tensor
  * Gradient of pow(self, exponent) with respect to `self`, for a tensor exponent.
@@ -5027,7 +5027,7 @@ YT_API yt_tensor *yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ex
  * Arguments are borrowed. A NULL tensor argument gives NULL, keeping an earlier error. */
 YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent);
 
-/* ---- pow_backward_exponent (ops.yaml:3601) */
+/* ---- pow_backward_exponent (ops.yaml:3605) */
 
 /* pow_backward_exponent(Tensor grad, Tensor self, Tensor exponent, Tensor output) -> Tensor
  * Gradient of pow(self, exponent) with respect to `exponent`.
@@ -5036,7 +5036,7 @@ YT_API yt_tensor *yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tens
 YT_API yt_tensor *yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent,
                                            yt_tensor *output);
 
-/* ---- slice_backward (ops.yaml:3608) */
+/* ---- slice_backward (ops.yaml:3612) */
 
 /* slice_backward(Tensor grad_output, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor
  * Gradient of slice: zeros of `input_sizes` with `grad_output` written into the sliced part.
@@ -5046,7 +5046,7 @@ YT_API yt_tensor *yt_slice_backward(yt_tensor *grad_output, const int64_t *input
                                     int input_sizes_len, int64_t dim, int64_t start, int64_t end,
                                     int64_t step);
 
-/* ---- select_backward (ops.yaml:3616) */
+/* ---- select_backward (ops.yaml:3620) */
 
 /* select_backward(Tensor grad_output, int[] input_sizes, int dim, int index) -> Tensor
  * Gradient of select: zeros of `input_sizes` with `grad_output` written at `index` along `dim`.
