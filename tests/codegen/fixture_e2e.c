@@ -17,6 +17,11 @@ yt_status
 yt__cpu_eztwo(yt_tensor *a, yt_tensor *b, yt_tensor *idx, yt_tensor *self, yt_tensor *weight,
               const char *mode, const yt_scalar *lo)
 {
+    /* weight's gradient is grad_a as it stands: a weight that broadcast would need it summed */
+    if (weight != NULL &&
+        (weight->dim != self->dim ||
+         memcmp(weight->sizes, self->sizes, sizeof(int64_t) * (size_t)self->dim) != 0))
+        return yt__fail_status(YT_ERR_SHAPE, "eztwo: weight must have self's shape");
     bool prev = yt_set_grad_enabled(false);
     yt_tensor *t = yt_mul_scalar(self, yt_int(2));
     if (weight != NULL) {

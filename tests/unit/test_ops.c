@@ -270,3 +270,171 @@ ParameterizedTest(int *index, ops, error_inputs)
     release_all(inputs, c->n_inputs);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* ---------------------------------------------------------------- random bad inputs
+ *
+ * Every case again, its tensors changed at random the way callers get them wrong: another dtype,
+ * a size made 0, 1 or larger, a dim dropped or added, 0-d, transposed or stepped views, and index
+ * tensors holding values out of range. Whatever the op makes of them, it must either succeed, and
+ * then backward through its result must work too, or fail with an error whose message starts
+ * with the op's name; and nothing may leak. (Under the sanitizers, in test-asan, also no memory
+ * error.) Seeded, so a failure names a case that can be run again. This sweep found a topk of a
+ * 0-d tensor with k = 0 leaving its results unwritten, pooling over an empty plane, and backward
+ * refusing the integer operands that pow and clamp's forward had accepted. */
+enum { SWEEP_CALLS = 20000, SWEEP_MAX_NUMEL = 4096 };
+
+static uint64_t
+sweep_next(uint64_t *state)
+{
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return *state >> 33;
+}
+
+static int
+sweep_pick(uint64_t *state, int n)
+{
+    return (int)(sweep_next(state) % (uint64_t)n);
+}
+
+static void
+mutate_spec(yt_case_tensor *t, uint64_t *state)
+{
+    switch (sweep_pick(state, 9)) {
+    case 0:
+        t->dtype = (yt_dtype)sweep_pick(state, YT_DTYPE_COUNT);
+        break;
+    case 1:
+    case 2:
+    case 3:
+        if (t->dim > 0) {
+            const int64_t options[3] = {0, 1, t->sizes[0] + 1 + sweep_pick(state, 3)};
+            t->sizes[sweep_pick(state, t->dim)] = options[sweep_pick(state, 3)];
+        }
+        break;
+    case 4:
+        if (t->dim > 0)
+            t->dim--;
+        break;
+    case 5:
+        if (t->dim < 5) {
+            memmove(t->sizes + 1, t->sizes, sizeof(int64_t) * (size_t)t->dim);
+            t->sizes[0] = 1 + sweep_pick(state, 3);
+            t->dim++;
+        }
+        break;
+    case 6:
+        t->transpose = !t->transpose;
+        break;
+    case 7:
+        t->step = 1 + sweep_pick(state, 3);
+        break;
+    default:
+        t->dim = 0;
+        break;
+    }
+}
+
+/* The tensor `t` describes (NULL when too large for the sweep), values drawn as make_input's;
+ * index tensors get a value out of range now and then when `bad_index`. */
+static yt_tensor *
+sweep_input(const yt_case_tensor *t, uint64_t *state, bool bad_index, bool grad)
+{
+    const int64_t step = t->step > 1 ? t->step : 1;
+    int64_t sizes[YT_MAX_DIM], numel = 1;
+    for (int i = 0; i < t->dim; i++) {
+        sizes[i] = t->sizes[i] * (i == t->dim - 1 ? step : 1);
+        numel *= sizes[i];
+    }
+    if (numel > SWEEP_MAX_NUMEL)
+        return NULL;
+    double values[SWEEP_MAX_NUMEL];
+    for (int64_t i = 0; i < numel; i++) {
+        double v = value_at(state, NULL);
+        if (t->high > 0) {
+            v = floor((v + 2.0) / 4.0 * (double)t->high);
+            if (bad_index && sweep_pick(state, 4) == 0)
+                v = sweep_pick(state, 2) ? (double)t->high : -(double)t->high - 1;
+        } else if (!yt_dtype_is_floating(t->dtype)) {
+            v = t->dtype == YT_DTYPE_BOOL ? v > 0 : floor(v * 3);
+        }
+        values[i] = v;
+    }
+    yt_tensor *f64 = yt_tensor_from_data(values, sizes, t->dim, YT_DTYPE_F64);
+    yt_tensor *x = yt_to(f64, t->dtype);
+    yt_release(f64);
+    if (x != NULL && t->transpose && t->dim >= 2) {
+        yt_tensor *view = yt_transpose(x, -2, -1);
+        yt_release(x);
+        x = view;
+    }
+    if (x != NULL && step > 1 && t->dim > 0) {
+        yt_tensor *view = yt_slice_ex(x, t->dim - 1, 0, sizes[t->dim - 1], step);
+        yt_release(x);
+        x = view;
+    }
+    cr_assert_not_null(x, "building a sweep input: %s", yt_errmsg());
+    if (grad && !t->no_grad && (t->dtype == YT_DTYPE_F64 || t->dtype == YT_DTYPE_F32))
+        cr_assert_eq(yt_set_requires_grad(x, true), YT_OK);
+    return x;
+}
+
+/* Asserts the last call failed with a message that starts with `op`'s name (up to its overload,
+ * "clamp" of "clamp.Tensor"), as the function or its in-place or out= variant, and a colon. */
+static void
+assert_failed_naming(const char *op, const char *where)
+{
+    const size_t len = strcspn(op, ".");
+    const char *msg = yt_errmsg();
+    cr_assert_neq(yt_errcode(), YT_OK, "%s (%s): NULL with no error recorded", op, where);
+    const char *rest = msg + len;
+    cr_assert(strncmp(msg, op, len) == 0 &&
+                  (rest[0] == ':' || strncmp(rest, "_:", 2) == 0 || strncmp(rest, "_out:", 5) == 0),
+              "%s (%s): message '%s' does not name the op", op, where, msg);
+}
+
+Test(ops, random_bad_inputs_fail_cleanly)
+{
+    uint64_t state = 2026;
+    for (int call = 0; call < SWEEP_CALLS; call++) {
+        const yt_op_case *c = &yt_op_cases[sweep_pick(&state, yt_op_case_count)];
+        yt_case_tensor specs[YT_CASE_MAX_INPUTS];
+        memcpy(specs, c->inputs, sizeof specs);
+        for (int m = 1 + sweep_pick(&state, 2); m > 0 && c->n_inputs > 0; m--)
+            mutate_spec(&specs[sweep_pick(&state, c->n_inputs)], &state);
+        const bool grad = sweep_pick(&state, 2), bad_index = sweep_pick(&state, 2);
+        yt_tensor *in[YT_CASE_MAX_INPUTS] = {NULL};
+        bool made = true;
+        for (int i = 0; i < c->n_inputs && made; i++) {
+            in[i] = sweep_input(&specs[i], &state, bad_index, grad);
+            made = in[i] != NULL;
+        }
+        yt_clear_error();
+        yt_tensor *r = made ? c->call(in, NULL) : NULL;
+        if (made && r == NULL)
+            assert_failed_naming(c->op, c->where);
+        if (r != NULL && yt_requires_grad(r)) {
+            yt_tensor *sum = yt_sum(r);
+            cr_assert_eq(yt_backward(sum, NULL, NULL), YT_OK, "%s (%s), call %d: backward: %s",
+                         c->op, c->where, call, yt_errmsg());
+            yt_release(sum);
+        }
+        if (made && c->call_inplace != NULL) {
+            yt_tensor *written = c->call_inplace(in, NULL);
+            if (written == NULL)
+                assert_failed_naming(c->op, c->where);
+            yt_release(written);
+        }
+        if (r != NULL && c->call_out != NULL) {
+            yt_tensor *out = c->call_out(in, r);
+            if (out == NULL)
+                assert_failed_naming(c->op, c->where);
+            yt_release(out);
+        }
+        yt_release(r);
+        release_all(in, c->n_inputs);
+        yt_clear_error();
+        cr_assert_eq(yt_live_tensors(), 0, "%s (%s), call %d: %lld tensors leaked", c->op, c->where,
+                     call, (long long)yt_live_tensors());
+    }
+    YT_ASSERT_NO_LEAKS();
+}
