@@ -28,10 +28,12 @@ YT_INTERNAL yt_status yt__class_layout_of(yt__class_layout *lay, yt_tensor *self
 
 /* Per-row target classes (contiguous int64, n * inner entries) and class weights (c entries,
  * all 1 without weight), range-checked: every target is ignore_index or in [0, C). Free both
- * with free(). */
+ * with yt__class_targets_free. */
 YT_INTERNAL yt_status yt__class_targets(int64_t **targets, double **weights,
                                         const yt__class_layout *lay, yt_tensor *target,
                                         yt_tensor *weight, int64_t ignore_index, const char *op);
+YT_INTERNAL void yt__class_targets_free(int64_t *targets, double *weights,
+                                        const yt__class_layout *lay);
 
 /* The constant K (self's shape and dtype) with loss_row = -sum_c K[row, c] * logp[row, c]:
  * (1 - ls) * w_t at the target class plus ls / C * w_c on every class, zero on ignored rows.

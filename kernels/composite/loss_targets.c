@@ -63,13 +63,36 @@ yt__class_layout_of(yt__class_layout *lay, yt_tensor *self, yt_tensor *target, y
     return YT_OK;
 }
 
+/* The bytes of yt__class_targets' two arrays: from the caching allocator, since a loss runs every
+ * step (malloc's 128 KiB of targets for 16384 rows came back from the kernel, page faults and
+ * all, on every call). */
+static size_t
+targets_bytes(const yt__class_layout *lay)
+{
+    int64_t rows = lay->n * lay->inner;
+    return sizeof(int64_t) * (size_t)(rows > 0 ? rows : 1);
+}
+
+static size_t
+weights_bytes(const yt__class_layout *lay)
+{
+    return sizeof(double) * (size_t)(lay->c > 0 ? lay->c : 1);
+}
+
+void
+yt__class_targets_free(int64_t *targets, double *weights, const yt__class_layout *lay)
+{
+    yt__cpu_free(targets, targets_bytes(lay));
+    yt__cpu_free(weights, weights_bytes(lay));
+}
+
 yt_status
 yt__class_targets(int64_t **targets, double **weights, const yt__class_layout *lay,
                   yt_tensor *target, yt_tensor *weight, int64_t ignore_index, const char *op)
 {
     int64_t rows = lay->n * lay->inner;
-    *targets = malloc(sizeof(int64_t) * (size_t)(rows > 0 ? rows : 1));
-    *weights = malloc(sizeof(double) * (size_t)(lay->c > 0 ? lay->c : 1));
+    *targets = yt__cpu_alloc(targets_bytes(lay));
+    *weights = yt__cpu_alloc(weights_bytes(lay));
     yt_tensor *t = yt__cast_copy(target, YT_DTYPE_I64);
     yt_tensor *w = weight != NULL ? yt__cast_copy(weight, YT_DTYPE_F64) : NULL;
     yt_status st = YT_OK;
@@ -96,8 +119,7 @@ done:
     if (w != NULL)
         yt__release_cast(w, weight);
     if (st != YT_OK) {
-        free(*targets);
-        free(*weights);
+        yt__class_targets_free(*targets, *weights, lay);
         *targets = NULL;
         *weights = NULL;
     }
@@ -116,8 +138,7 @@ yt__class_coefficients(yt_tensor *self, yt_tensor *target, yt_tensor *weight, in
         return NULL;
     yt_tensor *k = yt_zeros_like(self); /* contiguous, self's dtype */
     if (k == NULL) {
-        free(tg);
-        free(w);
+        yt__class_targets_free(tg, w, &lay);
         return NULL;
     }
     char *kd = k->numel > 0 ? yt__data_ptr(k) : NULL;
@@ -136,8 +157,7 @@ yt__class_coefficients(yt_tensor *self, yt_tensor *target, yt_tensor *weight, in
                              yt__load_double(kd, k->dtype, at) + (1.0 - ls) * w[t]);
         }
     }
-    free(tg);
-    free(w);
+    yt__class_targets_free(tg, w, &lay);
     *total_weight = total;
     return k;
 }

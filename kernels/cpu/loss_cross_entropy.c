@@ -60,7 +60,8 @@ ce_rows(void *arg, int64_t chunk)
         /* contiguous f32 rows: their logsumexps a block at a time with the vector code (short
          * rows 8 at a time), then -w[t] (x[t] - lse). A +inf logit makes the row NaN, as
          * log_softmax gives it (logsumexp alone gives +inf). Where each row took a scalar expf
-         * per class: [16384, 16], one thread, 2139 -> 298 us (torch 332). */
+         * per class: [16384, 16], one thread, 2139 -> 298 us (torch 332); on an Intel Xeon,
+         * with the scratch arrays from the caching allocator, 481 -> 428 us (torch 366). */
         double lse[LSE_BLOCK];
         for (int64_t r0 = lo; r0 < hi; r0 += LSE_BLOCK) {
             int64_t len = hi - r0 < LSE_BLOCK ? hi - r0 : LSE_BLOCK;
@@ -119,11 +120,11 @@ yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *targe
         yt__class_targets(&tg, &w, &lay, target, weight, ignore_index, op) != YT_OK)
         return yt__last_status();
     yt_tensor *x = self->is_contiguous ? self : yt__cast_copy(self, self->dtype);
-    double *loss = malloc(sizeof(double) * (size_t)(lay.n * lay.inner + 1));
+    size_t loss_bytes = sizeof(double) * (size_t)(lay.n * lay.inner + 1);
+    double *loss = yt__cpu_alloc(loss_bytes); /* cached: a loss runs every step */
     if (x == NULL || loss == NULL) {
-        free(tg);
-        free(w);
-        free(loss);
+        yt__class_targets_free(tg, w, &lay);
+        yt__cpu_free(loss, loss_bytes);
         if (x != NULL)
             yt__release_cast(x, self);
         return yt__fail_status(YT_ERR_NOMEM, "%s: out of memory", op);
@@ -158,9 +159,8 @@ yt__cpu_cross_entropy_index(yt_tensor *result, yt_tensor *self, yt_tensor *targe
         yt__store_double(out, result->dtype, 0,
                          reduction == YT__REDUCTION_MEAN ? sum / total_weight : sum);
     }
-    free(loss);
-    free(tg);
-    free(w);
+    yt__cpu_free(loss, loss_bytes);
+    yt__class_targets_free(tg, w, &lay);
     yt__release_cast(x, self);
     return YT_OK;
 }
@@ -261,8 +261,7 @@ yt__cross_entropy_index_grad(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
     /* the dtype the composite's products would give */
     yt_tensor *out = yt__empty_like(self, yt_promote_types(self->dtype, grad_output->dtype));
     if (x == NULL || g == NULL || out == NULL) {
-        free(tg);
-        free(w);
+        yt__class_targets_free(tg, w, &lay);
         if (x != NULL)
             yt__release_cast(x, self);
         yt_release(g);
@@ -271,8 +270,7 @@ yt__cross_entropy_index_grad(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
     }
     bool per_row = reduction == YT__REDUCTION_NONE;
     if (!per_row && g->numel != 1) {
-        free(tg);
-        free(w);
+        yt__class_targets_free(tg, w, &lay);
         yt__release_cast(x, self);
         yt_release(g);
         yt_release(out);
@@ -305,8 +303,7 @@ yt__cross_entropy_index_grad(yt_tensor *grad_output, yt_tensor *self, yt_tensor 
                 .ignore_index = ignore_index,
                 .rows = rows};
     ce_run(&j, ce_grad_rows);
-    free(tg);
-    free(w);
+    yt__class_targets_free(tg, w, &lay);
     yt__release_cast(x, self);
     yt_release(g);
     return out;
