@@ -16,6 +16,7 @@
 #include "reduce_rows4d.h"
 #include "reduce_rows8.h"
 #include "vec_math.h"
+#include "vec_math512.h"
 
 typedef yt__reduce_acc acc;
 
@@ -99,23 +100,113 @@ row_f32(acc *a, const char *x, int64_t n, int64_t stride)
  * log and a logaddexp. Over dim 1 of [65536, n] f32, one thread, row by row -> 8 at a time (torch):
  * n = 4: 1763 -> 418 us (1004); n = 16: 1801 -> 1002 (2302); n = 32: 2340 -> 1741 (2214).
  * A row's result depends on that row alone, not on where a thread's rows start. */
-static void
+static inline __attribute__((always_inline)) void
 rows8_f32(acc *accs, const char *x, int64_t row_stride, int64_t rows, int64_t n)
 {
     __m256 xt[ROWS8_MAX]; /* xt[j]: column j, loaded once for both passes */
     for (int64_t j0 = 0; j0 < n; j0 += 8)
         yt__load_columns8(xt + j0, x, row_stride, rows, j0, n);
-    __m256 m = _mm256_set1_ps(-INFINITY);
-    for (int64_t j = 0; j < n; j++)
-        m = _mm256_max_ps(m, xt[j]);
+    /* two accumulators for the max and the sum halve their chains of dependent steps */
+    __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+        m0 = _mm256_max_ps(m0, xt[j]);
+        m1 = _mm256_max_ps(m1, xt[j + 1]);
+    }
+    if (j < n)
+        m0 = _mm256_max_ps(m0, xt[j]);
+    __m256 m = _mm256_max_ps(m0, m1);
     /* shift_of, per lane: an infinite maximum shifts by 0 */
     __m256 infinite = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), m),
                                     _mm256_set1_ps(INFINITY), _CMP_EQ_OQ);
     __m256 shift = _mm256_andnot_ps(infinite, m);
-    __m256 s = _mm256_setzero_ps();
-    for (int64_t j = 0; j < n; j++)
-        s = _mm256_add_ps(s, yt__exp8(_mm256_sub_ps(xt[j], shift)));
-    yt__store_rows8_f32(accs, _mm256_add_ps(shift, yt__log8(s)), rows);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    for (j = 0; j + 2 <= n; j += 2) {
+        s0 = _mm256_add_ps(s0, yt__exp8(_mm256_sub_ps(xt[j], shift)));
+        s1 = _mm256_add_ps(s1, yt__exp8(_mm256_sub_ps(xt[j + 1], shift)));
+    }
+    if (j < n)
+        s0 = _mm256_add_ps(s0, yt__exp8(_mm256_sub_ps(xt[j], shift)));
+    yt__store_rows8_f32(accs, _mm256_add_ps(shift, yt__log8(_mm256_add_ps(s0, s1))), rows);
+}
+
+/* rows8_f32 for 16 rows on the 16 lanes of AVX-512 (yt__exp16 takes about 0.6 of the time of two
+ * yt__exp8 here): the two 8-row halves are loaded and transposed as rows8_f32 does, their columns
+ * joined into one 16-lane vector each, and the sums split again for yt__log8. The same steps in
+ * the same order per lane: the same bits as rows8_f32. */
+YT_AVX512 static inline __attribute__((always_inline)) void
+rows16_f32(acc *accs, const char *x, int64_t row_stride, int64_t rows, int64_t n)
+{
+    __m512 xt[ROWS8_MAX];
+    for (int64_t j0 = 0; j0 < n; j0 += 8) {
+        __m256 lo[8], hi[8];
+        yt__load_columns8(lo, x, row_stride, rows < 8 ? rows : 8, j0, n);
+        yt__load_columns8(hi, x + 8 * row_stride, row_stride, rows - 8, j0, n);
+        for (int j = 0; j < 8; j++)
+            xt[j0 + j] = _mm512_castpd_ps(_mm512_insertf64x4(
+                _mm512_castpd256_pd512(_mm256_castps_pd(lo[j])), _mm256_castps_pd(hi[j]), 1));
+    }
+    __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+        m0 = _mm512_max_ps(m0, xt[j]);
+        m1 = _mm512_max_ps(m1, xt[j + 1]);
+    }
+    if (j < n)
+        m0 = _mm512_max_ps(m0, xt[j]);
+    __m512 m = _mm512_max_ps(m0, m1);
+    /* shift_of, per lane: an infinite maximum shifts by 0 */
+    __mmask16 infinite = _mm512_cmp_ps_mask(_mm512_abs_ps(m), _mm512_set1_ps(INFINITY), _CMP_EQ_OQ);
+    __m512 shift = _mm512_mask_blend_ps(infinite, m, _mm512_setzero_ps());
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    for (j = 0; j + 2 <= n; j += 2) {
+        s0 = _mm512_add_ps(s0, yt__exp16(_mm512_sub_ps(xt[j], shift)));
+        s1 = _mm512_add_ps(s1, yt__exp16(_mm512_sub_ps(xt[j + 1], shift)));
+    }
+    if (j < n)
+        s0 = _mm512_add_ps(s0, yt__exp16(_mm512_sub_ps(xt[j], shift)));
+    __m512 s = _mm512_add_ps(s0, s1);
+    __m256 s_lo = _mm512_castps512_ps256(s), sh_lo = _mm512_castps512_ps256(shift);
+    __m256 s_hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1));
+    __m256 sh_hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(shift), 1));
+    yt__store_rows8_f32(accs, _mm256_add_ps(sh_lo, yt__log8(s_lo)), 8);
+    yt__store_rows8_f32(accs + 8, _mm256_add_ps(sh_hi, yt__log8(s_hi)), rows - 8);
+}
+
+/* All but the last 8 or fewer of `count` rows 16 at a time; returns how many it did. */
+YT_AVX512 static int64_t
+rows16_all_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n)
+{
+    int64_t k = 0;
+    for (; count - k > 8; k += 16) {
+        int64_t rows = count - k < 16 ? count - k : 16;
+        if (n == 16)
+            rows16_f32(accs + k, x + k * row_stride, row_stride, rows, 16);
+        else if (n == 8)
+            rows16_f32(accs + k, x + k * row_stride, row_stride, rows, 8);
+        else
+            rows16_f32(accs + k, x + k * row_stride, row_stride, rows, n);
+    }
+    return k;
+}
+
+/* rows8_f32 over `count` rows, n a constant where it is 8 or 16 so that its loops unroll; 16 rows
+ * at a time where the CPU has AVX-512. One thread, on an Intel Xeon: logsumexp over dim 1 of
+ * [65536, 4] 536 -> 429 us; cross_entropy of [16384, 16] (yt__logsumexp_rows_f32, whose batches
+ * of 8 rows became 64 so that the 16-row path runs) 428 -> 257 us. */
+static void
+rows8_all_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n)
+{
+    int64_t k = yt__have_avx512() ? rows16_all_f32(accs, x, count, row_stride, n) : 0;
+    for (; k < count; k += 8) {
+        int64_t rows = count - k < 8 ? count - k : 8;
+        if (n == 16)
+            rows8_f32(accs + k, x + k * row_stride, row_stride, rows, 16);
+        else if (n == 8)
+            rows8_f32(accs + k, x + k * row_stride, row_stride, rows, 8);
+        else
+            rows8_f32(accs + k, x + k * row_stride, row_stride, rows, n);
+    }
 }
 
 static bool
@@ -124,8 +215,7 @@ row_batch_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64
 {
     if (stride != sizeof(float) || n > ROWS8_MAX)
         return false;
-    for (int64_t k = 0; k < count; k += 8)
-        rows8_f32(accs + k, x + k * row_stride, row_stride, count - k < 8 ? count - k : 8, n);
+    rows8_all_f32(accs, x, count, row_stride, n);
     return true;
 }
 
@@ -188,9 +278,9 @@ void
 yt__logsumexp_rows_f32(double *lse, const float *x, int64_t rows, int64_t n)
 {
     const int64_t stride = n * (int64_t)sizeof(float);
-    acc a[8];
-    for (int64_t k = 0; k < rows; k += 8) {
-        int64_t m = rows - k < 8 ? rows - k : 8;
+    acc a[64]; /* a batch of rows: 16 at a time on the AVX-512 path */
+    for (int64_t k = 0; k < rows; k += 64) {
+        int64_t m = rows - k < 64 ? rows - k : 64;
         if (!row_batch_f32(a, (const char *)(x + k * n), m, stride, n, sizeof(float)))
             for (int64_t r = 0; r < m; r++) {
                 a[r].f = -INFINITY;

@@ -440,12 +440,13 @@ Test(reduce, many_short_rows)
 
 /* ---------------------------------------------------------------- logsumexp */
 
-/* Rows of 1 to 12 elements (f32: one or two blocks of 8 columns; f64: groups of 4 rows, the last 4
- * of a row as one vector), 21 of them (so a last, partial group), read from a [21, 12] tensor,
- * with special rows among random ones. */
+/* Rows of 1 to 12 elements (f32: one or two blocks of 8 columns, 16 rows at a time where the CPU
+ * has AVX-512, else 8; f64: groups of 4 rows, the last 4 of a row as one vector), 29 of them (so
+ * a partial group of 16 and one of 8 or 4), read from a [29, 12] tensor, with special rows among
+ * random ones. */
 Test(logsumexp, short_rows_with_special_values)
 {
-    enum { ROWS = 21, WIDTH = 12 };
+    enum { ROWS = 29, WIDTH = 12 };
     double x[ROWS * WIDTH];
     uint64_t s = 11;
     for (int i = 0; i < ROWS * WIDTH; i++) {
@@ -461,8 +462,11 @@ Test(logsumexp, short_rows_with_special_values)
     }
     x[14 * WIDTH + 0] = INFINITY;
     x[17 * WIDTH + 0] = NAN;
-    x[20 * WIDTH + 0] = NAN; /* in the last, partial group */
+    x[20 * WIDTH + 0] = NAN; /* in the partial group of 16 */
     x[20 * WIDTH + 1] = INFINITY;
+    for (int j = 0; j < WIDTH; j++)
+        x[26 * WIDTH + j] = -INFINITY; /* in its second 8 */
+    x[28 * WIDTH + 3] = NAN;           /* the last row */
     const int64_t sizes[] = {ROWS, WIDTH}, last = 1;
     for (int64_t case_ = 0; case_ < 2 * WIDTH; case_++) {
         const bool f64 = case_ >= WIDTH;

@@ -1,7 +1,7 @@
 /* The 8-lane f32 helpers of kernels/cpu/vec_math.h (softmax, log_softmax, logsumexp and
  * cross_entropy compute through them), against libm in double: yt__exp8 and yt__log8 over a
- * sweep of bit patterns, their special values, and the masked tail loads. Header-only, so the
- * test includes it directly. */
+ * sweep of bit patterns, their special values, and the masked tail loads; and yt__exp16
+ * (vec_math512.h) against yt__exp8, bit for bit. Header-only, so the test includes them. */
 #pragma GCC target("avx2,fma")
 
 #include <math.h>
@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 
 #include "../../kernels/cpu/vec_math.h"
+#include "../../kernels/cpu/vec_math512.h"
 
 static float
 lane0(__m256 v)
@@ -100,6 +101,39 @@ Test(vec_math, exp8_special_values)
     cr_assert_eq(lane0(yt__exp8(_mm256_set1_ps(INFINITY))), INFINITY);
     cr_assert(isnan(lane0(yt__exp8(_mm256_set1_ps(NAN)))));
     cr_assert_eq(lane0(yt__exp8(_mm256_set1_ps(0.0f))), 1.0f);
+}
+
+/* yt__exp16 of 16 values, at out. */
+YT_AVX512 static void
+exp16_of(float *out, const float *x)
+{
+    _mm512_storeu_ps(out, yt__exp16(_mm512_loadu_ps(x)));
+}
+
+/* Kernels pick yt__exp16 or yt__exp8 by the CPU (and for whole groups of rows, not per row): the
+ * two must give the same bits, or a result would depend on the machine and on where a row falls. */
+Test(vec_math, exp16_gives_exp8s_bits)
+{
+    if (!yt__have_avx512())
+        cr_skip_test("no AVX-512F on this CPU");
+    float x[16], got[16];
+    const float specials[] = {-INFINITY, INFINITY, NAN,  -200.0f, 100.0f, 88.72283935546875f,
+                              -104.0f,   -87.5f,   0.0f, -0.0f,   1e-30f, -1e-30f};
+    int64_t count = 0;
+    for (uint64_t bits = 0; bits < ((uint64_t)1 << 32); bits += 65537 * 16) {
+        for (int k = 0; k < 16; k++)
+            x[k] = k < 12 && bits == 0 ? specials[k] : float_of(bits + (uint64_t)k * 65537);
+        exp16_of(got, x);
+        for (int k0 = 0; k0 < 16; k0 += 8) {
+            float want[8];
+            _mm256_storeu_ps(want, yt__exp8(_mm256_loadu_ps(x + k0)));
+            for (int k = 0; k < 8; k++, count++)
+                cr_assert(memcmp(&got[k0 + k], &want[k], sizeof(float)) == 0,
+                          "exp(%.9g): exp16 %.9g, exp8 %.9g", (double)x[k0 + k],
+                          (double)got[k0 + k], (double)want[k]);
+        }
+    }
+    cr_assert_gt(count, 60000);
 }
 
 Test(vec_math, tail_loads_read_k_lanes_and_fill_the_rest)
