@@ -62,7 +62,7 @@ checked_index(const char *op, yt_tensor *index, const yt_tensor *t, int64_t dim)
     yt_tensor *idx = yt__index_i64(index);
     if (idx == NULL)
         return NULL;
-    int64_t size = t->dim > 0 ? t->sizes[dim] : 1;
+    int64_t size = yt__size_as_1d(t, (int)dim);
     if (yt__check_index_range(op, (const int64_t *)yt__data_ptr(idx), idx->numel, size, dim) !=
         YT_OK) {
         yt_release(idx);

@@ -72,8 +72,8 @@ check_source(const char *op, yt_tensor *self, int64_t dim, yt_tensor *index, yt_
     int sd = self->dim > 0 ? self->dim : 1, rd = source->dim > 0 ? source->dim : 1;
     bool ok = sd == rd;
     for (int d = 0; ok && d < sd; d++) {
-        int64_t want = d == dim ? index->numel : self->dim > 0 ? self->sizes[d] : 1;
-        int64_t have = source->dim > 0 ? source->sizes[d] : 1;
+        int64_t want = d == dim ? index->numel : yt__size_as_1d(self, d);
+        int64_t have = yt__size_as_1d(source, d);
         ok = want == have;
     }
     if (!ok) {

@@ -118,7 +118,7 @@ yt__sort_lines(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t d
 yt_status
 yt__cpu_argsort(yt_tensor *result, yt_tensor *self, int64_t dim, bool descending)
 {
-    int64_t n = self->dim > 0 ? self->sizes[dim] : 1;
+    int64_t n = yt__size_as_1d(self, (int)dim);
     return yt__sort_lines(NULL, result, self, dim, descending, n);
 }
 
@@ -133,7 +133,7 @@ yt__cpu_argsort_stable(yt_tensor *result, yt_tensor *self, bool stable, int64_t 
 yt_status
 yt__cpu_sort(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t dim, bool descending)
 {
-    int64_t n = self->dim > 0 ? self->sizes[dim] : 1;
+    int64_t n = yt__size_as_1d(self, (int)dim);
     return yt__sort_lines(values, indices, self, dim, descending, n);
 }
 
@@ -160,7 +160,7 @@ yt__cpu_topk(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_t k, 
 yt_status
 yt__shape_topk(yt_shape *out, const char *op, yt_tensor *self, int64_t k, int64_t dim)
 {
-    int64_t n = self->dim > 0 ? self->sizes[dim] : 1;
+    int64_t n = yt__size_as_1d(self, (int)dim);
     if (k < 0 || k > n)
         return yt__fail_status(YT_ERR_VALUE,
                                "%s: k=%lld is out of range for dimension %lld of size %lld "
