@@ -100,6 +100,12 @@ conv_fill(yt_tensor *target, void *ctx)
     size_t es = yt_dtype_size(dtype);
     if (target->numel == 0)
         return YT_OK;
+    if (c->kind == YT_CONV_BACKWARD_WEIGHT && (g->n == 0 || g->oh == 0 || g->ow == 0)) {
+        /* a sum over no images or no output positions; the scratch sized below from the
+         * output's plane could be any size (an empty batch with padding 2^40 took petabytes) */
+        memset(yt__data_ptr(target), 0, (size_t)target->numel * es);
+        return YT_OK;
+    }
     yt_tensor *a = yt__conv_operand(c->a, dtype);
     yt_tensor *b = a == NULL ? NULL : yt__conv_operand(c->b, dtype);
     yt_tensor *bias = b == NULL || c->bias == NULL ? NULL : yt__conv_operand(c->bias, dtype);
@@ -120,6 +126,15 @@ conv_fill(yt_tensor *target, void *ctx)
     }
     int64_t kdim = g->c_in / g->groups * g->kh * g->kw, p = g->oh * g->ow;
     bool weight = c->kind == YT_CONV_BACKWARD_WEIGHT;
+    if ((double)kdim * (double)p > 0x1p48) {
+        /* could not be allocated, and its byte counts below could overflow */
+        yt_release(bias);
+        yt_release(b);
+        yt_release(a);
+        return yt__fail_status(YT_ERR_NOMEM,
+                               "conv2d: cannot allocate a column matrix of %lld x %lld elements",
+                               (long long)kdim, (long long)p);
+    }
     /* about 40 multiply-adds per nanosecond on one thread */
     int threads = nt > 1 ? yt__parallel_threads(conv_macs(g) / 40.0, nt) : 1;
     int64_t chunks = weight ? weight_blocks(g, es) : yt__parallel_chunks(g->n, threads);

@@ -112,6 +112,16 @@ yt__conv_direct(yt__conv_kind kind, void *out, const void *a, const void *b, con
     int64_t hp = g->h + 2 * g->ph, wp = g->w + 2 * g->pw;
     int64_t eh = g->dh * (g->kh - 1), ew = g->dw * (g->kw - 1);
     int64_t slack = (eh > ew ? eh : ew) + 4 * lanes;
+    /* Every count below is a small multiple of one of these. Beyond 2^48 elements none could be
+     * allocated anyway, and their products could overflow int64 ("same" padding with dilation
+     * 2^40 makes a padded plane of 2^82 elements): refused first, in double, which cannot. */
+    double plane = (double)cg * (double)hp * (double)wp;
+    double rows = (double)(og > cg * khw ? og : cg * khw) * ((double)g->oh * (double)wp + 1.0);
+    if (plane > 0x1p48 || rows > 0x1p48)
+        return yt__fail_status(YT_ERR_NOMEM,
+                               "conv2d: cannot allocate the scratch for a padded input of "
+                               "%lldx%lld over %lld channels",
+                               (long long)hp, (long long)wp, (long long)cg);
     int64_t wsize = g->c_out * cg * khw;
     int64_t per_thread, n_off, shared;
     if (kind == YT_CONV_FORWARD) {

@@ -4,6 +4,7 @@
  * gradients, and the error messages. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <criterion/criterion.h>
 
@@ -787,5 +788,59 @@ Test(pool2d, zero_height_or_width_is_refused)
     cr_assert_not_null(pooled, "%s", yt_errmsg());
     cr_assert_eq(yt_tensor_numel(pooled), 0);
     yt_release(pooled), yt_release(no_batch), yt_release(thin), yt_release(flat);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* An empty batch makes an empty output however large its plane, and the weight's gradient is a
+ * sum over no images: zeros, with no scratch sized from that plane (padding 2^40 asked for
+ * petabytes of it; found by a sweep of unusual int arguments). */
+Test(conv2d, empty_batch_with_a_huge_plane_gives_zero_weight_gradients)
+{
+    const int64_t in_sizes[] = {0, 2, 4, 4}, w_sizes[] = {3, 2, 3, 3};
+    const int64_t padding[] = {(int64_t)1 << 40, (int64_t)1 << 40};
+    double *xv, *wv;
+    yt_tensor *x = random_tensor(in_sizes, 4, YT_DTYPE_F64, &xv);
+    yt_tensor *w = random_tensor(w_sizes, 4, YT_DTYPE_F64, &wv);
+    cr_assert_eq(yt_set_requires_grad(x, true), YT_OK);
+    cr_assert_eq(yt_set_requires_grad(w, true), YT_OK);
+    yt_tensor *y = yt_conv2d_ex(x, w, NULL, NULL, 0, padding, 2, NULL, 0, 1);
+    cr_assert_not_null(y, "%s", yt_errmsg());
+    const int64_t plane = ((int64_t)1 << 41) + 2, y_sizes[] = {0, 3, plane, plane};
+    test_expect_sizes(y, y_sizes, 4);
+    yt_tensor *loss = yt_sum(y);
+    cr_assert_eq(yt_backward(loss, NULL, NULL), YT_OK, "%s", yt_errmsg());
+    yt_tensor *gw = yt_grad(w);
+    cr_assert_not_null(gw);
+    double zeros[3 * 2 * 3 * 3] = {0};
+    test_expect_values(gw, zeros, 3 * 2 * 3 * 3, w_sizes, 4);
+    yt_release(gw);
+    yt_release(loss);
+    yt_release(y);
+    yt_release(w);
+    yt_release(x);
+    free(wv);
+    free(xv);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* "same" padding with a huge dilation keeps the output small but pads the input by 2^40 on each
+ * side: the scratch for that plane cannot be allocated, and its element count overflowed int64
+ * (UBSan saw it in conv_direct.c, the stride-1 path) before it was refused. Now a clear error. */
+Test(conv2d, huge_padded_plane_is_refused_not_overflowed)
+{
+    const int64_t in_sizes[] = {2, 3, 6, 5}, w_sizes[] = {4, 3, 3, 2};
+    const int64_t dilation[] = {(int64_t)1 << 40, (int64_t)1 << 40};
+    double *xv, *wv;
+    yt_tensor *x = random_tensor(in_sizes, 4, YT_DTYPE_F64, &xv);
+    yt_tensor *w = random_tensor(w_sizes, 4, YT_DTYPE_F64, &wv);
+    yt_tensor *y = yt_conv2d_padding_ex(x, w, NULL, NULL, 0, "same", dilation, 2, 1);
+    cr_assert_null(y);
+    cr_assert_eq(yt_errcode(), YT_ERR_NOMEM, "%s", yt_errmsg());
+    cr_assert(strstr(yt_errmsg(), "conv2d") == yt_errmsg() && strstr(yt_errmsg(), "scratch"), "%s",
+              yt_errmsg());
+    yt_release(w);
+    yt_release(x);
+    free(wv);
+    free(xv);
     YT_ASSERT_NO_LEAKS();
 }
