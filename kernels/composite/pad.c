@@ -89,6 +89,12 @@ yt__composite_pad(yt_tensor *self, const int64_t *pad, int pad_len, const char *
                             "pad: padding (%lld, %lld) of dim %d (size %lld) gives a negative "
                             "or overflowing size",
                             (long long)l, (long long)r, d, (long long)n);
+        /* a side may crop no more than the dim holds (the other side's growth does not make room
+         * for it: pad (-2^63, 2^63 - 1) would crop 2^63 elements of a dim of 2) */
+        if (l < -n || r < -n)
+            return yt__fail(YT_ERR_VALUE,
+                            "pad: padding (%lld, %lld) of dim %d crops more than its size %lld",
+                            (long long)l, (long long)r, d, (long long)n);
         if (reflect && (l >= n || r >= n))
             return yt__fail(YT_ERR_VALUE,
                             "pad: reflect padding (%lld, %lld) must be less than the size %lld "

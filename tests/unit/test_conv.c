@@ -844,3 +844,29 @@ Test(conv2d, huge_padded_plane_is_refused_not_overflowed)
     free(xv);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* A stride near INT64_MAX leaves one output row; finding the taps that land inside the input
+ * computed ceil((p - off) / s) as (p - off + s - 1) / s, which overflowed (UBSan, found by the
+ * sweep of bad arguments). The row must be the one any stride past the input gives. */
+Test(conv2d, stride_near_int64_max_gives_the_first_row)
+{
+    const int64_t in_sizes[] = {1, 2, 5, 6}, w_sizes[] = {3, 2, 2, 3};
+    const int64_t huge[] = {INT64_MAX, 1}, past[] = {100, 1}, padding[] = {1, 0};
+    double *xv, *wv;
+    yt_tensor *x = random_tensor(in_sizes, 4, YT_DTYPE_F64, &xv);
+    yt_tensor *w = random_tensor(w_sizes, 4, YT_DTYPE_F64, &wv);
+    yt_tensor *got = yt_conv2d_ex(x, w, NULL, huge, 2, padding, 2, NULL, 0, 1);
+    yt_tensor *want = yt_conv2d_ex(x, w, NULL, past, 2, padding, 2, NULL, 0, 1);
+    cr_assert_not_null(got, "%s", yt_errmsg());
+    cr_assert_not_null(want, "%s", yt_errmsg());
+    const int64_t sizes[] = {1, 3, 1, 4};
+    test_expect_sizes(got, sizes, 4);
+    cr_assert_eq(test_max_abs_diff(got, want), 0.0);
+    yt_release(want);
+    yt_release(got);
+    yt_release(w);
+    yt_release(x);
+    free(wv);
+    free(xv);
+    YT_ASSERT_NO_LEAKS();
+}

@@ -221,6 +221,15 @@ Test(shape, pad_modes)
     YT_ASSERT_ERROR(YT_ERR_VALUE, "pad: reflect padding (3, 0) must be less than the size 3");
     cr_assert_null(yt_pad_ex(x, p30, 2, "circular", NULL));
     YT_ASSERT_ERROR(YT_ERR_VALUE, "pad: mode must be one of");
+    /* a side cropping more than the dim holds, made up for by the other side's growth: the
+     * crop of 2^63 overflowed (found by the sweep of bad arguments) */
+    const int64_t extreme[2] = {INT64_MIN, INT64_MAX}, over[2] = {-4, 5};
+    for (int m = 0; m < 3; m++) {
+        const char *mode = m == 0 ? "constant" : m == 1 ? "replicate" : "reflect";
+        cr_assert_null(yt_pad_ex(x, extreme, 2, mode, NULL), "%s", mode);
+        cr_assert_null(yt_pad_ex(x, over, 2, mode, NULL), "%s", mode);
+        YT_ASSERT_ERROR(YT_ERR_VALUE, "pad: padding (-4, 5) of dim 0 crops more than its size 3");
+    }
     yt_release(c);
     yt_release(e);
     yt_release(r);
