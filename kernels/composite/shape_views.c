@@ -110,17 +110,23 @@ yt__composite_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len)
         return yt__fail(YT_ERR_VALUE, "repeat: the result %s has too many elements",
                         yt__format_sizes(buf, sizeof buf, target, repeats_len));
     /* Tile one dimension at a time: x of shape [..., s, ...] is viewed as [..., 1, s, ...],
-     * expanded to [..., r, s, ...] (no copy) and merged into [..., r*s, ...] (one copy). */
+     * expanded to [..., r, s, ...] (no copy) and merged into [..., r*s, ...] (one copy). Repeats
+     * of 0 go first: tiled before them, a huge repeat stayed a view (merging with a dim of 1
+     * needs no copy), but its gradient, of the view's size, did not ([3] repeated [2^40, 0, 2]
+     * asked backward for 13 TB). */
     yt_tensor *x = yt_reshape(self, shape, repeats_len);
-    for (int i = 0; i < repeats_len && x != NULL; i++) {
-        if (repeats[i] == 1)
+    bool tiled[YT_MAX_DIM] = {false};
+    for (int step = 0; step < 2 * repeats_len && x != NULL; step++) {
+        const int i = step % repeats_len;
+        if (repeats[i] == 1 || tiled[i] || (step < repeats_len && repeats[i] != 0))
             continue;
+        tiled[i] = true;
         int64_t cur[YT_MAX_DIM + 1];
         int n = 0;
         for (int j = 0; j < repeats_len; j++) {
             if (j == i)
                 cur[n++] = repeats[i];
-            cur[n++] = j < i ? target[j] : shape[j];
+            cur[n++] = tiled[j] && j != i ? target[j] : shape[j];
         }
         if (n > YT_MAX_DIM) {
             yt_release(x);
@@ -133,7 +139,7 @@ yt__composite_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len)
         yt_tensor *e = yt_expand(u, cur, n);
         int64_t merged[YT_MAX_DIM];
         for (int j = 0; j < repeats_len; j++)
-            merged[j] = j <= i ? target[j] : shape[j];
+            merged[j] = tiled[j] ? target[j] : shape[j];
         yt_tensor *next = yt_reshape(e, merged, repeats_len);
         yt_release(e);
         yt_release(u);

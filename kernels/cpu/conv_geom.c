@@ -161,6 +161,24 @@ yt__conv_check_output(const yt__conv_geom *g, const char *op, const char *arg, c
     return g->batched ? check_shape(op, arg, t, want, 4) : check_shape(op, arg, t, want + 1, 3);
 }
 
+/* Whether each of the `out` windows along a dim of `size` (kernel k, stride s, padding p,
+ * dilation d) has a tap on the input. Padding is at most half the kernel, so without dilation
+ * every window does; with it, the taps of a window can straddle the input, the first in the
+ * padding and the next past the end (max_pool2d then had no element to take, and gave an index
+ * outside the plane that its backward refused). PyTorch does not check this. */
+static bool
+windows_hold_input(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d, int64_t out)
+{
+    for (int64_t o = 0; o < out; o++) {
+        const int64_t start = o * s - p; /* the output size keeps o * s within the padded input */
+        /* the first tap at or past 0: ceil(-start / d), without forming -start + d - 1 */
+        const int64_t j = start >= 0 ? 0 : -start / d + (-start % d != 0);
+        if (j >= k || (j > 0 && d > size - start) || start + j * d >= size)
+            return false;
+    }
+    return true;
+}
+
 yt_status
 yt__pool_geom_init(yt__pool_geom *g, const char *op, const yt_tensor *self,
                    const int64_t *kernel_size, int kernel_size_len, const int64_t *stride,
@@ -212,6 +230,16 @@ yt__pool_geom_init(yt__pool_geom *g, const char *op, const yt_tensor *self,
                                "padded input %lldx%lld (output size would be < 1)",
                                op, (long long)g->kh, (long long)g->kw, (long long)g->dh,
                                (long long)g->dw, (long long)padded[0], (long long)padded[1]);
+    if (!windows_hold_input(g->h, g->kh, g->sh, g->ph, g->dh, g->oh) ||
+        !windows_hold_input(g->w, g->kw, g->sw, g->pw, g->dw, g->ow))
+        return yt__fail_status(YT_ERR_VALUE,
+                               "%s: with kernel %lldx%lld, stride %lldx%lld, padding %lldx%lld and "
+                               "dilation %lldx%lld, a window over the %lldx%lld input takes no "
+                               "element of it",
+                               op, (long long)g->kh, (long long)g->kw, (long long)g->sh,
+                               (long long)g->sw, (long long)g->ph, (long long)g->pw,
+                               (long long)g->dh, (long long)g->dw, (long long)g->h,
+                               (long long)g->w);
     /* The kernels size their work (and avg_pool its divisor) as outputs x window; a huge kernel
      * over a huge padding can make that product overflow even though the output is small. */
     int64_t work;

@@ -870,3 +870,27 @@ Test(conv2d, stride_near_int64_max_gives_the_first_row)
     free(xv);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* With dilation, a window's taps can straddle the input: the first in the padding and the next
+ * past the end, so the window pools nothing. max_pool2d gave such a window an index outside the
+ * plane, which its backward then refused (found by the sweep of bad arguments); refused now,
+ * naming the geometry. A dilation that leaves every window a tap still works. */
+Test(pool2d, windows_holding_no_input_element_are_refused)
+{
+    const int64_t sizes[] = {2, 5, 7};
+    double *xv;
+    yt_tensor *x = random_tensor(sizes, 3, YT_DTYPE_F64, &xv);
+    const int64_t kernel[] = {3, 2}, stride[] = {2, 1 << 20}, padding[] = {1, 1};
+    const int64_t dilation[] = {1, 1 << 20};
+    cr_assert_null(yt_max_pool2d_ex(x, kernel, 2, stride, 2, padding, 2, dilation, 2, true));
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "max_pool2d: with kernel 3x2, stride 2x1048576, padding 1x1 and "
+                                  "dilation 1x1048576, a window over the 5x7 input takes no "
+                                  "element of it");
+    const int64_t fits[] = {1, 3}, one[] = {1, 1};
+    yt_tensor *y = yt_max_pool2d_ex(x, kernel, 2, one, 2, padding, 2, fits, 2, false);
+    cr_assert_not_null(y, "%s", yt_errmsg());
+    yt_release(y);
+    yt_release(x);
+    free(xv);
+    YT_ASSERT_NO_LEAKS();
+}

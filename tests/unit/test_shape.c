@@ -371,3 +371,29 @@ Test(shape, stack_and_pad_errors_name_the_public_op)
     yt_release(c), yt_release(p), yt_release(b), yt_release(e);
     YT_ASSERT_NO_LEAKS();
 }
+
+/* A repeat of 0 empties the result, whatever the other repeats: tiled after a huge one, that one
+ * stayed a view, but the gradient of the view did not ([3] repeated [2^40, 0, 2] asked backward
+ * for 13 TB; found by the sweep of bad arguments). The zeros come back at self's size. */
+Test(shape, repeat_by_zero_beside_a_huge_repeat_has_a_small_gradient)
+{
+    const double v[3] = {1, 2, 3};
+    const int64_t s[1] = {3};
+    yt_tensor *x = test_from(v, s, 1, YT_DTYPE_F64);
+    cr_assert_eq(yt_set_requires_grad(x, true), YT_OK);
+    const int64_t repeats[3] = {(int64_t)1 << 40, 0, 2};
+    yt_tensor *r = yt_repeat(x, repeats, 3);
+    cr_assert_not_null(r, "%s", yt_errmsg());
+    const int64_t rs[3] = {(int64_t)1 << 40, 0, 6};
+    test_expect_sizes(r, rs, 3);
+    yt_tensor *sum = yt_sum(r);
+    cr_assert_eq(yt_backward(sum, NULL, NULL), YT_OK, "%s", yt_errmsg());
+    yt_tensor *g = yt_grad(x);
+    const double zeros[3] = {0, 0, 0};
+    test_expect_values(g, zeros, 3, s, 1);
+    yt_release(g);
+    yt_release(sum);
+    yt_release(r);
+    yt_release(x);
+    YT_ASSERT_NO_LEAKS();
+}
