@@ -9,6 +9,8 @@ from torch_cases import torch_case
 
 C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
 MAX_INPUTS = 8  # YT_CASE_MAX_INPUTS in tests/unit/op_cases.h
+MAX_ARGS = 8  # YT_CASE_MAX_ARGS
+MAX_LIST = 6  # YT_CASE_MAX_LIST
 
 
 def _broadcast(shapes):
@@ -99,8 +101,10 @@ class CaseBuilder:
         self.counter = 0
         self.pieces_helper = False
 
-    def call_expr(self, op: Op, sample: dict, fn_name: str, out_first=False):
-        """Lines declaring constants, and the call expression, for one sample."""
+    def call_expr(self, op: Op, sample: dict, fn_name: str, out_first=False, mutable=None):
+        """Lines declaring constants, and the call expression, for one sample. With `mutable` (a
+        list), the int, int[], float and Scalar values the sample gives are read from a
+        yt_case_args `args` instead, and their descriptions appended to `mutable`."""
         decls, args = [], []
         if out_first:
             args.append("out")
@@ -124,11 +128,27 @@ class CaseBuilder:
                 args.append(f"inputs[{ti}]")
                 ti += 1
                 continue
-            if a.name not in sample:
+            if a.name not in sample and not (mutable is not None and _mutable_default(a)):
                 args.append(c_default(a))
                 continue
-            v = sample[a.name]
-            if v is None:
+            v = sample[a.name] if a.name in sample else a.default
+            arg = _mutable_arg(a, v) if mutable is not None and len(mutable) < MAX_ARGS else None
+            if arg is not None:
+                k = len(mutable)
+                mutable.append(arg)
+                at = f"args->arg[{k}]"
+                if a.kind == "intlist":
+                    args += [f"{at}.list", f"{at}.len"]
+                elif a.kind == "int":
+                    args.append(f"{at}.i")
+                elif a.by_pointer:
+                    ctype = "yt_scalar" if a.kind == "scalar" else "double"
+                    value = f"yt_case_scalar(&{at})" if a.kind == "scalar" else f"{at}.f"
+                    decls.append(f"const {ctype} {a.name}_value = {value};")
+                    args.append(f"&{a.name}_value")
+                else:
+                    args.append(f"yt_case_scalar(&{at})" if a.kind == "scalar" else f"{at}.f")
+            elif v is None:
                 args.append(c_default_none(a))
             elif a.by_pointer:
                 ctype = {"scalar": "yt_scalar", "bool": "bool", "float": "double"}[a.kind]
@@ -186,6 +206,12 @@ class CaseBuilder:
             call = self.new_fn(f"call_{op.c_name}")
             decls, expr = self.call_expr(op, sample, fn_full("function"))
             self.define(_case_fn(call, decls, [f"return {expr};"]))
+            mutable = []
+            d_args, e_args = self.call_expr(op, sample, fn_full("function"), mutable=mutable)
+            call_args = "NULL"
+            if mutable:
+                call_args = "args_" + call[len("call_"):]  # named after its call: no renumbering
+                self.define(_case_fn(call_args, d_args, [f"return {e_args};"], args=True))
             inplace = out = "NULL"
             shapes = [sample[t]["shape"] if not sample[t].get("transpose") else sample[t]["shape"][::-1]
                       for t in present]
@@ -220,6 +246,7 @@ class CaseBuilder:
                 "call": call, "inplace": inplace, "out": out,
                 "differentiable": "true" if lo.differentiable and _any_floating(specs) else "false",
                 "domain": f'"{op.domain}"' if op.domain else "NULL",
+                "call_args": call_args, "args": mutable,
                 "torch": torch_case(len(self.cases), op, sample, f"{op.samples_loc} sample {si}"),
             })
         self.add_errors(lo, fn_full("function"))
@@ -444,6 +471,32 @@ class CaseBuilder:
                 self.add_error(op, dict(base, **{d: v}), f"{op.loc}: {d} out of range", "YT_ERR_VALUE", fn)
 
 
+def _mutable_arg(a, v):
+    """The yt_case_arg (as a dict for the template) of an argument the args call reads, or None
+    for one it leaves at the sample's value: bools, strings, dtypes, None, a bool Scalar, an
+    int[] longer than YT_CASE_MAX_LIST."""
+    if v is None or isinstance(v, bool):
+        return None
+    if a.kind == "int":
+        return {"name": a.name, "kind": "YT_CASE_INT", "i": v}
+    if a.kind == "intlist" and isinstance(v, list) and len(v) <= MAX_LIST:
+        return {"name": a.name, "kind": "YT_CASE_INTLIST", "list": v or [0], "len": len(v)}
+    if a.kind == "float":
+        return {"name": a.name, "kind": "YT_CASE_FLOAT", "f": repr(float(v))}
+    if a.kind == "scalar":
+        if isinstance(v, int):
+            return {"name": a.name, "kind": "YT_CASE_SCALAR", "i": v, "is_int": True}
+        return {"name": a.name, "kind": "YT_CASE_SCALAR", "f": repr(float(v))}
+    return None
+
+
+def _mutable_default(a) -> bool:
+    """Whether the args call reads an argument the sample leaves out: an int, float or Scalar
+    with a number for its default (an int[]'s default is NULL, 0, which a table cannot hold)."""
+    return a.kind in ("int", "float", "scalar") and a.has_default and \
+        isinstance(a.default, (int, float)) and not isinstance(a.default, bool)
+
+
 def _scalar_c(v) -> str:
     return f"yt_float({float(v)!r})" if isinstance(v, float) else f"yt_int({v})"
 
@@ -465,11 +518,12 @@ def _specs(op: Op, sample: dict) -> list:
     return out
 
 
-def _case_fn(name, decls, body, uses_ctx=False):
-    lines = ["static yt_tensor *", f"{name}(yt_tensor *const *inputs, void *ctx)", "{"]
+def _case_fn(name, decls, body, uses_ctx=False, args=False):
+    last = "const yt_case_args *args" if args else "void *ctx"
+    lines = ["static yt_tensor *", f"{name}(yt_tensor *const *inputs, {last})", "{"]
     if not any("inputs[" in x for x in decls + body):
         lines.append("    (void)inputs; /* a factory: no tensor inputs */")
-    if not uses_ctx:
+    if not uses_ctx and not args:
         lines.append("    (void)ctx;")
     lines += ["    " + d for d in decls] + ["    " + b for b in body] + ["}"]
     return lines

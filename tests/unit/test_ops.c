@@ -438,3 +438,103 @@ Test(ops, random_bad_inputs_fail_cleanly)
     }
     YT_ASSERT_NO_LEAKS();
 }
+
+/* ---------------------------------------------------------------- random bad arguments
+ *
+ * Every case whose sample gives int, int[], float or Scalar arguments (yt_op_case.args) again,
+ * with its tensors as made for the gradcheck and one or two of those arguments changed: ints to
+ * -1, 0, small values, +-2^40 or the int64 extremes (YT_NONE is INT64_MIN); int[] lengths to 0 or
+ * one more, or an element changed the same way; floats and Scalars to NaN, +-inf, +-1e300 or 0.
+ * As for bad tensors: success, with a backward that works, or an error naming the op, and no
+ * leak. A sweep of this kind (one change per call) found an empty batch's conv2d weight gradient
+ * sizing scratch from a 2^41 x 2^41 plane, and "same" padding with dilation 2^40 overflowing
+ * conv_direct.c's scratch sizes. */
+enum { ARG_SWEEP_CALLS = 6000, ARG_SWEEP_BACKWARD_MAX_NUMEL = 1 << 16 };
+
+static int64_t
+bad_int(uint64_t *state, int64_t was)
+{
+    const int64_t next = was < INT64_MAX ? was + 1 : 0, prev = was > INT64_MIN ? was - 1 : 0;
+    const int64_t options[] = {
+        -1,        0,        1, 2, 3, -2, next, prev, (int64_t)1 << 40, -((int64_t)1 << 40),
+        INT64_MAX, INT64_MIN};
+    return options[sweep_pick(state, (int)(sizeof options / sizeof options[0]))];
+}
+
+static double
+bad_float(uint64_t *state, double was)
+{
+    const double options[] = {NAN, INFINITY, -INFINITY, -1.0, 0.0, 0.5, 2.0, 1e300, -1e300, -was};
+    return options[sweep_pick(state, (int)(sizeof options / sizeof options[0]))];
+}
+
+static void
+mutate_arg(yt_case_arg *a, uint64_t *state)
+{
+    switch (a->kind) {
+    case YT_CASE_INT:
+        a->i = bad_int(state, a->i);
+        break;
+    case YT_CASE_INTLIST:
+        if (sweep_pick(state, 3) == 0) {
+            const int lengths[3] = {0, a->len > 0 ? a->len - 1 : 0,
+                                    a->len < YT_CASE_MAX_LIST ? a->len + 1 : a->len};
+            const int len = lengths[sweep_pick(state, 3)];
+            for (int k = a->len; k < len; k++)
+                a->list[k] = 1 + sweep_pick(state, 3);
+            a->len = len;
+        } else if (a->len > 0) {
+            const int k = sweep_pick(state, a->len);
+            a->list[k] = bad_int(state, a->list[k]);
+        }
+        break;
+    case YT_CASE_FLOAT:
+        a->f = bad_float(state, a->f);
+        break;
+    case YT_CASE_SCALAR:
+        if (a->is_int && sweep_pick(state, 2) == 0) {
+            a->i = bad_int(state, a->i);
+        } else {
+            a->f = bad_float(state, a->is_int ? (double)a->i : a->f);
+            a->is_int = false;
+        }
+        break;
+    }
+}
+
+Test(ops, random_bad_arguments_fail_cleanly)
+{
+    int with_args[4096], n = 0;
+    for (int i = 0; i < yt_op_case_count && n < 4096; i++)
+        if (yt_op_cases[i].call_args != NULL)
+            with_args[n++] = i;
+    if (n == 0) /* the generator's own toy ops (tests/codegen) may have none */
+        cr_skip_test("no case has int, int[], float or Scalar arguments to change");
+    uint64_t state = 2611;
+    for (int call = 0; call < ARG_SWEEP_CALLS; call++) {
+        const yt_op_case *c = &yt_op_cases[with_args[sweep_pick(&state, n)]];
+        yt_case_args args = c->args;
+        for (int m = 1 + sweep_pick(&state, 2); m > 0; m--)
+            mutate_arg(&args.arg[sweep_pick(&state, args.n)], &state);
+        yt_tensor *in[YT_CASE_MAX_INPUTS] = {NULL};
+        make_inputs(in, c->inputs, c->n_inputs, c->domain, sweep_pick(&state, 2));
+        yt_clear_error();
+        yt_tensor *r = c->call_args(in, &args);
+        if (r == NULL)
+            assert_failed_naming(c->op, c->where);
+        /* a view may be huge without memory (expand to 2^40): backward only through small ones */
+        if (r != NULL && yt_requires_grad(r) &&
+            yt_tensor_numel(r) <= ARG_SWEEP_BACKWARD_MAX_NUMEL) {
+            yt_tensor *sum = yt_sum(r);
+            cr_assert_eq(yt_backward(sum, NULL, NULL), YT_OK, "%s (%s), call %d: backward: %s",
+                         c->op, c->where, call, yt_errmsg());
+            yt_release(sum);
+        }
+        yt_release(r);
+        release_all(in, c->n_inputs);
+        yt_clear_error();
+        cr_assert_eq(yt_live_tensors(), 0, "%s (%s), call %d: %lld tensors leaked", c->op, c->where,
+                     call, (long long)yt_live_tensors());
+    }
+    YT_ASSERT_NO_LEAKS();
+}
