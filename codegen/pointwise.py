@@ -237,6 +237,14 @@ class PointwiseExpr:
     def uses_functions(self) -> bool:
         return any(isinstance(n, ast.Call) for n in ast.walk(self.tree))
 
+    def _uniform(self, n) -> bool:
+        """Whether `n` is one Scalar or float argument, the same for every element: maximum() and
+        minimum() by such a value take a form whose NaN test the compiler hoists out of the loop
+        (yt__pw_maximum_uniform_f in pointwise_math.h)."""
+        if isinstance(n, ast.Call) and n.func.id in ("checked", "checked_alpha"):
+            n = n.args[0]
+        return isinstance(n, ast.Name) and self.op.schema.arg(n.id).kind in ("scalar", "float")
+
     def _known(self, n, variant: dict):
         """True/False when test `n` is decided by the loop variant's str values, else None."""
         if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name) and n.left.id in variant:
@@ -336,6 +344,8 @@ class PointwiseExpr:
                 if ctype == "bool" and fn not in BOOL_HELPERS:
                     self._fail(f"{fn}() has no bool form", NoForm)
                 args = ", ".join(_unwrap(r(a)) for a in n.args)
+                if is_float and fn in ("maximum", "minimum") and self._uniform(n.args[1]):
+                    fn += "_uniform"
                 return f"yt__pw_{fn}_{HELPER_SUFFIX[ctype]}({args})"
             if not is_float and fn in ROUNDING:
                 return r(n.args[0])

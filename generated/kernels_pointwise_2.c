@@ -928,7 +928,7 @@ clamp_max_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
-                const float out_value = yt__pw_minimum_f(self, max);
+                const float out_value = yt__pw_minimum_uniform_f(self, max);
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -936,7 +936,7 @@ clamp_max_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = yt__pw_minimum_f(self, max);
+            const float out_value = yt__pw_minimum_uniform_f(self, max);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
@@ -969,7 +969,7 @@ clamp_max_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
-                const float out_value = yt__pw_minimum_f(self, max);
+                const float out_value = yt__pw_minimum_uniform_f(self, max);
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -977,7 +977,7 @@ clamp_max_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = yt__pw_minimum_f(self, max);
+            const float out_value = yt__pw_minimum_uniform_f(self, max);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
@@ -1010,14 +1010,14 @@ clamp_max_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
-                const float out_value = yt__pw_minimum_f(self, max);
+                const float out_value = yt__pw_minimum_uniform_f(self, max);
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
-            const float out_value = yt__pw_minimum_f(self, max);
+            const float out_value = yt__pw_minimum_uniform_f(self, max);
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
     }
@@ -1050,14 +1050,14 @@ clamp_max_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
-                const double out_value = yt__pw_minimum_d(self, max);
+                const double out_value = yt__pw_minimum_uniform_d(self, max);
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
-            const double out_value = yt__pw_minimum_d(self, max);
+            const double out_value = yt__pw_minimum_uniform_d(self, max);
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }
@@ -3383,7 +3383,7 @@ clamp_rows_f16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
-                const float out_value = yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_maximum_uniform_f(self, min);
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -3391,7 +3391,7 @@ clamp_rows_f16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = yt__pw_maximum_f(self, min);
+            const float out_value = yt__pw_maximum_uniform_f(self, min);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
@@ -3424,7 +3424,7 @@ clamp_rows_f16_max_no_min(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
-                const float out_value = yt__pw_minimum_f(self, max);
+                const float out_value = yt__pw_minimum_uniform_f(self, max);
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -3432,7 +3432,7 @@ clamp_rows_f16_max_no_min(char **data, const int64_t *strides, int64_t n,
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = yt__pw_minimum_f(self, max);
+            const float out_value = yt__pw_minimum_uniform_f(self, max);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
@@ -3466,7 +3466,8 @@ clamp_rows_f16_max_min(char **data, const int64_t *strides, int64_t n, const int
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
-                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+                const float out_value =
+                    yt__pw_minimum_uniform_f(yt__pw_maximum_uniform_f(self, min), max);
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -3474,7 +3475,8 @@ clamp_rows_f16_max_min(char **data, const int64_t *strides, int64_t n, const int
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+            const float out_value =
+                yt__pw_minimum_uniform_f(yt__pw_maximum_uniform_f(self, min), max);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
@@ -3507,7 +3509,7 @@ clamp_rows_bf16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
-                const float out_value = yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_maximum_uniform_f(self, min);
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -3515,7 +3517,7 @@ clamp_rows_bf16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = yt__pw_maximum_f(self, min);
+            const float out_value = yt__pw_maximum_uniform_f(self, min);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
@@ -3548,7 +3550,7 @@ clamp_rows_bf16_max_no_min(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
-                const float out_value = yt__pw_minimum_f(self, max);
+                const float out_value = yt__pw_minimum_uniform_f(self, max);
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -3556,7 +3558,7 @@ clamp_rows_bf16_max_no_min(char **data, const int64_t *strides, int64_t n,
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = yt__pw_minimum_f(self, max);
+            const float out_value = yt__pw_minimum_uniform_f(self, max);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
@@ -3590,7 +3592,8 @@ clamp_rows_bf16_max_min(char **data, const int64_t *strides, int64_t n, const in
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
-                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+                const float out_value =
+                    yt__pw_minimum_uniform_f(yt__pw_maximum_uniform_f(self, min), max);
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -3598,7 +3601,8 @@ clamp_rows_bf16_max_min(char **data, const int64_t *strides, int64_t n, const in
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+            const float out_value =
+                yt__pw_minimum_uniform_f(yt__pw_maximum_uniform_f(self, min), max);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
@@ -3631,14 +3635,14 @@ clamp_rows_f32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
-                const float out_value = yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_maximum_uniform_f(self, min);
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
-            const float out_value = yt__pw_maximum_f(self, min);
+            const float out_value = yt__pw_maximum_uniform_f(self, min);
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
     }
@@ -3671,14 +3675,14 @@ clamp_rows_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
-                const float out_value = yt__pw_minimum_f(self, max);
+                const float out_value = yt__pw_minimum_uniform_f(self, max);
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
-            const float out_value = yt__pw_minimum_f(self, max);
+            const float out_value = yt__pw_minimum_uniform_f(self, max);
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
     }
@@ -3712,14 +3716,16 @@ clamp_rows_f32_max_min(char **data, const int64_t *strides, int64_t n, const int
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
-                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+                const float out_value =
+                    yt__pw_minimum_uniform_f(yt__pw_maximum_uniform_f(self, min), max);
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
-            const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+            const float out_value =
+                yt__pw_minimum_uniform_f(yt__pw_maximum_uniform_f(self, min), max);
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
     }
@@ -3752,14 +3758,14 @@ clamp_rows_f64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
-                const double out_value = yt__pw_maximum_d(self, min);
+                const double out_value = yt__pw_maximum_uniform_d(self, min);
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
-            const double out_value = yt__pw_maximum_d(self, min);
+            const double out_value = yt__pw_maximum_uniform_d(self, min);
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }
@@ -3792,14 +3798,14 @@ clamp_rows_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
-                const double out_value = yt__pw_minimum_d(self, max);
+                const double out_value = yt__pw_minimum_uniform_d(self, max);
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
-            const double out_value = yt__pw_minimum_d(self, max);
+            const double out_value = yt__pw_minimum_uniform_d(self, max);
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }
@@ -3833,14 +3839,16 @@ clamp_rows_f64_max_min(char **data, const int64_t *strides, int64_t n, const int
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
-                const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
+                const double out_value =
+                    yt__pw_minimum_uniform_d(yt__pw_maximum_uniform_d(self, min), max);
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
-            const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
+            const double out_value =
+                yt__pw_minimum_uniform_d(yt__pw_maximum_uniform_d(self, min), max);
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }

@@ -1404,7 +1404,7 @@ clamp_min_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__f16_to_f32(self_p[i]);
-                const float out_value = yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_maximum_uniform_f(self, min);
                 out[i] = yt__f32_to_f16(out_value);
             }
             continue;
@@ -1412,7 +1412,7 @@ clamp_min_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__f16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = yt__pw_maximum_f(self, min);
+            const float out_value = yt__pw_maximum_uniform_f(self, min);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_f16(out_value);
         }
     }
@@ -1445,7 +1445,7 @@ clamp_min_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = yt__bf16_to_f32(self_p[i]);
-                const float out_value = yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_maximum_uniform_f(self, min);
                 out[i] = yt__f32_to_bf16(out_value);
             }
             continue;
@@ -1453,7 +1453,7 @@ clamp_min_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
         for (int64_t i = 0; i < n; i++) {
             const float self =
                 yt__bf16_to_f32(*(const uint16_t *)((const char *)self_p + i * strides[1]));
-            const float out_value = yt__pw_maximum_f(self, min);
+            const float out_value = yt__pw_maximum_uniform_f(self, min);
             *(uint16_t *)((char *)out + i * strides[0]) = yt__f32_to_bf16(out_value);
         }
     }
@@ -1486,14 +1486,14 @@ clamp_min_rows_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const float self = self_p[i];
-                const float out_value = yt__pw_maximum_f(self, min);
+                const float out_value = yt__pw_maximum_uniform_f(self, min);
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const float self = *(const float *)((const char *)self_p + i * strides[1]);
-            const float out_value = yt__pw_maximum_f(self, min);
+            const float out_value = yt__pw_maximum_uniform_f(self, min);
             *(float *)((char *)out + i * strides[0]) = out_value;
         }
     }
@@ -1526,14 +1526,14 @@ clamp_min_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 const double self = self_p[i];
-                const double out_value = yt__pw_maximum_d(self, min);
+                const double out_value = yt__pw_maximum_uniform_d(self, min);
                 out[i] = out_value;
             }
             continue;
         }
         for (int64_t i = 0; i < n; i++) {
             const double self = *(const double *)((const char *)self_p + i * strides[1]);
-            const double out_value = yt__pw_maximum_d(self, min);
+            const double out_value = yt__pw_maximum_uniform_d(self, min);
             *(double *)((char *)out + i * strides[0]) = out_value;
         }
     }

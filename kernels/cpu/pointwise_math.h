@@ -74,6 +74,18 @@ double yt__fmod_f64(double, double) __attribute__((const)) YT_PW_SIMD;
     {                                                                                               \
         return b != b ? b : (b < a ? b : a);                                                        \
     }                                                                                               \
+    /* The same for a b shared by every element (a Scalar): b's NaN is added back, or -0 (which   \
+     * leaves every value as it is), a term the loop hoists, so it is vmaxps and an add where the \
+     * test of b above stays a compare and a blend per vector (clamp of 65000 f32 in L1: 10.5 ->   \
+     * 6.7 us, against 6.5 for vmaxps/vminps alone). */ \
+    static inline T yt__pw_maximum_uniform_##S(T a, T b)                                            \
+    {                                                                                               \
+        return (b > a ? b : a) + (b != b ? b : (T)-0.0);                                            \
+    }                                                                                               \
+    static inline T yt__pw_minimum_uniform_##S(T a, T b)                                            \
+    {                                                                                               \
+        return (b < a ? b : a) + (b != b ? b : (T)-0.0);                                            \
+    }                                                                                               \
     static inline T yt__pw_remainder_##S(T a, T b)                                                  \
     {                                                                                               \
         T r = FMOD(a, b);                                                                           \

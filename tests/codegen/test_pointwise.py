@@ -156,9 +156,24 @@ CLAMP = "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor"
 def test_an_optional_argument_is_tested_with_a_loop_flag():
     e = PointwiseExpr(pointwise_op("self if min is None else maximum(self, checked(min))", CLAMP,
                                    "  promote: [self, min, max]\n"))
-    assert e.render("f32") == "(!min_given) ? self : yt__pw_maximum_f(self, min)"
+    assert e.render("f32") == "(!min_given) ? self : yt__pw_maximum_uniform_f(self, min)"
     assert e.used == {"self", "min", "min_given"}
     assert e.given_flags() == ["min"] and e.checked == [("min", False)]
+
+
+def test_maximum_and_minimum_by_a_scalar_take_the_uniform_form():
+    # a Scalar or float bound is the same for every element: its NaN test leaves the loop
+    e = PointwiseExpr(pointwise_op("minimum(maximum(self, checked(min)), max)", CLAMP,
+                                   "  promote: [self, min, max]\n"))
+    assert e.render("f64") == "yt__pw_minimum_uniform_d(yt__pw_maximum_uniform_d(self, min), max)"
+    # integers have no NaN to test: their helpers stay
+    assert e.render("i32") == "yt__pw_minimum_i32(yt__pw_maximum_i32(self, min), max)"
+    # a tensor, or a scalar as the first argument, varies per element
+    t = PointwiseExpr(pointwise_op("maximum(self, other)", "maximum(Tensor self, Tensor other) -> Tensor",
+                                   BROADCAST + "  promote: [self, other]\n"))
+    assert t.render("f32") == "yt__pw_maximum_f(self, other)"
+    assert PointwiseExpr(pointwise_op("maximum(min, self)", CLAMP, "  promote: [self, min, max]\n")
+                         ).render("f32") == "yt__pw_maximum_f(min, self)"
 
 
 def test_each_str_choice_gets_its_own_loop_variant():
@@ -305,9 +320,10 @@ def test_the_presence_of_up_to_two_optional_arguments_gets_loops_of_its_own():
     f32 = {v["cond"]: v["value"] for c in k["cases"] if c["enum"] == "YT_DTYPE_F32" for v in c["variants"]}
     # no loop tests min_given / max_given per element
     # (the two variants without max are one loop)
-    assert f32 == {"(max == NULL && min == NULL) || (max == NULL && min != NULL)": "yt__pw_maximum_f(self, min)",
-                   "max != NULL && min == NULL": "yt__pw_minimum_f(self, max)",
-                   "max != NULL && min != NULL": "yt__pw_minimum_f(yt__pw_maximum_f(self, min), max)"}
+    assert f32 == {"(max == NULL && min == NULL) || (max == NULL && min != NULL)":
+                   "yt__pw_maximum_uniform_f(self, min)",
+                   "max != NULL && min == NULL": "yt__pw_minimum_uniform_f(self, max)",
+                   "max != NULL && min != NULL": "yt__pw_minimum_uniform_f(yt__pw_maximum_uniform_f(self, min), max)"}
     assert "clamp_rows_f32_max_min" in [loop["rows"] for loop in k["loops"]]
     # three optional arguments stay loop flags
     schema3 = "f(Tensor self, float? a=None, float? b=None, float? c=None) -> Tensor"

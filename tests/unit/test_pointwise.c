@@ -481,6 +481,52 @@ Test(pointwise, clamp_bounds_nan_and_order)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* Scalar bounds take maximum/minimum's uniform form (yt__pw_maximum_uniform_f): vmaxps and an
+ * add of the bound's NaN or -0. On 48 elements, so the vector loops run: NaN, signed zeros and
+ * infinities in self and in either bound give what min(max(self, min), max) with NaN winning
+ * gives, in every floating dtype. */
+Test(pointwise, clamp_by_scalars_keeps_nan_zeros_and_infinities_in_vector_loops)
+{
+    enum { N = 48 };
+    const double pattern[] = {NAN, -0.0, 0.0, -INFINITY, INFINITY, -2, 0.5, 3};
+    const double bounds[][2] = {{-1, 1},    {0.0, 0.5},     {-0.0, 0.0},           {NAN, 1},
+                                {-1, NAN},  {-INFINITY, 2}, {1, INFINITY},         {2, -1},
+                                {NAN, NAN}, {0.0, -0.0},    {-INFINITY, -INFINITY}};
+    const yt_dtype dtypes[] = {YT_DTYPE_F32, YT_DTYPE_F64, YT_DTYPE_BF16, YT_DTYPE_F16};
+    double x[N];
+    for (int i = 0; i < N; i++)
+        x[i] = pattern[i % 8];
+    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+        yt_tensor *t = vec(x, N, dtypes[d]);
+        for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
+            const double lo = bounds[b][0], hi = bounds[b][1];
+            for (int which = 0; which < 3; which++) { /* both bounds, min only, max only */
+                const bool has_lo = which != 2, has_hi = which != 1;
+                double want[N];
+                for (int i = 0; i < N; i++) {
+                    double r = x[i];
+                    if (has_lo)
+                        r = isnan(lo) ? lo : (lo > r ? lo : r);
+                    if (has_hi)
+                        r = isnan(hi) ? hi : (hi < r ? hi : r);
+                    want[i] = isnan(x[i]) ? NAN : r;
+                }
+                yt_scalar slo = yt_float(lo), shi = yt_float(hi);
+                char what[80];
+                snprintf(what, sizeof what, "%s clamp(x, %s%g, %s%g)", yt_dtype_name(dtypes[d]),
+                         has_lo ? "" : "None ", lo, has_hi ? "" : "None ", hi);
+                expect(yt_clamp_ex(t, has_lo ? &slo : NULL, has_hi ? &shi : NULL), want, N, what);
+                if (which == 1)
+                    expect(yt_clamp_min(t, slo), want, N, what);
+                if (which == 2)
+                    expect(yt_clamp_max(t, shi), want, N, what);
+            }
+        }
+        yt_release(t);
+    }
+    YT_ASSERT_NO_LEAKS();
+}
+
 Test(pointwise, nan_to_num_defaults_are_the_dtype_limits)
 {
     const double x[] = {NAN, INFINITY, -INFINITY, 1.5};
