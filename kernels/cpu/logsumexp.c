@@ -106,28 +106,13 @@ rows8_f32(acc *accs, const char *x, int64_t row_stride, int64_t rows, int64_t n)
     __m256 xt[ROWS8_MAX]; /* xt[j]: column j, loaded once for both passes */
     for (int64_t j0 = 0; j0 < n; j0 += 8)
         yt__load_columns8(xt + j0, x, row_stride, rows, j0, n);
-    /* two accumulators for the max and the sum halve their chains of dependent steps */
-    __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
-    int64_t j = 0;
-    for (; j + 2 <= n; j += 2) {
-        m0 = _mm256_max_ps(m0, xt[j]);
-        m1 = _mm256_max_ps(m1, xt[j + 1]);
-    }
-    if (j < n)
-        m0 = _mm256_max_ps(m0, xt[j]);
-    __m256 m = _mm256_max_ps(m0, m1);
+    __m256 m = yt__max_columns8(xt, n);
     /* shift_of, per lane: an infinite maximum shifts by 0 */
     __m256 infinite = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), m),
                                     _mm256_set1_ps(INFINITY), _CMP_EQ_OQ);
     __m256 shift = _mm256_andnot_ps(infinite, m);
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-    for (j = 0; j + 2 <= n; j += 2) {
-        s0 = _mm256_add_ps(s0, yt__exp8(_mm256_sub_ps(xt[j], shift)));
-        s1 = _mm256_add_ps(s1, yt__exp8(_mm256_sub_ps(xt[j + 1], shift)));
-    }
-    if (j < n)
-        s0 = _mm256_add_ps(s0, yt__exp8(_mm256_sub_ps(xt[j], shift)));
-    yt__store_rows8_f32(accs, _mm256_add_ps(shift, yt__log8(_mm256_add_ps(s0, s1))), rows);
+    __m256 sum = yt__exp_sum_columns8(xt, n, shift, false);
+    yt__store_rows8_f32(accs, _mm256_add_ps(shift, yt__log8(sum)), rows);
 }
 
 /* rows8_f32 for 16 rows on the 16 lanes of AVX-512 (yt__exp16 takes about 0.6 of the time of two

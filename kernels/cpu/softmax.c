@@ -166,34 +166,9 @@ rows8_pass1_f32(__m256 *xt, const float *x, int64_t rows, int64_t n, kind k, __m
 {
     for (int64_t j0 = 0; j0 < n; j0 += 8)
         yt__load_columns8(xt + j0, (const char *)x, n * (int64_t)sizeof(float), rows, j0, n);
-    __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
-    int64_t j = 0;
-    for (; j + 2 <= n; j += 2) {
-        m0 = _mm256_max_ps(m0, xt[j]);
-        m1 = _mm256_max_ps(m1, xt[j + 1]);
-    }
-    if (j < n)
-        m0 = _mm256_max_ps(m0, xt[j]);
-    __m256 m = _mm256_max_ps(m0, m1);
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-    for (j = 0; j + 2 <= n; j += 2) {
-        __m256 e0 = yt__exp8(_mm256_sub_ps(xt[j], m));
-        __m256 e1 = yt__exp8(_mm256_sub_ps(xt[j + 1], m));
-        if (k == SOFTMAX) {
-            xt[j] = e0;
-            xt[j + 1] = e1;
-        }
-        s0 = _mm256_add_ps(s0, e0);
-        s1 = _mm256_add_ps(s1, e1);
-    }
-    if (j < n) {
-        __m256 e0 = yt__exp8(_mm256_sub_ps(xt[j], m));
-        if (k == SOFTMAX)
-            xt[j] = e0;
-        s0 = _mm256_add_ps(s0, e0);
-    }
+    const __m256 m = yt__max_columns8(xt, n);
+    *sum = yt__exp_sum_columns8(xt, n, m, k == SOFTMAX);
     *max = m;
-    *sum = _mm256_add_ps(s0, s1);
 }
 
 /* softmax or log_softmax of any number of rows of n <= ROWS8_MAX, 8 rows at a time, one row per

@@ -11,6 +11,9 @@
 #define YT_KERNELS_CPU_VEC_MATH_H
 
 #include <immintrin.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #ifndef __AVX2__
 #error "vec_math.h needs AVX2: put #pragma GCC target(\"avx2,fma\") before the includes"
@@ -208,6 +211,48 @@ yt__load_columns8(__m256 *c, const char *x, int64_t row_stride, int64_t rows, in
                              : yt__load_tail8(p, n - j0, 0.0f);
     }
     yt__transpose8_ps(c);
+}
+
+/* Per lane, the maximum of columns c[0..n) (from yt__load_columns8): two accumulators, which
+ * halve the chain of dependent steps. */
+static inline __attribute__((always_inline)) __m256
+yt__max_columns8(const __m256 *c, int64_t n)
+{
+    __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+        m0 = _mm256_max_ps(m0, c[j]);
+        m1 = _mm256_max_ps(m1, c[j + 1]);
+    }
+    if (j < n)
+        m0 = _mm256_max_ps(m0, c[j]);
+    return _mm256_max_ps(m0, m1);
+}
+
+/* Per lane, the sum of e^(c[j] - shift) over columns c[0..n), two accumulators as above; with
+ * keep (a constant where inlined) each e^(c[j] - shift) replaces c[j]. */
+static inline __attribute__((always_inline)) __m256
+yt__exp_sum_columns8(__m256 *c, int64_t n, __m256 shift, bool keep)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+        __m256 e0 = yt__exp8(_mm256_sub_ps(c[j], shift));
+        __m256 e1 = yt__exp8(_mm256_sub_ps(c[j + 1], shift));
+        if (keep) {
+            c[j] = e0;
+            c[j + 1] = e1;
+        }
+        s0 = _mm256_add_ps(s0, e0);
+        s1 = _mm256_add_ps(s1, e1);
+    }
+    if (j < n) {
+        __m256 e0 = yt__exp8(_mm256_sub_ps(c[j], shift));
+        if (keep)
+            c[j] = e0;
+        s0 = _mm256_add_ps(s0, e0);
+    }
+    return _mm256_add_ps(s0, s1);
 }
 
 /* Lane k of the result is the sum of v[k]'s 8 lanes: 8 rows' partial sums finished at once. Each
