@@ -28,13 +28,14 @@
  * still holds an element). */
 enum { MAX_LANE_STEP = 8 };
 
-#define AVX512VL __attribute__((target("avx512f,avx512vl")))
+#define AVX512VL __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
 
 static bool
 has_masked_stores(void)
 {
     /* reads flags set at start-up: cheap */
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
 }
 
 /* Scatters into a row m elements apart (m and es constants where inlined, so that the lane
@@ -62,15 +63,17 @@ scatter_masked(char *dst, const char *src, int m, int64_t es, int64_t n)
         }
     }
     __m256i idx[MAX_LANE_STEP];
-    for (int q = 0; q < m; q++)
+    __mmask8 keep[MAX_LANE_STEP];
+    for (int q = 0; q < m; q++) {
         idx[q] = _mm256_loadu_si256((const __m256i *)index[q]);
+        keep[q] = (__mmask8)mask[q];
+    }
     int64_t j = 0;
     for (; j + lanes <= n; j += lanes) {
         const __m256 v = _mm256_loadu_ps((const float *)(src + j * es));
         char *to = dst + j * m * es;
         for (int q = 0; q < m; q++)
-            _mm256_mask_storeu_ps(to + 32 * q, (__mmask8)mask[q],
-                                  _mm256_permutevar8x32_ps(v, idx[q]));
+            _mm256_mask_storeu_ps(to + 32 * q, keep[q], _mm256_permutevar8x32_ps(v, idx[q]));
     }
     return j;
 }
