@@ -1212,8 +1212,11 @@ class OpLowering:
                 if same is not None:  # the same loop serves both: either condition selects it
                     same["alternatives"].append(parts)
                     continue
-                suffix = "".join(f"_{k}" if v is True else f"_no_{k}" if k in presence else f"_{v or 'none'}"
-                                 for k, v in variant.items())
+                # a loop is named by what it reads: an argument taken as absent that the value
+                # still reads (clamp's min where both bounds are None, which its checks refuse)
+                # is left out of the name rather than called absent
+                suffix = "".join(f"_{k}" if v is True else ("" if k in expr.used else f"_no_{k}") if k in presence
+                                 else f"_{v or 'none'}" for k, v in variant.items())
                 suffix += "".join(f"_{k}_{_number_word(v)}" for k, v in consts.items())
                 loops.append(self._pointwise_loop(d, f"{d}{suffix}", value, expr.used, promoted, ctx_args))
                 loops[-1]["clones"] = expr.heavy

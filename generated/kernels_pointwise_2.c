@@ -2766,8 +2766,8 @@ yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 /* ---- clamp: minimum(maximum(self, checked(min)) if min is not None else self, checked(max)) if max is not None else maximum(self, checked(min))   (ops.yaml:319) */
 
 YT_ALWAYS_INLINE void
-clamp_rows_u8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_rows_u8_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int32_t min = (int32_t)(uint8_t)scalars[0].i;
@@ -2792,17 +2792,17 @@ clamp_rows_u8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_loop_u8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_loop_u8_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
 {
-    clamp_rows_u8_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_u8_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_u8_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_blocks_u8_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(uint8_t), sizeof(uint8_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_u8_no_max_no_min, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_u8_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -2887,8 +2887,8 @@ clamp_blocks_u8_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_i8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_rows_i8_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int8_t min = (int8_t)scalars[0].i;
@@ -2913,17 +2913,17 @@ clamp_rows_i8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_loop_i8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_loop_i8_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
 {
-    clamp_rows_i8_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_i8_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_i8_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_blocks_i8_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(int8_t), sizeof(int8_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_i8_no_max_no_min, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_i8_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -3008,8 +3008,8 @@ clamp_blocks_i8_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_i16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_rows_i16_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int16_t min = (int16_t)scalars[0].i;
@@ -3034,17 +3034,17 @@ clamp_rows_i16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_loop_i16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_loop_i16_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
 {
-    clamp_rows_i16_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_i16_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_i16_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_blocks_i16_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(int16_t), sizeof(int16_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_i16_no_max_no_min, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_i16_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -3129,8 +3129,8 @@ clamp_blocks_i16_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_i32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_rows_i32_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int32_t min = (int32_t)scalars[0].i;
@@ -3155,17 +3155,17 @@ clamp_rows_i32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_loop_i32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_loop_i32_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
 {
-    clamp_rows_i32_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_i32_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_i32_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_blocks_i32_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(int32_t), sizeof(int32_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_i32_no_max_no_min, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_i32_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -3250,8 +3250,8 @@ clamp_blocks_i32_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_i64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_rows_i64_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const int64_t min = (int64_t)scalars[0].i;
@@ -3276,17 +3276,17 @@ clamp_rows_i64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_loop_i64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_loop_i64_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
 {
-    clamp_rows_i64_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_i64_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_i64_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_blocks_i64_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(int64_t), sizeof(int64_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_i64_no_max_no_min, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_i64_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -3371,8 +3371,8 @@ clamp_blocks_i64_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_f16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_rows_f16_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -3398,17 +3398,17 @@ clamp_rows_f16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_loop_f16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_loop_f16_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
 {
-    clamp_rows_f16_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_f16_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_f16_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_blocks_f16_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_f16_no_max_no_min, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_f16_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -3497,8 +3497,8 @@ clamp_blocks_f16_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_bf16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_rows_bf16_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -3524,17 +3524,17 @@ clamp_rows_bf16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_loop_bf16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_loop_bf16_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
 {
-    clamp_rows_bf16_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_bf16_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_bf16_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_blocks_bf16_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(uint16_t), sizeof(uint16_t)};
-    yt__run_blocks(s, 2, esize, clamp_rows_bf16_no_max_no_min, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_bf16_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -3623,8 +3623,8 @@ clamp_blocks_bf16_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_f32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_rows_f32_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -3649,17 +3649,17 @@ clamp_rows_f32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_loop_f32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_loop_f32_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
 {
-    clamp_rows_f32_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_f32_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_f32_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_blocks_f32_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(float), sizeof(float)};
-    yt__run_blocks(s, 2, esize, clamp_rows_f32_no_max_no_min, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_f32_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -3746,8 +3746,8 @@ clamp_blocks_f32_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_rows_f64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_rows_f64_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -3772,17 +3772,17 @@ clamp_rows_f64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
 }
 
 static void
-clamp_loop_f64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_loop_f64_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
 {
-    clamp_rows_f64_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_rows_f64_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_blocks_f64_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_blocks_f64_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(double), sizeof(double)};
-    yt__run_blocks(s, 2, esize, clamp_rows_f64_no_max_no_min, ctx);
+    yt__run_blocks(s, 2, esize, clamp_rows_f64_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -3885,8 +3885,8 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
     switch (self->dtype) {
     case YT_DTYPE_U8:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 1, inputs, clamp_loop_u8_no_max_no_min,
-                                 clamp_blocks_u8_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(result, 1, inputs, clamp_loop_u8_no_max, clamp_blocks_u8_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_u8_max_no_min,
                                  clamp_blocks_u8_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -3896,8 +3896,8 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
         break;
     case YT_DTYPE_I8:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 1, inputs, clamp_loop_i8_no_max_no_min,
-                                 clamp_blocks_i8_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(result, 1, inputs, clamp_loop_i8_no_max, clamp_blocks_i8_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i8_max_no_min,
                                  clamp_blocks_i8_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -3907,8 +3907,8 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
         break;
     case YT_DTYPE_I16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 1, inputs, clamp_loop_i16_no_max_no_min,
-                                 clamp_blocks_i16_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(result, 1, inputs, clamp_loop_i16_no_max, clamp_blocks_i16_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i16_max_no_min,
                                  clamp_blocks_i16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -3918,8 +3918,8 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
         break;
     case YT_DTYPE_I32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 1, inputs, clamp_loop_i32_no_max_no_min,
-                                 clamp_blocks_i32_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(result, 1, inputs, clamp_loop_i32_no_max, clamp_blocks_i32_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i32_max_no_min,
                                  clamp_blocks_i32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -3929,8 +3929,8 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
         break;
     case YT_DTYPE_I64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 1, inputs, clamp_loop_i64_no_max_no_min,
-                                 clamp_blocks_i64_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(result, 1, inputs, clamp_loop_i64_no_max, clamp_blocks_i64_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i64_max_no_min,
                                  clamp_blocks_i64_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -3940,8 +3940,8 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
         break;
     case YT_DTYPE_F16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 1, inputs, clamp_loop_f16_no_max_no_min,
-                                 clamp_blocks_f16_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(result, 1, inputs, clamp_loop_f16_no_max, clamp_blocks_f16_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f16_max_no_min,
                                  clamp_blocks_f16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -3951,8 +3951,8 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
         break;
     case YT_DTYPE_BF16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 1, inputs, clamp_loop_bf16_no_max_no_min,
-                                 clamp_blocks_bf16_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(result, 1, inputs, clamp_loop_bf16_no_max,
+                                 clamp_blocks_bf16_no_max, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_bf16_max_no_min,
                                  clamp_blocks_bf16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -3962,8 +3962,8 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
         break;
     case YT_DTYPE_F32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 1, inputs, clamp_loop_f32_no_max_no_min,
-                                 clamp_blocks_f32_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(result, 1, inputs, clamp_loop_f32_no_max, clamp_blocks_f32_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f32_max_no_min,
                                  clamp_blocks_f32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -3973,8 +3973,8 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
         break;
     case YT_DTYPE_F64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 1, inputs, clamp_loop_f64_no_max_no_min,
-                                 clamp_blocks_f64_no_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(result, 1, inputs, clamp_loop_f64_no_max, clamp_blocks_f64_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f64_max_no_min,
                                  clamp_blocks_f64_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -3992,8 +3992,8 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
 /* ---- clamp: minimum(maximum(self, min) if min is not None else self, max) if max is not None else maximum(self, min)   (ops.yaml:336) */
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_u8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_rows_u8_no_max(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
@@ -4054,18 +4054,18 @@ clamp_tensor_rows_u8_no_max_no_min(char **data, const int64_t *strides, int64_t 
 }
 
 static void
-clamp_tensor_loop_u8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_loop_u8_no_max(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_u8_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_u8_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_u8_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_u8_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(uint8_t), sizeof(uint8_t), sizeof(uint8_t),
                                      sizeof(uint8_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_u8_no_max_no_min, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_u8_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -4229,8 +4229,8 @@ clamp_tensor_blocks_u8_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_i8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_rows_i8_no_max(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
@@ -4291,18 +4291,18 @@ clamp_tensor_rows_i8_no_max_no_min(char **data, const int64_t *strides, int64_t 
 }
 
 static void
-clamp_tensor_loop_i8_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_loop_i8_no_max(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_i8_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_i8_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_i8_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_i8_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(int8_t), sizeof(int8_t), sizeof(int8_t),
                                      sizeof(int8_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i8_no_max_no_min, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i8_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -4466,8 +4466,8 @@ clamp_tensor_blocks_i8_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_i16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_rows_i16_no_max(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
@@ -4528,18 +4528,18 @@ clamp_tensor_rows_i16_no_max_no_min(char **data, const int64_t *strides, int64_t
 }
 
 static void
-clamp_tensor_loop_i16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_loop_i16_no_max(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_i16_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_i16_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_i16_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_i16_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(int16_t), sizeof(int16_t), sizeof(int16_t),
                                      sizeof(int16_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i16_no_max_no_min, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i16_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -4703,8 +4703,8 @@ clamp_tensor_blocks_i16_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_i32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_rows_i32_no_max(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
@@ -4765,18 +4765,18 @@ clamp_tensor_rows_i32_no_max_no_min(char **data, const int64_t *strides, int64_t
 }
 
 static void
-clamp_tensor_loop_i32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_loop_i32_no_max(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_i32_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_i32_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_i32_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_i32_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t),
                                      sizeof(int32_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i32_no_max_no_min, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i32_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -4940,8 +4940,8 @@ clamp_tensor_blocks_i32_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_i64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_rows_i64_no_max(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
@@ -5002,18 +5002,18 @@ clamp_tensor_rows_i64_no_max_no_min(char **data, const int64_t *strides, int64_t
 }
 
 static void
-clamp_tensor_loop_i64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_loop_i64_no_max(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_i64_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_i64_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_i64_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_i64_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(int64_t), sizeof(int64_t), sizeof(int64_t),
                                      sizeof(int64_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i64_no_max_no_min, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_i64_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -5177,8 +5177,8 @@ clamp_tensor_blocks_i64_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_f16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_rows_f16_no_max(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
@@ -5241,18 +5241,18 @@ clamp_tensor_rows_f16_no_max_no_min(char **data, const int64_t *strides, int64_t
 }
 
 static void
-clamp_tensor_loop_f16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_loop_f16_no_max(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_f16_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_f16_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_f16_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_f16_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
                                      sizeof(uint16_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f16_no_max_no_min, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f16_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -5421,8 +5421,8 @@ clamp_tensor_blocks_f16_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_bf16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_rows_bf16_no_max(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
@@ -5485,18 +5485,18 @@ clamp_tensor_rows_bf16_no_max_no_min(char **data, const int64_t *strides, int64_
 }
 
 static void
-clamp_tensor_loop_bf16_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_loop_bf16_no_max(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_bf16_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_bf16_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_bf16_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_bf16_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(uint16_t), sizeof(uint16_t), sizeof(uint16_t),
                                      sizeof(uint16_t)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_bf16_no_max_no_min, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_bf16_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -5665,8 +5665,8 @@ clamp_tensor_blocks_bf16_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_f32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_rows_f32_no_max(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
@@ -5727,17 +5727,17 @@ clamp_tensor_rows_f32_no_max_no_min(char **data, const int64_t *strides, int64_t
 }
 
 static void
-clamp_tensor_loop_f32_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_loop_f32_no_max(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_f32_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_f32_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_f32_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_f32_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32_no_max_no_min, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -5899,8 +5899,8 @@ clamp_tensor_blocks_f32_max_min(const yt__block_strip *s, const void *ctx)
 }
 
 YT_ALWAYS_INLINE void
-clamp_tensor_rows_f64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_rows_f64_no_max(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     (void)ctx;
     for (int64_t r = 0; r < rows; r++) {
@@ -5961,18 +5961,18 @@ clamp_tensor_rows_f64_no_max_no_min(char **data, const int64_t *strides, int64_t
 }
 
 static void
-clamp_tensor_loop_f64_no_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+clamp_tensor_loop_f64_no_max(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    clamp_tensor_rows_f64_no_max_no_min(data, strides, n, row_strides, rows, ctx);
+    clamp_tensor_rows_f64_no_max(data, strides, n, row_strides, rows, ctx);
 }
 
 static void
-clamp_tensor_blocks_f64_no_max_no_min(const yt__block_strip *s, const void *ctx)
+clamp_tensor_blocks_f64_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(double), sizeof(double), sizeof(double),
                                      sizeof(double)};
-    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f64_no_max_no_min, ctx);
+    yt__run_blocks(s, 4, esize, clamp_tensor_rows_f64_no_max, ctx);
 }
 
 YT_ALWAYS_INLINE void
@@ -6146,9 +6146,8 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
     switch (self->dtype) {
     case YT_DTYPE_U8:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8_no_max_no_min,
-                                 clamp_tensor_blocks_u8_no_max_no_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8_no_max,
+                                 clamp_tensor_blocks_u8_no_max, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8_max_no_min,
                                  clamp_tensor_blocks_u8_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -6158,9 +6157,8 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
         break;
     case YT_DTYPE_I8:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8_no_max_no_min,
-                                 clamp_tensor_blocks_i8_no_max_no_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8_no_max,
+                                 clamp_tensor_blocks_i8_no_max, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8_max_no_min,
                                  clamp_tensor_blocks_i8_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -6170,9 +6168,8 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
         break;
     case YT_DTYPE_I16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16_no_max_no_min,
-                                 clamp_tensor_blocks_i16_no_max_no_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16_no_max,
+                                 clamp_tensor_blocks_i16_no_max, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16_max_no_min,
                                  clamp_tensor_blocks_i16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -6182,9 +6179,8 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
         break;
     case YT_DTYPE_I32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32_no_max_no_min,
-                                 clamp_tensor_blocks_i32_no_max_no_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32_no_max,
+                                 clamp_tensor_blocks_i32_no_max, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32_max_no_min,
                                  clamp_tensor_blocks_i32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -6194,9 +6190,8 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
         break;
     case YT_DTYPE_I64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64_no_max_no_min,
-                                 clamp_tensor_blocks_i64_no_max_no_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64_no_max,
+                                 clamp_tensor_blocks_i64_no_max, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64_max_no_min,
                                  clamp_tensor_blocks_i64_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -6206,9 +6201,8 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
         break;
     case YT_DTYPE_F16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16_no_max_no_min,
-                                 clamp_tensor_blocks_f16_no_max_no_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16_no_max,
+                                 clamp_tensor_blocks_f16_no_max, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16_max_no_min,
                                  clamp_tensor_blocks_f16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -6218,9 +6212,8 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
         break;
     case YT_DTYPE_BF16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16_no_max_no_min,
-                                 clamp_tensor_blocks_bf16_no_max_no_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16_no_max,
+                                 clamp_tensor_blocks_bf16_no_max, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16_max_no_min,
                                  clamp_tensor_blocks_bf16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -6230,9 +6223,8 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
         break;
     case YT_DTYPE_F32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_no_max_no_min,
-                                 clamp_tensor_blocks_f32_no_max_no_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_no_max,
+                                 clamp_tensor_blocks_f32_no_max, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_max_no_min,
                                  clamp_tensor_blocks_f32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
@@ -6242,9 +6234,8 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
         break;
     case YT_DTYPE_F64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_no_max_no_min,
-                                 clamp_tensor_blocks_f64_no_max_no_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_no_max,
+                                 clamp_tensor_blocks_f64_no_max, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_max_no_min,
                                  clamp_tensor_blocks_f64_max_no_min, YT__PW_MEMORY_BOUND, scalars);

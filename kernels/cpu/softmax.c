@@ -204,33 +204,33 @@ rows_short_f32(float *out, const float *x, int64_t rows, int64_t n, kind k)
     }
 }
 
-/* rows_short_f32 with k a constant in each (inlined together, the two kinds' loops took the
- * branch on k inside), and n too where it is 8, 16 or 32, so that the loops unroll: log_softmax
- * over dim 1 of [16384, 16], one thread, 311 -> 287 us (softmax 291 -> 263). */
+/* rows_short_f32 with n a constant where it is 8, 16 or 32, so that the loops unroll. */
+static inline __attribute__((always_inline)) void
+rows_short_any_f32(float *out, const float *x, int64_t rows, int64_t n, kind k)
+{
+    if (n == 16)
+        rows_short_f32(out, x, rows, 16, k);
+    else if (n == 8)
+        rows_short_f32(out, x, rows, 8, k);
+    else if (n == 32)
+        rows_short_f32(out, x, rows, 32, k);
+    else
+        rows_short_f32(out, x, rows, n, k);
+}
+
+/* rows_short_any_f32 with k a constant in each (inlined together, the two kinds' loops took the
+ * branch on k inside): log_softmax over dim 1 of [16384, 16], one thread, 311 -> 287 us with n
+ * constant as well (softmax 291 -> 263). */
 static void
 rows_short_softmax_f32(float *out, const float *x, int64_t rows, int64_t n)
 {
-    if (n == 16)
-        rows_short_f32(out, x, rows, 16, SOFTMAX);
-    else if (n == 8)
-        rows_short_f32(out, x, rows, 8, SOFTMAX);
-    else if (n == 32)
-        rows_short_f32(out, x, rows, 32, SOFTMAX);
-    else
-        rows_short_f32(out, x, rows, n, SOFTMAX);
+    rows_short_any_f32(out, x, rows, n, SOFTMAX);
 }
 
 static void
 rows_short_log_softmax_f32(float *out, const float *x, int64_t rows, int64_t n)
 {
-    if (n == 16)
-        rows_short_f32(out, x, rows, 16, LOG_SOFTMAX);
-    else if (n == 8)
-        rows_short_f32(out, x, rows, 8, LOG_SOFTMAX);
-    else if (n == 32)
-        rows_short_f32(out, x, rows, 32, LOG_SOFTMAX);
-    else
-        rows_short_f32(out, x, rows, n, LOG_SOFTMAX);
+    rows_short_any_f32(out, x, rows, n, LOG_SOFTMAX);
 }
 
 /* ---------------------------------------------------------------- f32 column blocks (inner > 1) */
