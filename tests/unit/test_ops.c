@@ -16,6 +16,20 @@
 #include "test_util.h"
 
 /* Deterministic input values (no dependency on the RNG under test). */
+/* The sweeps' random choices (random bad inputs and arguments, below). */
+static uint64_t
+sweep_next(uint64_t *state)
+{
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return *state >> 33;
+}
+
+static int
+sweep_pick(uint64_t *state, int n)
+{
+    return (int)(sweep_next(state) % (uint64_t)n);
+}
+
 static double
 value_at(uint64_t *state, const char *domain)
 {
@@ -30,43 +44,62 @@ value_at(uint64_t *state, const char *domain)
     return 4.0 * u - 2.0;
 }
 
+/* The tensor `spec` describes, NULL (with the error recorded) when it has more than max_numel
+ * elements. Its values come from `state`: in `domain`, or for an index tensor in [0, high) (one
+ * in four out of range, either side, when bad_index), rounded for integer and half-precision
+ * dtypes, 0 / 1 for bool. A stepped input's values are made over the wider tensor it is a view
+ * of. */
 static yt_tensor *
-make_input(const yt_case_tensor *spec, uint64_t *state, const char *domain, bool requires_grad)
+spec_tensor(const yt_case_tensor *spec, uint64_t *state, const char *domain, bool bad_index,
+            int64_t max_numel)
 {
-    /* a stepped input: its values made over the wider tensor it is a view of */
     const int64_t step = spec->step > 1 ? spec->step : 1;
     int64_t sizes[YT_MAX_DIM], numel = 1;
     for (int i = 0; i < spec->dim; i++) {
         sizes[i] = spec->sizes[i] * (i == spec->dim - 1 ? step : 1);
         numel *= sizes[i];
     }
+    if (numel > max_numel)
+        return NULL;
     double *values = malloc(sizeof(double) * (size_t)(numel > 0 ? numel : 1));
+    cr_assert_not_null(values);
     for (int64_t i = 0; i < numel; i++) {
         double v = value_at(state, spec->high > 0 ? NULL : domain);
-        if (spec->high > 0)
+        if (spec->high > 0) {
             v = floor((v + 2.0) / 4.0 * (double)spec->high); /* an index in [0, high) */
-        else if (spec->dtype == YT_DTYPE_BOOL)
+            if (bad_index && sweep_pick(state, 4) == 0)
+                v = sweep_pick(state, 2) ? (double)spec->high : -(double)spec->high - 1;
+        } else if (spec->dtype == YT_DTYPE_BOOL) {
             v = v > 0;
-        else if (spec->dtype != YT_DTYPE_F64 && spec->dtype != YT_DTYPE_F32)
+        } else if (spec->dtype != YT_DTYPE_F64 && spec->dtype != YT_DTYPE_F32) {
             v = floor(v * 3);
+        }
         values[i] = v;
     }
     yt_tensor *f64 = yt_tensor_from_data(values, sizes, spec->dim, YT_DTYPE_F64);
     free(values);
     yt_tensor *t = spec->dtype == YT_DTYPE_F64 ? yt_retain(f64) : yt_to(f64, spec->dtype);
     yt_release(f64);
-    if (t != NULL && spec->transpose) {
+    if (t != NULL && spec->transpose && spec->dim >= 2) {
         yt_tensor *view = yt_transpose(t, -2, -1);
         yt_release(t);
         t = view;
     }
-    if (t != NULL && step > 1) {
+    if (t != NULL && step > 1 && spec->dim > 0) {
         const int last = spec->dim - 1;
         yt_tensor *view = yt_slice_ex(t, last, 0, sizes[last], step);
         yt_release(t);
         t = view;
     }
-    if (t != NULL && requires_grad && !spec->no_grad && spec->dtype == YT_DTYPE_F64)
+    cr_assert_not_null(t, "building input %s: %s", spec->name, yt_errmsg());
+    return t;
+}
+
+static yt_tensor *
+make_input(const yt_case_tensor *spec, uint64_t *state, const char *domain, bool requires_grad)
+{
+    yt_tensor *t = spec_tensor(spec, state, domain, false, INT64_MAX);
+    if (requires_grad && !spec->no_grad && spec->dtype == YT_DTYPE_F64)
         yt_set_requires_grad(t, true);
     return t;
 }
@@ -283,19 +316,6 @@ ParameterizedTest(int *index, ops, error_inputs)
  * refusing the integer operands that pow and clamp's forward had accepted. */
 enum { SWEEP_CALLS = 20000, SWEEP_MAX_NUMEL = 4096 };
 
-static uint64_t
-sweep_next(uint64_t *state)
-{
-    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
-    return *state >> 33;
-}
-
-static int
-sweep_pick(uint64_t *state, int n)
-{
-    return (int)(sweep_next(state) % (uint64_t)n);
-}
-
 static void
 mutate_spec(yt_case_tensor *t, uint64_t *state)
 {
@@ -339,41 +359,8 @@ mutate_spec(yt_case_tensor *t, uint64_t *state)
 static yt_tensor *
 sweep_input(const yt_case_tensor *t, uint64_t *state, bool bad_index, bool grad)
 {
-    const int64_t step = t->step > 1 ? t->step : 1;
-    int64_t sizes[YT_MAX_DIM], numel = 1;
-    for (int i = 0; i < t->dim; i++) {
-        sizes[i] = t->sizes[i] * (i == t->dim - 1 ? step : 1);
-        numel *= sizes[i];
-    }
-    if (numel > SWEEP_MAX_NUMEL)
-        return NULL;
-    double values[SWEEP_MAX_NUMEL];
-    for (int64_t i = 0; i < numel; i++) {
-        double v = value_at(state, NULL);
-        if (t->high > 0) {
-            v = floor((v + 2.0) / 4.0 * (double)t->high);
-            if (bad_index && sweep_pick(state, 4) == 0)
-                v = sweep_pick(state, 2) ? (double)t->high : -(double)t->high - 1;
-        } else if (!yt_dtype_is_floating(t->dtype)) {
-            v = t->dtype == YT_DTYPE_BOOL ? v > 0 : floor(v * 3);
-        }
-        values[i] = v;
-    }
-    yt_tensor *f64 = yt_tensor_from_data(values, sizes, t->dim, YT_DTYPE_F64);
-    yt_tensor *x = yt_to(f64, t->dtype);
-    yt_release(f64);
-    if (x != NULL && t->transpose && t->dim >= 2) {
-        yt_tensor *view = yt_transpose(x, -2, -1);
-        yt_release(x);
-        x = view;
-    }
-    if (x != NULL && step > 1 && t->dim > 0) {
-        yt_tensor *view = yt_slice_ex(x, t->dim - 1, 0, sizes[t->dim - 1], step);
-        yt_release(x);
-        x = view;
-    }
-    cr_assert_not_null(x, "building a sweep input: %s", yt_errmsg());
-    if (grad && !t->no_grad && (t->dtype == YT_DTYPE_F64 || t->dtype == YT_DTYPE_F32))
+    yt_tensor *x = spec_tensor(t, state, NULL, bad_index, SWEEP_MAX_NUMEL);
+    if (x != NULL && grad && !t->no_grad && (t->dtype == YT_DTYPE_F64 || t->dtype == YT_DTYPE_F32))
         cr_assert_eq(yt_set_requires_grad(x, true), YT_OK);
     return x;
 }
@@ -390,6 +377,35 @@ assert_failed_naming(const char *op, const char *where)
     cr_assert(strncmp(msg, op, len) == 0 &&
                   (rest[0] == ':' || strncmp(rest, "_:", 2) == 0 || strncmp(rest, "_out:", 5) == 0),
               "%s (%s): message '%s' does not name the op", op, where, msg);
+}
+
+/* What a sweep's call of case `c` must give: a result, and then, when it requires grad and has
+ * at most backward_max elements, a backward through it that works; or NULL with an error naming
+ * the op. */
+static void
+check_sweep_result(const yt_op_case *c, int call, yt_tensor *r, int64_t backward_max)
+{
+    if (r == NULL) {
+        assert_failed_naming(c->op, c->where);
+        return;
+    }
+    if (yt_requires_grad(r) && yt_tensor_numel(r) <= backward_max) {
+        yt_tensor *sum = yt_sum(r);
+        cr_assert_eq(yt_backward(sum, NULL, NULL), YT_OK, "%s (%s), call %d: backward: %s", c->op,
+                     c->where, call, yt_errmsg());
+        yt_release(sum);
+    }
+}
+
+/* Releases a sweep call's result and inputs, and asserts that no tensor is left. */
+static void
+release_sweep_call(const yt_op_case *c, int call, yt_tensor *r, yt_tensor **in)
+{
+    yt_release(r);
+    release_all(in, c->n_inputs);
+    yt_clear_error();
+    cr_assert_eq(yt_live_tensors(), 0, "%s (%s), call %d: %lld tensors leaked", c->op, c->where,
+                 call, (long long)yt_live_tensors());
 }
 
 Test(ops, random_bad_inputs_fail_cleanly)
@@ -410,14 +426,8 @@ Test(ops, random_bad_inputs_fail_cleanly)
         }
         yt_clear_error();
         yt_tensor *r = made ? c->call(in, NULL) : NULL;
-        if (made && r == NULL)
-            assert_failed_naming(c->op, c->where);
-        if (r != NULL && yt_requires_grad(r)) {
-            yt_tensor *sum = yt_sum(r);
-            cr_assert_eq(yt_backward(sum, NULL, NULL), YT_OK, "%s (%s), call %d: backward: %s",
-                         c->op, c->where, call, yt_errmsg());
-            yt_release(sum);
-        }
+        if (made)
+            check_sweep_result(c, call, r, INT64_MAX);
         if (made && c->call_inplace != NULL) {
             yt_tensor *written = c->call_inplace(in, NULL);
             if (written == NULL)
@@ -430,11 +440,7 @@ Test(ops, random_bad_inputs_fail_cleanly)
                 assert_failed_naming(c->op, c->where);
             yt_release(out);
         }
-        yt_release(r);
-        release_all(in, c->n_inputs);
-        yt_clear_error();
-        cr_assert_eq(yt_live_tensors(), 0, "%s (%s), call %d: %lld tensors leaked", c->op, c->where,
-                     call, (long long)yt_live_tensors());
+        release_sweep_call(c, call, r, in);
     }
     YT_ASSERT_NO_LEAKS();
 }
@@ -520,21 +526,9 @@ Test(ops, random_bad_arguments_fail_cleanly)
         make_inputs(in, c->inputs, c->n_inputs, c->domain, sweep_pick(&state, 2));
         yt_clear_error();
         yt_tensor *r = c->call_args(in, &args);
-        if (r == NULL)
-            assert_failed_naming(c->op, c->where);
         /* a view may be huge without memory (expand to 2^40): backward only through small ones */
-        if (r != NULL && yt_requires_grad(r) &&
-            yt_tensor_numel(r) <= ARG_SWEEP_BACKWARD_MAX_NUMEL) {
-            yt_tensor *sum = yt_sum(r);
-            cr_assert_eq(yt_backward(sum, NULL, NULL), YT_OK, "%s (%s), call %d: backward: %s",
-                         c->op, c->where, call, yt_errmsg());
-            yt_release(sum);
-        }
-        yt_release(r);
-        release_all(in, c->n_inputs);
-        yt_clear_error();
-        cr_assert_eq(yt_live_tensors(), 0, "%s (%s), call %d: %lld tensors leaked", c->op, c->where,
-                     call, (long long)yt_live_tensors());
+        check_sweep_result(c, call, r, ARG_SWEEP_BACKWARD_MAX_NUMEL);
+        release_sweep_call(c, call, r, in);
     }
     YT_ASSERT_NO_LEAKS();
 }
