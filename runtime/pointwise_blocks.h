@@ -14,52 +14,50 @@
 #include "internal.h"
 
 #ifdef __AVX2__
-/* One 8 x 8 block of 4-byte elements: 8 loads along i, an in-register transpose, 8 stores along
- * j into rows dn elements apart. Shuffles only, so every bit pattern (NaN payloads, integers) is
- * copied exactly. */
+/* One 8 x 8 block of 4-byte elements into rows dn elements apart. Each vector is loaded as two
+ * 4-element halves, rows r and r + 4, the upper half inserted by the load itself (a load-port
+ * uop, not a shuffle), so that a 4 x 4 transpose within each 128-bit lane leaves column c of
+ * rows 0-7 in one vector: 16 shuffles where 8 full loads needed 24 (the last 8 across lanes),
+ * and the shuffle port is what bounds this. Shuffles only, so every bit pattern (NaN payloads,
+ * integers) is copied exactly. */
 YT_ALWAYS_INLINE void
 yt__transpose8x8_32(float *d, int64_t dn, const char *src, int64_t s0)
 {
-#define LOAD(k)     _mm256_loadu_ps((const float *)(src + (k)*s0))
+#define LOAD(r, c)                                                                                 \
+    _mm256_insertf128_ps(                                                                          \
+        _mm256_castps128_ps256(_mm_loadu_ps((const float *)(src + (r)*s0) + (c))),                 \
+        _mm_loadu_ps((const float *)(src + ((r) + 4) * s0) + (c)), 1)
 #define STORE(i, v) _mm256_storeu_ps(d + (i)*dn, v)
-    __m256 r0 = LOAD(0), r1 = LOAD(1), r2 = LOAD(2), r3 = LOAD(3);
-    __m256 r4 = LOAD(4), r5 = LOAD(5), r6 = LOAD(6), r7 = LOAD(7);
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    STORE(0, _mm256_permute2f128_ps(u0, u4, 0x20));
-    STORE(1, _mm256_permute2f128_ps(u1, u5, 0x20));
-    STORE(2, _mm256_permute2f128_ps(u2, u6, 0x20));
-    STORE(3, _mm256_permute2f128_ps(u3, u7, 0x20));
-    STORE(4, _mm256_permute2f128_ps(u0, u4, 0x31));
-    STORE(5, _mm256_permute2f128_ps(u1, u5, 0x31));
-    STORE(6, _mm256_permute2f128_ps(u2, u6, 0x31));
-    STORE(7, _mm256_permute2f128_ps(u3, u7, 0x31));
+    for (int c = 0; c < 8; c += 4) {
+        __m256 r0 = LOAD(0, c), r1 = LOAD(1, c), r2 = LOAD(2, c), r3 = LOAD(3, c);
+        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+        STORE(c, _mm256_shuffle_ps(t0, t2, 0x44));
+        STORE(c + 1, _mm256_shuffle_ps(t0, t2, 0xEE));
+        STORE(c + 2, _mm256_shuffle_ps(t1, t3, 0x44));
+        STORE(c + 3, _mm256_shuffle_ps(t1, t3, 0xEE));
+    }
 #undef LOAD
 #undef STORE
 }
 
-/* One 4 x 4 block of 8-byte elements, as yt__transpose8x8_32 does it. Named loads, not an array
- * filled in a loop: GCC (-O2) kept such an array on the stack, and the shuffles then read it back
- * through store forwarding. */
+/* One 4 x 4 block of 8-byte elements, as yt__transpose8x8_32 does it: rows r and r + 2 loaded
+ * as the halves of one vector, then one unpack per column. Named loads, not an array filled in a
+ * loop: GCC (-O2) kept such an array on the stack, and the shuffles then read it back through
+ * store forwarding. */
 YT_ALWAYS_INLINE void
 yt__transpose4x4_64(double *d, int64_t dn, const char *src, int64_t s0)
 {
-    __m256d r0 = _mm256_loadu_pd((const double *)src);
-    __m256d r1 = _mm256_loadu_pd((const double *)(src + s0));
-    __m256d r2 = _mm256_loadu_pd((const double *)(src + 2 * s0));
-    __m256d r3 = _mm256_loadu_pd((const double *)(src + 3 * s0));
-    __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
-    __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-    _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
-    _mm256_storeu_pd(d + dn, _mm256_permute2f128_pd(t1, t3, 0x20));
-    _mm256_storeu_pd(d + 2 * dn, _mm256_permute2f128_pd(t0, t2, 0x31));
-    _mm256_storeu_pd(d + 3 * dn, _mm256_permute2f128_pd(t1, t3, 0x31));
+#define LOAD(r, c)                                                                                 \
+    _mm256_insertf128_pd(                                                                          \
+        _mm256_castpd128_pd256(_mm_loadu_pd((const double *)(src + (r)*s0) + (c))),                \
+        _mm_loadu_pd((const double *)(src + ((r) + 2) * s0) + (c)), 1)
+    __m256d r0 = LOAD(0, 0), r1 = LOAD(1, 0), r2 = LOAD(0, 2), r3 = LOAD(1, 2);
+#undef LOAD
+    _mm256_storeu_pd(d, _mm256_unpacklo_pd(r0, r1));
+    _mm256_storeu_pd(d + dn, _mm256_unpackhi_pd(r0, r1));
+    _mm256_storeu_pd(d + 2 * dn, _mm256_unpacklo_pd(r2, r3));
+    _mm256_storeu_pd(d + 3 * dn, _mm256_unpackhi_pd(r2, r3));
 }
 #endif
 
