@@ -131,26 +131,11 @@ rows16_f32(acc *accs, const char *x, int64_t row_stride, int64_t rows, int64_t n
             xt[j0 + j] = _mm512_castpd_ps(_mm512_insertf64x4(
                 _mm512_castpd256_pd512(_mm256_castps_pd(lo[j])), _mm256_castps_pd(hi[j]), 1));
     }
-    __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
-    int64_t j = 0;
-    for (; j + 2 <= n; j += 2) {
-        m0 = _mm512_max_ps(m0, xt[j]);
-        m1 = _mm512_max_ps(m1, xt[j + 1]);
-    }
-    if (j < n)
-        m0 = _mm512_max_ps(m0, xt[j]);
-    __m512 m = _mm512_max_ps(m0, m1);
+    __m512 m = yt__max_columns16(xt, n);
     /* shift_of, per lane: an infinite maximum shifts by 0 */
     __mmask16 infinite = _mm512_cmp_ps_mask(_mm512_abs_ps(m), _mm512_set1_ps(INFINITY), _CMP_EQ_OQ);
     __m512 shift = _mm512_mask_blend_ps(infinite, m, _mm512_setzero_ps());
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
-    for (j = 0; j + 2 <= n; j += 2) {
-        s0 = _mm512_add_ps(s0, yt__exp16(_mm512_sub_ps(xt[j], shift)));
-        s1 = _mm512_add_ps(s1, yt__exp16(_mm512_sub_ps(xt[j + 1], shift)));
-    }
-    if (j < n)
-        s0 = _mm512_add_ps(s0, yt__exp16(_mm512_sub_ps(xt[j], shift)));
-    __m512 s = _mm512_add_ps(s0, s1);
+    __m512 s = yt__exp_sum_columns16(xt, n, shift);
     __m256 s_lo = _mm512_castps512_ps256(s), sh_lo = _mm512_castps512_ps256(shift);
     __m256 s_hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1));
     __m256 sh_hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(shift), 1));

@@ -8,7 +8,9 @@
 #define YT_KERNELS_CPU_VEC_MATH512_H
 
 #include <immintrin.h>
+#include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #define YT_AVX512 __attribute__((target("avx512f,avx2,fma")))
 
@@ -19,6 +21,21 @@ yt__have_avx512(void)
 {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f");
+}
+
+/* yt__max_columns8 (vec_math.h) on 16 lanes: the same two accumulators in the same order. */
+YT_AVX512 static inline __attribute__((always_inline)) __m512
+yt__max_columns16(const __m512 *c, int64_t n)
+{
+    __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+        m0 = _mm512_max_ps(m0, c[j]);
+        m1 = _mm512_max_ps(m1, c[j + 1]);
+    }
+    if (j < n)
+        m0 = _mm512_max_ps(m0, c[j]);
+    return _mm512_max_ps(m0, m1);
 }
 
 YT_AVX512 static inline __m512
@@ -48,6 +65,22 @@ yt__exp16(__m512 x)
     y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), y,
                              _mm512_set1_ps(__builtin_inff()));
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
+}
+
+/* The sum of e^(c[j] - shift) over columns c[0..n), as yt__exp_sum_columns8 (vec_math.h) adds
+ * them, on 16 lanes. */
+YT_AVX512 static inline __attribute__((always_inline)) __m512
+yt__exp_sum_columns16(const __m512 *c, int64_t n, __m512 shift)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+        s0 = _mm512_add_ps(s0, yt__exp16(_mm512_sub_ps(c[j], shift)));
+        s1 = _mm512_add_ps(s1, yt__exp16(_mm512_sub_ps(c[j + 1], shift)));
+    }
+    if (j < n)
+        s0 = _mm512_add_ps(s0, yt__exp16(_mm512_sub_ps(c[j], shift)));
+    return _mm512_add_ps(s0, s1);
 }
 
 #endif
