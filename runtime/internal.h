@@ -44,6 +44,14 @@ yt__add_ok(int64_t *out, int64_t a, int64_t b)
     return !__builtin_add_overflow(a, b, out);
 }
 
+/* ceil(a / b) for a >= 0, b >= 1, from the remainder: a + b - 1 would overflow for b near
+ * INT64_MAX (a stride or dilation from the caller). */
+static inline int64_t
+yt__ceil_div(int64_t a, int64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
 /* ---------------------------------------------------------------- errors */
 
 /* Records (code, printf-style message) as this thread's error and returns NULL. Messages start

@@ -6,13 +6,6 @@
 #include "internal.h"
 #include "kernels.h"
 
-/* ceil(a / b) for a >= 0, b >= 1; a + b - 1 would overflow for b near INT64_MAX. */
-static int64_t
-ceil_div(int64_t a, int64_t b)
-{
-    return a / b + (a % b != 0);
-}
-
 /* Writes up to `capacity` pieces; on failure releases those written and returns -1. */
 static int64_t
 narrow_pieces(const char *op, yt_tensor *self, int64_t dim, int64_t piece, int64_t count,
@@ -53,7 +46,7 @@ yt__composite_split(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor 
         return -1;
     }
     /* PyTorch: an empty dim still gives one (empty) piece */
-    int64_t count = split_size == 0 || size == 0 ? 1 : ceil_div(size, split_size);
+    int64_t count = split_size == 0 || size == 0 ? 1 : yt__ceil_div(size, split_size);
     return narrow_pieces("split", self, dim, split_size == 0 ? 0 : split_size, count, out,
                          out_capacity);
 }
@@ -118,10 +111,10 @@ yt__composite_chunk(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **ou
         return -1;
     }
     int64_t size = yt_tensor_sizes(self)[dim];
-    int64_t piece = ceil_div(size, chunks); /* PyTorch: ceil, so fewer chunks may come */
+    int64_t piece = yt__ceil_div(size, chunks); /* PyTorch: ceil, so fewer chunks may come */
     if (piece == 0)
         return narrow_pieces("chunk", self, dim, 0, chunks, out, out_capacity);
-    return narrow_pieces("chunk", self, dim, piece, ceil_div(size, piece), out, out_capacity);
+    return narrow_pieces("chunk", self, dim, piece, yt__ceil_div(size, piece), out, out_capacity);
 }
 
 int64_t

@@ -171,8 +171,8 @@ windows_hold_input(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d, int
 {
     for (int64_t o = 0; o < out; o++) {
         const int64_t start = o * s - p; /* the output size keeps o * s within the padded input */
-        /* the first tap at or past 0: ceil(-start / d), without forming -start + d - 1 */
-        const int64_t j = start >= 0 ? 0 : -start / d + (-start % d != 0);
+        /* the first tap at or past 0 */
+        const int64_t j = start >= 0 ? 0 : yt__ceil_div(-start, d);
         if (j >= k || (j > 0 && d > size - start) || start + j * d >= size)
             return false;
     }

@@ -20,10 +20,9 @@ static inline void
 CAT(tap_range, SFX)(int64_t *lo, int64_t *hi, int64_t off, int64_t p, int64_t s, int64_t size,
                     int64_t out)
 {
-    /* o * s - p + off >= 0  <=>  o >= ceil((p - off) / s), not as (a + s - 1) / s: s may be
-     * near INT64_MAX */
+    /* o * s - p + off >= 0  <=>  o >= ceil((p - off) / s) */
     int64_t a = p - off;
-    int64_t l = a <= 0 ? 0 : a / s + (a % s != 0);
+    int64_t l = a <= 0 ? 0 : yt__ceil_div(a, s);
     /* o * s - p + off <= size - 1  <=>  o <= floor((size - 1 + p - off) / s) */
     int64_t b = size - 1 + p - off;
     int64_t h = b < 0 ? 0 : b / s + 1;
