@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from formula import c_default, compile_derivative
 from model import DTYPE_SETS, DTYPES, LIST_KINDS, VARIANT_SUFFIX, Op, SpecError
-from pointwise import DTYPE_C, NoForm, PointwiseExpr
+from pointwise import DTYPE_C, STEPPED_LANES, NoForm, PointwiseExpr
 
 C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
 DOC_WIDTH = 96  # doc comment text, after " * ", within clang-format's 100 columns
@@ -1221,7 +1221,8 @@ class OpLowering:
                 loops.append(self._pointwise_loop(d, f"{d}{suffix}", value, expr.used, promoted, ctx_args))
                 loops[-1]["clones"] = expr.heavy
                 bound = "YT__PW_COMPUTE_BOUND" if expr.compute_bound else "YT__PW_MEMORY_BOUND"
-                variants.append({"fn": loops[-1]["fn"], "blocks": loops[-1]["blocks"], "bound": bound,
+                variants.append({"fn": loops[-1]["fn"], "blocks": loops[-1]["blocks"],
+                                 "stepped": loops[-1]["stepped"] or "NULL", "bound": bound,
                                  "alternatives": [parts], "value": value})
             for v in variants:
                 v["cond"] = _any_of(v.pop("alternatives"))
@@ -1243,8 +1244,9 @@ class OpLowering:
 
     def _pointwise_loop(self, d, suffix, value, used, promoted, ctx_args):
         """One loop, in its three functions (OP_rows_SUFFIX, the body; OP_loop_SUFFIX and
-        OP_blocks_SUFFIX, its row and block forms): dtype `d`, the element expression `value`
-        reading the names `used`."""
+        OP_blocks_SUFFIX, its row and block forms), and for f32 and f64 loops whose operands all
+        have the loop's dtype a fourth (OP_stepped_SUFFIX, its stepped form): dtype `d`, the
+        element expression `value` reading the names `used`."""
         op = self.op
         store_t = "bool" if op.result_dtype == "bool" else d
         operands = []
@@ -1273,9 +1275,13 @@ class OpLowering:
             if f"{a.name}_given" in used:
                 scal.append(f"const bool {a.name}_given = scalars[{i}].given;")
         sizes = [f"sizeof({x})" for x in [ost] + [o["storage"] for o in operands]]
+        # the stepped form moves whole vectors of one floating type (runtime/stepped_lanes.h)
+        lanes = STEPPED_LANES.get(d)
+        stepped = lanes is not None and all(t == DTYPE_C[d][0] for t in [ost] + [o["storage"] for o in operands])
         return {
             "dtype": d, "enum": C_DTYPE[d], "rows": f"{op.c_name}_rows_{suffix}",
             "fn": f"{op.c_name}_loop_{suffix}", "blocks": f"{op.c_name}_blocks_{suffix}",
+            "stepped": f"{op.c_name}_stepped_{suffix}" if stepped else None, "lanes": lanes,
             "n_ops": len(sizes), "esizes": ", ".join(sizes),
             "out_storage": ost, "store": ostore.format("out_value"), "compute": ctype,
             "operands": operands, "scalar_lines": scal, "value": value,

@@ -22,6 +22,10 @@ DTYPE_C = {
     "f32": ("float", "float", "{}", "{}"),
     "f64": ("double", "double", "{}", "{}"),
 }
+# The dtypes whose loops get a stepped form (OP_stepped_DTYPE), and the lanes it takes at a time:
+# rows whose operands step over elements, x[:, ::2] or x[..., ::3], a few vectors at a time in
+# registers (runtime/stepped_lanes.h). Elsewhere such rows go through buffers (stepped_copy.h).
+STEPPED_LANES = {"f32": "YT__STEPPED_LANES_F32", "f64": "YT__STEPPED_LANES_F64"}
 # dtype_max() / dtype_lowest(): the largest and lowest finite value of the loop's dtype (what
 # nan_to_num puts for infinities); f16 and bf16 compute in float, so their own limits are spelled out.
 DTYPE_LIMITS = {

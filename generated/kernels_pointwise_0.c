@@ -12,7 +12,10 @@
  * Each loop's body (OP_rows_DTYPE) is inlined into two functions: the loop itself
  * (OP_loop_DTYPE), and its block form (OP_blocks_DTYPE, see yt__block_fn), where it runs on
  * square blocks of constant size (16 x 16 for f32, 8 x 8 for f64), so that only its contiguous
- * path remains. */
+ * path remains. f32 and f64 loops whose operands all have the loop's dtype have a stepped form
+ * as well (OP_stepped_DTYPE): rows in which operands step 2 or 3 elements apart (x[:, ::2]), a
+ * few vectors at a time through registers (runtime/stepped_lanes.h), where otherwise the runtime copies
+ * such operands through buffers. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -20,6 +23,7 @@
 #include "kernels.h"
 #include "pointwise_blocks.h"
 #include "pointwise_math.h"
+#include "stepped_lanes.h"
 
 #if YT_CODEGEN_ABI != 1
 #error "generated/ is stale: run make generate"
@@ -552,6 +556,43 @@ sub_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, sub_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+sub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float other = other_lanes[lane];
+                const float out_value = self - (alpha * other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sub_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 sub_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -616,6 +657,43 @@ sub_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, sub_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+sub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double alpha = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double other = other_lanes[lane];
+                const double out_value = self - (alpha * other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sub_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha)
 {
@@ -627,32 +705,32 @@ yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, sub_loop_u8, sub_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_u8, sub_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, sub_loop_i8, sub_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_i8, sub_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, sub_loop_i16, sub_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_i16, sub_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, sub_loop_i32, sub_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_i32, sub_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, sub_loop_i64, sub_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_i64, sub_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, sub_loop_f16, sub_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_f16, sub_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, sub_loop_bf16, sub_blocks_bf16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_bf16, sub_blocks_bf16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, sub_loop_f32, sub_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_f32, sub_blocks_f32, sub_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, sub_loop_f64, sub_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, sub_loop_f64, sub_blocks_f64, sub_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -992,6 +1070,39 @@ sub_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sub_scalar_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+sub_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    const float alpha = (float)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = self - (alpha * other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sub_scalar_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 sub_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -1033,6 +1144,39 @@ sub_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sub_scalar_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+sub_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    const double alpha = (double)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = self - (alpha * other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sub_scalar_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
@@ -1045,32 +1189,32 @@ yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_u8, sub_scalar_blocks_u8,
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_u8, sub_scalar_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i8, sub_scalar_blocks_i8,
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i8, sub_scalar_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i16, sub_scalar_blocks_i16,
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i16, sub_scalar_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i32, sub_scalar_blocks_i32,
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i32, sub_scalar_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i64, sub_scalar_blocks_i64,
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_i64, sub_scalar_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_f16, sub_scalar_blocks_f16,
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_f16, sub_scalar_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sub_scalar_loop_bf16, sub_scalar_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, sub_scalar_loop_bf16, sub_scalar_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, sub_scalar_loop_f32, sub_scalar_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             sub_scalar_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sub_scalar_loop_f64, sub_scalar_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             sub_scalar_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1588,6 +1732,42 @@ floor_divide_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, floor_divide_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+floor_divide_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float other = other_lanes[lane];
+                const float out_value = yt__pw_floor_divide_f(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        floor_divide_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 floor_divide_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
@@ -1651,6 +1831,42 @@ floor_divide_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, floor_divide_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+floor_divide_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double other = other_lanes[lane];
+                const double out_value = yt__pw_floor_divide_d(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        floor_divide_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -1663,32 +1879,32 @@ yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, floor_divide_loop_u8, floor_divide_blocks_u8,
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_u8, floor_divide_blocks_u8, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, floor_divide_loop_i8, floor_divide_blocks_i8,
+        return yt__pointwise(result, 2, inputs, floor_divide_loop_i8, floor_divide_blocks_i8, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_i16, floor_divide_blocks_i16,
-                             YT__PW_COMPUTE_BOUND, scalars);
+                             NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_i32, floor_divide_blocks_i32,
-                             YT__PW_COMPUTE_BOUND, scalars);
+                             NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_i64, floor_divide_blocks_i64,
-                             YT__PW_COMPUTE_BOUND, scalars);
+                             NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_f16, floor_divide_blocks_f16,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_bf16, floor_divide_blocks_bf16,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_f32, floor_divide_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             floor_divide_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, floor_divide_loop_f64, floor_divide_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             floor_divide_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1918,6 +2134,45 @@ lerp_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lerp_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+lerp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float weight = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t end_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *end_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], end_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(end_lanes, end_p + i * end_step, end_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float end = end_lanes[lane];
+                const float out_value = (weight < (float)0.5)
+                                            ? (self + (weight * (end - self)))
+                                            : (end - ((end - self) * ((float)1 - weight)));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        lerp_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 lerp_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -1990,6 +2245,45 @@ lerp_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lerp_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+lerp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double weight = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t end_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *end_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], end_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(end_lanes, end_p + i * end_step, end_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double end = end_lanes[lane];
+                const double out_value = (weight < (double)0.5)
+                                             ? (self + (weight * (end - self)))
+                                             : (end - ((end - self) * ((double)1 - weight)));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        lerp_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -1999,17 +2293,17 @@ yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weigh
     yt_tensor *const inputs[2] = {self, end};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, lerp_loop_f16, lerp_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, lerp_loop_f16, lerp_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, lerp_loop_bf16, lerp_blocks_bf16,
+        return yt__pointwise(result, 2, inputs, lerp_loop_bf16, lerp_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, lerp_loop_f32, lerp_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, lerp_loop_f32, lerp_blocks_f32, lerp_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, lerp_loop_f64, lerp_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, lerp_loop_f64, lerp_blocks_f64, lerp_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2303,6 +2597,48 @@ lerp_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, lerp_tensor_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+lerp_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t end_step = strides[2];
+    const int64_t weight_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *end_p = data[2] + r * row_strides[2];
+        const char *weight_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], end_lanes[YT__STEPPED_LANES_F32],
+                weight_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(end_lanes, end_p + i * end_step, end_step);
+            yt__lanes_load_f32(weight_lanes, weight_p + i * weight_step, weight_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float end = end_lanes[lane];
+                const float weight = weight_lanes[lane];
+                const float out_value = (weight < (float)0.5)
+                                            ? (self + (weight * (end - self)))
+                                            : (end - ((end - self) * ((float)1 - weight)));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        lerp_tensor_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 lerp_tensor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
@@ -2396,6 +2732,48 @@ lerp_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, lerp_tensor_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+lerp_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t end_step = strides[2];
+    const int64_t weight_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *end_p = data[2] + r * row_strides[2];
+        const char *weight_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], end_lanes[YT__STEPPED_LANES_F64],
+                weight_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(end_lanes, end_p + i * end_step, end_step);
+            yt__lanes_load_f64(weight_lanes, weight_p + i * weight_step, weight_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double end = end_lanes[lane];
+                const double weight = weight_lanes[lane];
+                const double out_value = (weight < (double)0.5)
+                                             ? (self + (weight * (end - self)))
+                                             : (end - ((end - self) * ((double)1 - weight)));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        lerp_tensor_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -2403,17 +2781,17 @@ yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tenso
     yt_tensor *const inputs[3] = {self, end, weight};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f16, lerp_tensor_blocks_f16,
+        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f16, lerp_tensor_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 3, inputs, lerp_tensor_loop_bf16, lerp_tensor_blocks_bf16,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f32, lerp_tensor_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             lerp_tensor_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f64, lerp_tensor_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             lerp_tensor_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -3125,6 +3503,47 @@ addcmul_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcmul_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+addcmul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t tensor1_step = strides[2];
+    const int64_t tensor2_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *tensor1_p = data[2] + r * row_strides[2];
+        const char *tensor2_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], tensor1_lanes[YT__STEPPED_LANES_F32],
+                tensor2_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
+            yt__lanes_load_f32(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float tensor1 = tensor1_lanes[lane];
+                const float tensor2 = tensor2_lanes[lane];
+                const float out_value = self + ((value * tensor1) * tensor2);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        addcmul_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 addcmul_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
@@ -3209,6 +3628,47 @@ addcmul_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcmul_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+addcmul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double value = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t tensor1_step = strides[2];
+    const int64_t tensor2_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *tensor1_p = data[2] + r * row_strides[2];
+        const char *tensor2_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], tensor1_lanes[YT__STEPPED_LANES_F64],
+                tensor2_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
+            yt__lanes_load_f64(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double tensor1 = tensor1_lanes[lane];
+                const double tensor2 = tensor2_lanes[lane];
+                const double out_value = self + ((value * tensor1) * tensor2);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        addcmul_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                 yt_scalar value)
@@ -3221,32 +3681,32 @@ yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
     yt_tensor *const inputs[3] = {self, tensor1, tensor2};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_u8, addcmul_blocks_u8,
+        return yt__pointwise(result, 3, inputs, addcmul_loop_u8, addcmul_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_i8, addcmul_blocks_i8,
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i8, addcmul_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_i16, addcmul_blocks_i16,
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i16, addcmul_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_i32, addcmul_blocks_i32,
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i32, addcmul_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_i64, addcmul_blocks_i64,
+        return yt__pointwise(result, 3, inputs, addcmul_loop_i64, addcmul_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_f16, addcmul_blocks_f16,
+        return yt__pointwise(result, 3, inputs, addcmul_loop_f16, addcmul_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 3, inputs, addcmul_loop_bf16, addcmul_blocks_bf16,
+        return yt__pointwise(result, 3, inputs, addcmul_loop_bf16, addcmul_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 3, inputs, addcmul_loop_f32, addcmul_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             addcmul_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, addcmul_loop_f64, addcmul_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             addcmul_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -3513,6 +3973,47 @@ addcdiv_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcdiv_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+addcdiv_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t tensor1_step = strides[2];
+    const int64_t tensor2_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *tensor1_p = data[2] + r * row_strides[2];
+        const char *tensor2_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], tensor1_lanes[YT__STEPPED_LANES_F32],
+                tensor2_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
+            yt__lanes_load_f32(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float tensor1 = tensor1_lanes[lane];
+                const float tensor2 = tensor2_lanes[lane];
+                const float out_value = self + ((value * tensor1) / tensor2);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        addcdiv_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 addcdiv_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
@@ -3597,6 +4098,47 @@ addcdiv_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcdiv_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+addcdiv_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double value = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t tensor1_step = strides[2];
+    const int64_t tensor2_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *tensor1_p = data[2] + r * row_strides[2];
+        const char *tensor2_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], tensor1_lanes[YT__STEPPED_LANES_F64],
+                tensor2_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
+            yt__lanes_load_f64(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double tensor1 = tensor1_lanes[lane];
+                const double tensor2 = tensor2_lanes[lane];
+                const double out_value = self + ((value * tensor1) / tensor2);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        addcdiv_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                 yt_scalar value)
@@ -3609,17 +4151,17 @@ yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
     yt_tensor *const inputs[3] = {self, tensor1, tensor2};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, addcdiv_loop_f16, addcdiv_blocks_f16,
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_f16, addcdiv_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 3, inputs, addcdiv_loop_bf16, addcdiv_blocks_bf16,
+        return yt__pointwise(result, 3, inputs, addcdiv_loop_bf16, addcdiv_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 3, inputs, addcdiv_loop_f32, addcdiv_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             addcdiv_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, addcdiv_loop_f64, addcdiv_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             addcdiv_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -3923,6 +4465,50 @@ pow_scalar_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, pow_scalar_backward_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_scalar_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float self = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t exponent_step = strides[2];
+    const int64_t output_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *exponent_p = data[2] + r * row_strides[2];
+        const char *output_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], exponent_lanes[YT__STEPPED_LANES_F32],
+                output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+            yt__lanes_load_f32(output_lanes, output_p + i * output_step, output_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float exponent = exponent_lanes[lane];
+                const float output = output_lanes[lane];
+                const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                            ? (float)0
+                                            : ((grad_output * output) * logf(self));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_scalar_backward_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_scalar_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -4020,6 +4606,50 @@ pow_scalar_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, pow_scalar_backward_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_scalar_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double self = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t exponent_step = strides[2];
+    const int64_t output_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *exponent_p = data[2] + r * row_strides[2];
+        const char *output_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], exponent_lanes[YT__STEPPED_LANES_F64],
+                output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+            yt__lanes_load_f64(output_lanes, output_p + i * output_step, output_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double exponent = exponent_lanes[lane];
+                const double output = output_lanes[lane];
+                const double out_value = ((self == (double)0) && (exponent >= (double)0))
+                                             ? (double)0
+                                             : ((grad_output * output) * log(self));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_scalar_backward_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar self,
                             yt_tensor *exponent, yt_tensor *output)
@@ -4031,16 +4661,18 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
         return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_f16,
-                             pow_scalar_backward_blocks_f16, YT__PW_COMPUTE_BOUND, scalars);
+                             pow_scalar_backward_blocks_f16, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_bf16,
-                             pow_scalar_backward_blocks_bf16, YT__PW_COMPUTE_BOUND, scalars);
+                             pow_scalar_backward_blocks_bf16, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_f32,
-                             pow_scalar_backward_blocks_f32, YT__PW_COMPUTE_BOUND, scalars);
+                             pow_scalar_backward_blocks_f32, pow_scalar_backward_stepped_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_f64,
-                             pow_scalar_backward_blocks_f64, YT__PW_COMPUTE_BOUND, scalars);
+                             pow_scalar_backward_blocks_f64, pow_scalar_backward_stepped_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -4931,6 +5563,39 @@ clamp_tensor_backward_blocks_f32_no_min_no_max(const yt__block_strip *s, const v
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32_no_min_no_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_stepped_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                                const int64_t *row_strides, int64_t rows,
+                                                const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float out_value = grad_output;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f32_no_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -5028,6 +5693,48 @@ clamp_tensor_backward_blocks_f32_no_min_max(const yt__block_strip *s, const void
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32_no_min_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_stepped_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float max = max_lanes[lane];
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f32_no_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -5123,6 +5830,48 @@ clamp_tensor_backward_blocks_f32_min_no_max(const yt__block_strip *s, const void
     static const int64_t esize[5] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float),
                                      sizeof(float)};
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32_min_no_max, ctx);
+}
+
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_stepped_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                min_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float min = min_lanes[lane];
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f32_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -5235,6 +5984,53 @@ clamp_tensor_backward_blocks_f32_min_max(const yt__block_strip *s, const void *c
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32_min_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float min = min_lanes[lane];
+                const float max = max_lanes[lane];
+                const float out_value =
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f32_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows,
@@ -5318,6 +6114,39 @@ clamp_tensor_backward_blocks_f64_no_min_no_max(const yt__block_strip *s, const v
     static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
                                      sizeof(double)};
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64_no_min_no_max, ctx);
+}
+
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_stepped_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                                const int64_t *row_strides, int64_t rows,
+                                                const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double out_value = grad_output;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f64_no_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -5417,6 +6246,48 @@ clamp_tensor_backward_blocks_f64_no_min_max(const yt__block_strip *s, const void
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64_no_min_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_stepped_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double max = max_lanes[lane];
+                const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f64_no_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -5512,6 +6383,48 @@ clamp_tensor_backward_blocks_f64_min_no_max(const yt__block_strip *s, const void
     static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
                                      sizeof(double)};
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64_min_no_max, ctx);
+}
+
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_stepped_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                min_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double min = min_lanes[lane];
+                const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f64_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -5624,6 +6537,53 @@ clamp_tensor_backward_blocks_f64_min_max(const yt__block_strip *s, const void *c
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64_min_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double min = min_lanes[lane];
+                const double max = max_lanes[lane];
+                const double out_value =
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f64_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                               yt_tensor *min, yt_tensor *max)
@@ -5638,73 +6598,81 @@ yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tens
     case YT_DTYPE_F16:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16_no_min_no_max,
-                                 clamp_tensor_backward_blocks_f16_no_min_no_max,
+                                 clamp_tensor_backward_blocks_f16_no_min_no_max, NULL,
                                  YT__PW_MEMORY_BOUND, scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16_no_min_max,
-                                 clamp_tensor_backward_blocks_f16_no_min_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_blocks_f16_no_min_max, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16_min_no_max,
-                                 clamp_tensor_backward_blocks_f16_min_no_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_blocks_f16_min_no_max, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f16_min_max,
-                                 clamp_tensor_backward_blocks_f16_min_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_blocks_f16_min_max, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_BF16:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16_no_min_no_max,
-                                 clamp_tensor_backward_blocks_bf16_no_min_no_max,
+                                 clamp_tensor_backward_blocks_bf16_no_min_no_max, NULL,
                                  YT__PW_MEMORY_BOUND, scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16_no_min_max,
-                                 clamp_tensor_backward_blocks_bf16_no_min_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_blocks_bf16_no_min_max, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16_min_no_max,
-                                 clamp_tensor_backward_blocks_bf16_min_no_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_blocks_bf16_min_no_max, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_bf16_min_max,
-                                 clamp_tensor_backward_blocks_bf16_min_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_blocks_bf16_min_max, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F32:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_no_min_no_max,
                                  clamp_tensor_backward_blocks_f32_no_min_no_max,
+                                 clamp_tensor_backward_stepped_f32_no_min_no_max,
                                  YT__PW_MEMORY_BOUND, scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_no_min_max,
-                                 clamp_tensor_backward_blocks_f32_no_min_max, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_blocks_f32_no_min_max,
+                                 clamp_tensor_backward_stepped_f32_no_min_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_min_no_max,
-                                 clamp_tensor_backward_blocks_f32_min_no_max, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_blocks_f32_min_no_max,
+                                 clamp_tensor_backward_stepped_f32_min_no_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_min_max,
-                                 clamp_tensor_backward_blocks_f32_min_max, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_blocks_f32_min_max,
+                                 clamp_tensor_backward_stepped_f32_min_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         break;
     case YT_DTYPE_F64:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_no_min_no_max,
                                  clamp_tensor_backward_blocks_f64_no_min_no_max,
+                                 clamp_tensor_backward_stepped_f64_no_min_no_max,
                                  YT__PW_MEMORY_BOUND, scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_no_min_max,
-                                 clamp_tensor_backward_blocks_f64_no_min_max, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_blocks_f64_no_min_max,
+                                 clamp_tensor_backward_stepped_f64_no_min_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_min_no_max,
-                                 clamp_tensor_backward_blocks_f64_min_no_max, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_blocks_f64_min_no_max,
+                                 clamp_tensor_backward_stepped_f64_min_no_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_min_max,
-                                 clamp_tensor_backward_blocks_f64_min_max, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_blocks_f64_min_max,
+                                 clamp_tensor_backward_stepped_f64_min_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         break;
     default:
@@ -5835,6 +6803,37 @@ sqrt_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sqrt_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+sqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = sqrtf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sqrt_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 sqrt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -5874,6 +6873,37 @@ sqrt_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sqrt_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+sqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = sqrt(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sqrt_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
 {
@@ -5881,17 +6911,17 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_f16, sqrt_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sqrt_loop_f16, sqrt_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_bf16, sqrt_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, sqrt_loop_bf16, sqrt_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_f32, sqrt_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sqrt_loop_f32, sqrt_blocks_f32, sqrt_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_f64, sqrt_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sqrt_loop_f64, sqrt_blocks_f64, sqrt_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -6215,6 +7245,37 @@ relu_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, relu_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = (self < (float)0) ? (float)0 : self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        relu_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 relu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -6254,6 +7315,37 @@ relu_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, relu_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = (self < (double)0) ? (double)0 : self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        relu_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_relu(yt_tensor *result, yt_tensor *self)
 {
@@ -6261,32 +7353,32 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, relu_loop_u8, relu_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_u8, relu_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, relu_loop_i8, relu_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_i8, relu_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, relu_loop_i16, relu_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_i16, relu_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, relu_loop_i32, relu_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_i32, relu_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, relu_loop_i64, relu_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_i64, relu_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, relu_loop_f16, relu_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_f16, relu_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, relu_loop_bf16, relu_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, relu_loop_bf16, relu_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, relu_loop_f32, relu_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_f32, relu_blocks_f32, relu_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, relu_loop_f64, relu_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, relu_loop_f64, relu_blocks_f64, relu_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -6647,6 +7739,37 @@ clone_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clone_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clone_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clone_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clone_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -6686,6 +7809,37 @@ clone_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clone_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clone_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clone_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clone(yt_tensor *result, yt_tensor *self)
 {
@@ -6693,34 +7847,34 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, clone_loop_bool, clone_blocks_bool,
+        return yt__pointwise(result, 1, inputs, clone_loop_bool, clone_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, clone_loop_u8, clone_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_u8, clone_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, clone_loop_i8, clone_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, clone_loop_i8, clone_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, clone_loop_i16, clone_blocks_i16,
+        return yt__pointwise(result, 1, inputs, clone_loop_i16, clone_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, clone_loop_i32, clone_blocks_i32,
+        return yt__pointwise(result, 1, inputs, clone_loop_i32, clone_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, clone_loop_i64, clone_blocks_i64,
+        return yt__pointwise(result, 1, inputs, clone_loop_i64, clone_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, clone_loop_f16, clone_blocks_f16,
+        return yt__pointwise(result, 1, inputs, clone_loop_f16, clone_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, clone_loop_bf16, clone_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, clone_loop_bf16, clone_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, clone_loop_f32, clone_blocks_f32,
+        return yt__pointwise(result, 1, inputs, clone_loop_f32, clone_blocks_f32, clone_stepped_f32,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, clone_loop_f64, clone_blocks_f64,
+        return yt__pointwise(result, 1, inputs, clone_loop_f64, clone_blocks_f64, clone_stepped_f64,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -6856,6 +8010,37 @@ erf_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, erf_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+erf_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = erff(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        erf_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 erf_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -6897,6 +8082,37 @@ erf_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, erf_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+erf_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = erf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        erf_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_erf(yt_tensor *result, yt_tensor *self)
 {
@@ -6904,17 +8120,17 @@ yt__cpu_erf(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, erf_loop_f16, erf_blocks_f16, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, erf_loop_f16, erf_blocks_f16, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, erf_loop_bf16, erf_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, erf_loop_bf16, erf_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, erf_loop_f32, erf_blocks_f32, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, erf_loop_f32, erf_blocks_f32, erf_stepped_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, erf_loop_f64, erf_blocks_f64, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, erf_loop_f64, erf_blocks_f64, erf_stepped_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -7238,6 +8454,37 @@ round_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, round_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+round_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = nearbyintf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        round_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 round_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -7277,6 +8524,37 @@ round_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, round_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+round_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = nearbyint(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        round_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_round(yt_tensor *result, yt_tensor *self)
 {
@@ -7284,31 +8562,31 @@ yt__cpu_round(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, round_loop_u8, round_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_u8, round_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, round_loop_i8, round_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, round_loop_i8, round_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, round_loop_i16, round_blocks_i16,
+        return yt__pointwise(result, 1, inputs, round_loop_i16, round_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, round_loop_i32, round_blocks_i32,
+        return yt__pointwise(result, 1, inputs, round_loop_i32, round_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, round_loop_i64, round_blocks_i64,
+        return yt__pointwise(result, 1, inputs, round_loop_i64, round_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, round_loop_f16, round_blocks_f16,
+        return yt__pointwise(result, 1, inputs, round_loop_f16, round_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, round_loop_bf16, round_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, round_loop_bf16, round_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, round_loop_f32, round_blocks_f32,
+        return yt__pointwise(result, 1, inputs, round_loop_f32, round_blocks_f32, round_stepped_f32,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, round_loop_f64, round_blocks_f64,
+        return yt__pointwise(result, 1, inputs, round_loop_f64, round_blocks_f64, round_stepped_f64,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -7718,34 +8996,34 @@ yt__cpu_isnan(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, isnan_loop_bool, isnan_blocks_bool,
+        return yt__pointwise(result, 1, inputs, isnan_loop_bool, isnan_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, isnan_loop_u8, isnan_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_u8, isnan_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, isnan_loop_i8, isnan_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, isnan_loop_i8, isnan_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, isnan_loop_i16, isnan_blocks_i16,
+        return yt__pointwise(result, 1, inputs, isnan_loop_i16, isnan_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, isnan_loop_i32, isnan_blocks_i32,
+        return yt__pointwise(result, 1, inputs, isnan_loop_i32, isnan_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, isnan_loop_i64, isnan_blocks_i64,
+        return yt__pointwise(result, 1, inputs, isnan_loop_i64, isnan_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, isnan_loop_f16, isnan_blocks_f16,
+        return yt__pointwise(result, 1, inputs, isnan_loop_f16, isnan_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, isnan_loop_bf16, isnan_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, isnan_loop_bf16, isnan_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, isnan_loop_f32, isnan_blocks_f32,
+        return yt__pointwise(result, 1, inputs, isnan_loop_f32, isnan_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, isnan_loop_f64, isnan_blocks_f64,
+        return yt__pointwise(result, 1, inputs, isnan_loop_f64, isnan_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -8211,6 +9489,46 @@ gelu_backward_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_f32_none, ctx);
 }
 
+YT__STEPPED_TARGET static void
+gelu_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float out_value =
+                    grad_output *
+                    (yt__pw_normal_cdf_f(self) +
+                     ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_backward_loop_f32_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 gelu_backward_rows_f32_tanh(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -8321,6 +9639,54 @@ gelu_backward_blocks_f32_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_f32_tanh, ctx);
 }
 
+YT__STEPPED_TARGET static void
+gelu_backward_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float out_value =
+                    grad_output *
+                    (((float)0.5 *
+                      ((float)1 + tanhf((float)0.7978845608028654 *
+                                        (self + ((((float)0.044715 * self) * self) * self))))) +
+                     (((((float)0.5 * self) *
+                        ((float)1 - (tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self))) *
+                                     tanhf((float)0.7978845608028654 *
+                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
+                       (float)0.7978845608028654) *
+                      ((float)1 + (((float)0.134145 * self) * self))));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_backward_loop_f32_tanh(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 gelu_backward_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -8396,6 +9762,46 @@ gelu_backward_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
     yt__run_blocks(s, 3, esize, gelu_backward_rows_f64_none, ctx);
+}
+
+YT__STEPPED_TARGET static void
+gelu_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double out_value =
+                    grad_output *
+                    (yt__pw_normal_cdf_d(self) +
+                     ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_backward_loop_f64_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -8511,6 +9917,55 @@ gelu_backward_blocks_f64_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_f64_tanh, ctx);
 }
 
+YT__STEPPED_TARGET static void
+gelu_backward_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double out_value =
+                    grad_output *
+                    (((double)0.5 *
+                      ((double)1 + tanh((double)0.7978845608028654 *
+                                        (self + ((((double)0.044715 * self) * self) * self))))) +
+                     (((((double)0.5 * self) *
+                        ((double)1 -
+                         (tanh((double)0.7978845608028654 *
+                               (self + ((((double)0.044715 * self) * self) * self))) *
+                          tanh((double)0.7978845608028654 *
+                               (self + ((((double)0.044715 * self) * self) * self)))))) *
+                       (double)0.7978845608028654) *
+                      ((double)1 + (((double)0.134145 * self) * self))));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_backward_loop_f64_tanh(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                       const char *approximate)
@@ -8521,34 +9976,42 @@ yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self
     case YT_DTYPE_F16:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f16_none,
-                                 gelu_backward_blocks_f16_none, YT__PW_COMPUTE_BOUND, scalars);
+                                 gelu_backward_blocks_f16_none, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f16_tanh,
-                                 gelu_backward_blocks_f16_tanh, YT__PW_COMPUTE_BOUND, scalars);
+                                 gelu_backward_blocks_f16_tanh, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_BF16:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_bf16_none,
-                                 gelu_backward_blocks_bf16_none, YT__PW_COMPUTE_BOUND, scalars);
+                                 gelu_backward_blocks_bf16_none, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_bf16_tanh,
-                                 gelu_backward_blocks_bf16_tanh, YT__PW_COMPUTE_BOUND, scalars);
+                                 gelu_backward_blocks_bf16_tanh, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F32:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_none,
-                                 gelu_backward_blocks_f32_none, YT__PW_COMPUTE_BOUND, scalars);
+                                 gelu_backward_blocks_f32_none, gelu_backward_stepped_f32_none,
+                                 YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_tanh,
-                                 gelu_backward_blocks_f32_tanh, YT__PW_COMPUTE_BOUND, scalars);
+                                 gelu_backward_blocks_f32_tanh, gelu_backward_stepped_f32_tanh,
+                                 YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_none,
-                                 gelu_backward_blocks_f64_none, YT__PW_COMPUTE_BOUND, scalars);
+                                 gelu_backward_blocks_f64_none, gelu_backward_stepped_f64_none,
+                                 YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_tanh,
-                                 gelu_backward_blocks_f64_tanh, YT__PW_COMPUTE_BOUND, scalars);
+                                 gelu_backward_blocks_f64_tanh, gelu_backward_stepped_f64_tanh,
+                                 YT__PW_COMPUTE_BOUND, scalars);
         break;
     default:
         break;
@@ -9200,35 +10663,35 @@ yt__cpu_ge(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, ge_loop_bool, ge_blocks_bool, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_bool, ge_blocks_bool, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, ge_loop_u8, ge_blocks_u8, YT__PW_MEMORY_BOUND,
+        return yt__pointwise(result, 2, inputs, ge_loop_u8, ge_blocks_u8, NULL, YT__PW_MEMORY_BOUND,
                              scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, ge_loop_i8, ge_blocks_i8, YT__PW_MEMORY_BOUND,
+        return yt__pointwise(result, 2, inputs, ge_loop_i8, ge_blocks_i8, NULL, YT__PW_MEMORY_BOUND,
                              scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, ge_loop_i16, ge_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_i16, ge_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, ge_loop_i32, ge_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_i32, ge_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, ge_loop_i64, ge_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_i64, ge_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, ge_loop_f16, ge_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_f16, ge_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, ge_loop_bf16, ge_blocks_bf16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_bf16, ge_blocks_bf16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, ge_loop_f32, ge_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_f32, ge_blocks_f32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, ge_loop_f64, ge_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ge_loop_f64, ge_blocks_f64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -9649,34 +11112,34 @@ yt__cpu_ge_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_bool, ge_scalar_blocks_bool,
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_bool, ge_scalar_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_u8, ge_scalar_blocks_u8,
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_u8, ge_scalar_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i8, ge_scalar_blocks_i8,
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i8, ge_scalar_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i16, ge_scalar_blocks_i16,
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i16, ge_scalar_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i32, ge_scalar_blocks_i32,
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i32, ge_scalar_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i64, ge_scalar_blocks_i64,
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_i64, ge_scalar_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f16, ge_scalar_blocks_f16,
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f16, ge_scalar_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_bf16, ge_scalar_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_bf16, ge_scalar_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f32, ge_scalar_blocks_f32,
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f32, ge_scalar_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f64, ge_scalar_blocks_f64,
+        return yt__pointwise(result, 1, inputs, ge_scalar_loop_f64, ge_scalar_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -10329,33 +11792,33 @@ yt__cpu_logical_xor(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_bool, logical_xor_blocks_bool,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_u8, logical_xor_blocks_u8,
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_u8, logical_xor_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_i8, logical_xor_blocks_i8,
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_i8, logical_xor_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_i16, logical_xor_blocks_i16,
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_i16, logical_xor_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_i32, logical_xor_blocks_i32,
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_i32, logical_xor_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_i64, logical_xor_blocks_i64,
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_i64, logical_xor_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_f16, logical_xor_blocks_f16,
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_f16, logical_xor_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, logical_xor_loop_bf16, logical_xor_blocks_bf16,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_f32, logical_xor_blocks_f32,
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_f32, logical_xor_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, logical_xor_loop_f64, logical_xor_blocks_f64,
+        return yt__pointwise(result, 2, inputs, logical_xor_loop_f64, logical_xor_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -11020,33 +12483,33 @@ yt__cpu_masked_fill(yt_tensor *result, yt_tensor *self, yt_tensor *mask, yt_scal
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_bool, masked_fill_blocks_bool,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_u8, masked_fill_blocks_u8,
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_u8, masked_fill_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_i8, masked_fill_blocks_i8,
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_i8, masked_fill_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_i16, masked_fill_blocks_i16,
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_i16, masked_fill_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_i32, masked_fill_blocks_i32,
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_i32, masked_fill_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_i64, masked_fill_blocks_i64,
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_i64, masked_fill_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_f16, masked_fill_blocks_f16,
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_f16, masked_fill_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, masked_fill_loop_bf16, masked_fill_blocks_bf16,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_f32, masked_fill_blocks_f32,
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_f32, masked_fill_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, masked_fill_loop_f64, masked_fill_blocks_f64,
+        return yt__pointwise(result, 2, inputs, masked_fill_loop_f64, masked_fill_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -11898,34 +13361,34 @@ yt__cpu_masked_fill_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *mask, 
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_bool,
-                             masked_fill_tensor_blocks_bool, YT__PW_MEMORY_BOUND, scalars);
+                             masked_fill_tensor_blocks_bool, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_u8,
-                             masked_fill_tensor_blocks_u8, YT__PW_MEMORY_BOUND, scalars);
+                             masked_fill_tensor_blocks_u8, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i8,
-                             masked_fill_tensor_blocks_i8, YT__PW_MEMORY_BOUND, scalars);
+                             masked_fill_tensor_blocks_i8, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i16,
-                             masked_fill_tensor_blocks_i16, YT__PW_MEMORY_BOUND, scalars);
+                             masked_fill_tensor_blocks_i16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i32,
-                             masked_fill_tensor_blocks_i32, YT__PW_MEMORY_BOUND, scalars);
+                             masked_fill_tensor_blocks_i32, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_i64,
-                             masked_fill_tensor_blocks_i64, YT__PW_MEMORY_BOUND, scalars);
+                             masked_fill_tensor_blocks_i64, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f16,
-                             masked_fill_tensor_blocks_f16, YT__PW_MEMORY_BOUND, scalars);
+                             masked_fill_tensor_blocks_f16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_bf16,
-                             masked_fill_tensor_blocks_bf16, YT__PW_MEMORY_BOUND, scalars);
+                             masked_fill_tensor_blocks_bf16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f32,
-                             masked_fill_tensor_blocks_f32, YT__PW_MEMORY_BOUND, scalars);
+                             masked_fill_tensor_blocks_f32, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, masked_fill_tensor_loop_f64,
-                             masked_fill_tensor_blocks_f64, YT__PW_MEMORY_BOUND, scalars);
+                             masked_fill_tensor_blocks_f64, NULL, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }

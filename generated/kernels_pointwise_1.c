@@ -12,7 +12,10 @@
  * Each loop's body (OP_rows_DTYPE) is inlined into two functions: the loop itself
  * (OP_loop_DTYPE), and its block form (OP_blocks_DTYPE, see yt__block_fn), where it runs on
  * square blocks of constant size (16 x 16 for f32, 8 x 8 for f64), so that only its contiguous
- * path remains. */
+ * path remains. f32 and f64 loops whose operands all have the loop's dtype have a stepped form
+ * as well (OP_stepped_DTYPE): rows in which operands step 2 or 3 elements apart (x[:, ::2]), a
+ * few vectors at a time through registers (runtime/stepped_lanes.h), where otherwise the runtime copies
+ * such operands through buffers. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -20,6 +23,7 @@
 #include "kernels.h"
 #include "pointwise_blocks.h"
 #include "pointwise_math.h"
+#include "stepped_lanes.h"
 
 #if YT_CODEGEN_ABI != 1
 #error "generated/ is stale: run make generate"
@@ -366,6 +370,39 @@ rsub_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsub_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+rsub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    const float alpha = (float)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = other - (alpha * self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        rsub_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 rsub_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -407,6 +444,39 @@ rsub_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsub_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+rsub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    const double alpha = (double)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = other - (alpha * self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        rsub_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
@@ -419,32 +489,32 @@ yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alph
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, rsub_loop_u8, rsub_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_u8, rsub_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, rsub_loop_i8, rsub_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_i8, rsub_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, rsub_loop_i16, rsub_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_i16, rsub_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, rsub_loop_i32, rsub_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_i32, rsub_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, rsub_loop_i64, rsub_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_i64, rsub_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, rsub_loop_f16, rsub_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_f16, rsub_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, rsub_loop_bf16, rsub_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, rsub_loop_bf16, rsub_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, rsub_loop_f32, rsub_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_f32, rsub_blocks_f32, rsub_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, rsub_loop_f64, rsub_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, rsub_loop_f64, rsub_blocks_f64, rsub_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1025,6 +1095,42 @@ mul_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, mul_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+mul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float other = other_lanes[lane];
+                const float out_value = self * other;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        mul_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 mul_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -1088,6 +1194,42 @@ mul_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, mul_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+mul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double other = other_lanes[lane];
+                const double out_value = self * other;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        mul_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -1095,35 +1237,35 @@ yt__cpu_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, mul_loop_bool, mul_blocks_bool, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_bool, mul_blocks_bool, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, mul_loop_u8, mul_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_u8, mul_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, mul_loop_i8, mul_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_i8, mul_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, mul_loop_i16, mul_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_i16, mul_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, mul_loop_i32, mul_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_i32, mul_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, mul_loop_i64, mul_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_i64, mul_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, mul_loop_f16, mul_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_f16, mul_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, mul_loop_bf16, mul_blocks_bf16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_bf16, mul_blocks_bf16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, mul_loop_f32, mul_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_f32, mul_blocks_f32, mul_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, mul_loop_f64, mul_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, mul_loop_f64, mul_blocks_f64, mul_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1495,6 +1637,38 @@ mul_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, mul_scalar_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+mul_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = self * other;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        mul_scalar_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 mul_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -1535,6 +1709,38 @@ mul_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, mul_scalar_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+mul_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = self * other;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        mul_scalar_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
@@ -1544,35 +1750,35 @@ yt__cpu_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_bool, mul_scalar_blocks_bool,
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_bool, mul_scalar_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_u8, mul_scalar_blocks_u8,
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_u8, mul_scalar_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i8, mul_scalar_blocks_i8,
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i8, mul_scalar_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i16, mul_scalar_blocks_i16,
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i16, mul_scalar_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i32, mul_scalar_blocks_i32,
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i32, mul_scalar_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i64, mul_scalar_blocks_i64,
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_i64, mul_scalar_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_f16, mul_scalar_blocks_f16,
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_f16, mul_scalar_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, mul_scalar_loop_bf16, mul_scalar_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, mul_scalar_loop_bf16, mul_scalar_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_f32, mul_scalar_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             mul_scalar_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_f64, mul_scalar_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             mul_scalar_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1775,6 +1981,42 @@ div_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float other = other_lanes[lane];
+                const float out_value = self / other;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -1838,6 +2080,42 @@ div_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double other = other_lanes[lane];
+                const double out_value = self / other;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_div(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -1845,17 +2123,17 @@ yt__cpu_div(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, div_loop_f16, div_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, div_loop_f16, div_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, div_loop_bf16, div_blocks_bf16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, div_loop_bf16, div_blocks_bf16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, div_loop_f32, div_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, div_loop_f32, div_blocks_f32, div_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, div_loop_f64, div_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, div_loop_f64, div_blocks_f64, div_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1987,6 +2265,38 @@ div_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = self / other;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -2027,6 +2337,38 @@ div_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = self / other;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
@@ -2036,17 +2378,17 @@ yt__cpu_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, div_scalar_loop_f16, div_scalar_blocks_f16,
+        return yt__pointwise(result, 1, inputs, div_scalar_loop_f16, div_scalar_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, div_scalar_loop_bf16, div_scalar_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, div_scalar_loop_bf16, div_scalar_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, div_scalar_loop_f32, div_scalar_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             div_scalar_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, div_scalar_loop_f64, div_scalar_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             div_scalar_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2370,6 +2712,37 @@ neg_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, neg_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+neg_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = -self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        neg_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 neg_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -2409,6 +2782,37 @@ neg_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, neg_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+neg_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = -self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        neg_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_neg(yt_tensor *result, yt_tensor *self)
 {
@@ -2416,32 +2820,32 @@ yt__cpu_neg(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, neg_loop_u8, neg_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_u8, neg_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, neg_loop_i8, neg_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_i8, neg_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, neg_loop_i16, neg_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_i16, neg_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, neg_loop_i32, neg_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_i32, neg_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, neg_loop_i64, neg_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_i64, neg_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, neg_loop_f16, neg_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_f16, neg_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, neg_loop_bf16, neg_blocks_bf16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_bf16, neg_blocks_bf16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, neg_loop_f32, neg_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_f32, neg_blocks_f32, neg_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, neg_loop_f64, neg_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, neg_loop_f64, neg_blocks_f64, neg_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -3334,6 +3738,37 @@ pow_blocks_f32_exponent_2(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_2, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_stepped_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = self * self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_2(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f32_exponent_3(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
@@ -3371,6 +3806,37 @@ pow_blocks_f32_exponent_3(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(float), sizeof(float)};
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_3, ctx);
+}
+
+YT__STEPPED_TARGET static void
+pow_stepped_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = self * self * self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_3(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -3412,6 +3878,37 @@ pow_blocks_f32_exponent_m1(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_m1, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_stepped_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = (float)1 / self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_m1(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f32_exponent_m2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
@@ -3449,6 +3946,37 @@ pow_blocks_f32_exponent_m2(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(float), sizeof(float)};
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_m2, ctx);
+}
+
+YT__STEPPED_TARGET static void
+pow_stepped_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = (float)1 / (self * self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_m2(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -3490,6 +4018,37 @@ pow_blocks_f32_exponent_0_5(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_0_5, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_stepped_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = sqrtf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_0_5(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -3529,6 +4088,37 @@ pow_blocks_f32_exponent_m0_5(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_m0_5, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_stepped_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = (float)1 / sqrtf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_m0_5(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f32_exponent_1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
@@ -3566,6 +4156,37 @@ pow_blocks_f32_exponent_1(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(float), sizeof(float)};
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_1, ctx);
+}
+
+YT__STEPPED_TARGET static void
+pow_stepped_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_1(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -3610,6 +4231,38 @@ pow_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float exponent = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = powf(self, exponent);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f64_exponent_2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
@@ -3647,6 +4300,37 @@ pow_blocks_f64_exponent_2(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(double), sizeof(double)};
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_2, ctx);
+}
+
+YT__STEPPED_TARGET static void
+pow_stepped_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = self * self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_2(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -3688,6 +4372,37 @@ pow_blocks_f64_exponent_3(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_3, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_stepped_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = self * self * self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_3(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f64_exponent_m1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
@@ -3725,6 +4440,37 @@ pow_blocks_f64_exponent_m1(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(double), sizeof(double)};
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_m1, ctx);
+}
+
+YT__STEPPED_TARGET static void
+pow_stepped_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = (double)1 / self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_m1(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -3766,6 +4512,37 @@ pow_blocks_f64_exponent_m2(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_m2, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_stepped_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = (double)1 / (self * self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_m2(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -3803,6 +4580,37 @@ pow_blocks_f64_exponent_0_5(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(double), sizeof(double)};
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_0_5, ctx);
+}
+
+YT__STEPPED_TARGET static void
+pow_stepped_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = sqrt(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_0_5(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -3844,6 +4652,37 @@ pow_blocks_f64_exponent_m0_5(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_m0_5, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_stepped_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = (double)1 / sqrt(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_m0_5(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f64_exponent_1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
@@ -3881,6 +4720,37 @@ pow_blocks_f64_exponent_1(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(double), sizeof(double)};
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_1, ctx);
+}
+
+YT__STEPPED_TARGET static void
+pow_stepped_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_1(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -3925,6 +4795,38 @@ pow_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double exponent = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = pow(self, exponent);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
 {
@@ -3943,116 +4845,130 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, pow_loop_u8, pow_blocks_u8, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_u8, pow_blocks_u8, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, pow_loop_i8, pow_blocks_i8, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_i8, pow_blocks_i8, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, pow_loop_i16, pow_blocks_i16, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_i16, pow_blocks_i16, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, pow_loop_i32, pow_blocks_i32, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_i32, pow_blocks_i32, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, pow_loop_i64, pow_blocks_i64, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_i64, pow_blocks_i64, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F16:
         if (yt__scalar_to_double(exponent) == 2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_2,
-                                 pow_blocks_f16_exponent_2, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f16_exponent_2, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 3.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_3,
-                                 pow_blocks_f16_exponent_3, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f16_exponent_3, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_m1,
-                                 pow_blocks_f16_exponent_m1, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f16_exponent_m1, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_m2,
-                                 pow_blocks_f16_exponent_m2, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f16_exponent_m2, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_0_5,
-                                 pow_blocks_f16_exponent_0_5, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f16_exponent_0_5, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_m0_5,
-                                 pow_blocks_f16_exponent_m0_5, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f16_exponent_m0_5, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f16_exponent_1,
-                                 pow_blocks_f16_exponent_1, YT__PW_MEMORY_BOUND, scalars);
-        return yt__pointwise(result, 1, inputs, pow_loop_f16, pow_blocks_f16, YT__PW_COMPUTE_BOUND,
-                             scalars);
+                                 pow_blocks_f16_exponent_1, NULL, YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_f16, pow_blocks_f16, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
         if (yt__scalar_to_double(exponent) == 2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_2,
-                                 pow_blocks_bf16_exponent_2, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_bf16_exponent_2, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 3.0)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_3,
-                                 pow_blocks_bf16_exponent_3, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_bf16_exponent_3, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_m1,
-                                 pow_blocks_bf16_exponent_m1, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_bf16_exponent_m1, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_m2,
-                                 pow_blocks_bf16_exponent_m2, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_bf16_exponent_m2, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_0_5,
-                                 pow_blocks_bf16_exponent_0_5, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_bf16_exponent_0_5, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_m0_5,
-                                 pow_blocks_bf16_exponent_m0_5, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_bf16_exponent_m0_5, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_bf16_exponent_1,
-                                 pow_blocks_bf16_exponent_1, YT__PW_MEMORY_BOUND, scalars);
-        return yt__pointwise(result, 1, inputs, pow_loop_bf16, pow_blocks_bf16,
+                                 pow_blocks_bf16_exponent_1, NULL, YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_bf16, pow_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         if (yt__scalar_to_double(exponent) == 2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_2,
-                                 pow_blocks_f32_exponent_2, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f32_exponent_2, pow_stepped_f32_exponent_2,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 3.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_3,
-                                 pow_blocks_f32_exponent_3, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f32_exponent_3, pow_stepped_f32_exponent_3,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_m1,
-                                 pow_blocks_f32_exponent_m1, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f32_exponent_m1, pow_stepped_f32_exponent_m1,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_m2,
-                                 pow_blocks_f32_exponent_m2, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f32_exponent_m2, pow_stepped_f32_exponent_m2,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_0_5,
-                                 pow_blocks_f32_exponent_0_5, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f32_exponent_0_5, pow_stepped_f32_exponent_0_5,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_m0_5,
-                                 pow_blocks_f32_exponent_m0_5, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f32_exponent_m0_5, pow_stepped_f32_exponent_m0_5,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_1,
-                                 pow_blocks_f32_exponent_1, YT__PW_MEMORY_BOUND, scalars);
-        return yt__pointwise(result, 1, inputs, pow_loop_f32, pow_blocks_f32, YT__PW_COMPUTE_BOUND,
-                             scalars);
+                                 pow_blocks_f32_exponent_1, pow_stepped_f32_exponent_1,
+                                 YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_f32, pow_blocks_f32, pow_stepped_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         if (yt__scalar_to_double(exponent) == 2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_2,
-                                 pow_blocks_f64_exponent_2, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f64_exponent_2, pow_stepped_f64_exponent_2,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 3.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_3,
-                                 pow_blocks_f64_exponent_3, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f64_exponent_3, pow_stepped_f64_exponent_3,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_m1,
-                                 pow_blocks_f64_exponent_m1, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f64_exponent_m1, pow_stepped_f64_exponent_m1,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -2.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_m2,
-                                 pow_blocks_f64_exponent_m2, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f64_exponent_m2, pow_stepped_f64_exponent_m2,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_0_5,
-                                 pow_blocks_f64_exponent_0_5, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f64_exponent_0_5, pow_stepped_f64_exponent_0_5,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_m0_5,
-                                 pow_blocks_f64_exponent_m0_5, YT__PW_MEMORY_BOUND, scalars);
+                                 pow_blocks_f64_exponent_m0_5, pow_stepped_f64_exponent_m0_5,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
             return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_1,
-                                 pow_blocks_f64_exponent_1, YT__PW_MEMORY_BOUND, scalars);
-        return yt__pointwise(result, 1, inputs, pow_loop_f64, pow_blocks_f64, YT__PW_COMPUTE_BOUND,
-                             scalars);
+                                 pow_blocks_f64_exponent_1, pow_stepped_f64_exponent_1,
+                                 YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_f64, pow_blocks_f64, pow_stepped_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -4576,6 +5492,42 @@ pow_tensor_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_tensor_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t exponent_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *exponent_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], exponent_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float exponent = exponent_lanes[lane];
+                const float out_value = powf(self, exponent);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_tensor_tensor_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_tensor_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -4641,6 +5593,42 @@ pow_tensor_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_tensor_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t exponent_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *exponent_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], exponent_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double exponent = exponent_lanes[lane];
+                const double out_value = pow(self, exponent);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_tensor_tensor_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponent)
 {
@@ -4649,31 +5637,33 @@ yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponen
     switch (self->dtype) {
     case YT_DTYPE_U8:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_u8,
-                             pow_tensor_tensor_blocks_u8, YT__PW_COMPUTE_BOUND, scalars);
+                             pow_tensor_tensor_blocks_u8, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i8,
-                             pow_tensor_tensor_blocks_i8, YT__PW_COMPUTE_BOUND, scalars);
+                             pow_tensor_tensor_blocks_i8, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i16,
-                             pow_tensor_tensor_blocks_i16, YT__PW_COMPUTE_BOUND, scalars);
+                             pow_tensor_tensor_blocks_i16, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i32,
-                             pow_tensor_tensor_blocks_i32, YT__PW_COMPUTE_BOUND, scalars);
+                             pow_tensor_tensor_blocks_i32, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_i64,
-                             pow_tensor_tensor_blocks_i64, YT__PW_COMPUTE_BOUND, scalars);
+                             pow_tensor_tensor_blocks_i64, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f16,
-                             pow_tensor_tensor_blocks_f16, YT__PW_COMPUTE_BOUND, scalars);
+                             pow_tensor_tensor_blocks_f16, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_bf16,
-                             pow_tensor_tensor_blocks_bf16, YT__PW_COMPUTE_BOUND, scalars);
+                             pow_tensor_tensor_blocks_bf16, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f32,
-                             pow_tensor_tensor_blocks_f32, YT__PW_COMPUTE_BOUND, scalars);
+                             pow_tensor_tensor_blocks_f32, pow_tensor_tensor_stepped_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f64,
-                             pow_tensor_tensor_blocks_f64, YT__PW_COMPUTE_BOUND, scalars);
+                             pow_tensor_tensor_blocks_f64, pow_tensor_tensor_stepped_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -5011,6 +6001,38 @@ pow_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_scalar_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float self = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t exponent_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *exponent_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float exponent_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float exponent = exponent_lanes[lane];
+                const float out_value = powf(self, exponent);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_scalar_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -5053,6 +6075,38 @@ pow_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_scalar_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+pow_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double self = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t exponent_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *exponent_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double exponent_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double exponent = exponent_lanes[lane];
+                const double out_value = pow(self, exponent);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_scalar_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
 {
@@ -5062,32 +6116,32 @@ yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
     yt_tensor *const inputs[1] = {exponent};
     switch (exponent->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_u8, pow_scalar_blocks_u8,
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_u8, pow_scalar_blocks_u8, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i8, pow_scalar_blocks_i8,
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i8, pow_scalar_blocks_i8, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i16, pow_scalar_blocks_i16,
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i16, pow_scalar_blocks_i16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i32, pow_scalar_blocks_i32,
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i32, pow_scalar_blocks_i32, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i64, pow_scalar_blocks_i64,
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_i64, pow_scalar_blocks_i64, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_f16, pow_scalar_blocks_f16,
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_f16, pow_scalar_blocks_f16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, pow_scalar_loop_bf16, pow_scalar_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, pow_scalar_loop_bf16, pow_scalar_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_f32, pow_scalar_blocks_f32,
-                             YT__PW_COMPUTE_BOUND, scalars);
+                             pow_scalar_stepped_f32, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_f64, pow_scalar_blocks_f64,
-                             YT__PW_COMPUTE_BOUND, scalars);
+                             pow_scalar_stepped_f64, YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -5668,6 +6722,42 @@ minimum_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, minimum_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+minimum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float other = other_lanes[lane];
+                const float out_value = yt__pw_minimum_f(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        minimum_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 minimum_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
@@ -5731,6 +6821,42 @@ minimum_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, minimum_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+minimum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double other = other_lanes[lane];
+                const double out_value = yt__pw_minimum_d(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        minimum_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -5738,35 +6864,35 @@ yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, minimum_loop_bool, minimum_blocks_bool,
+        return yt__pointwise(result, 2, inputs, minimum_loop_bool, minimum_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, minimum_loop_u8, minimum_blocks_u8,
+        return yt__pointwise(result, 2, inputs, minimum_loop_u8, minimum_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, minimum_loop_i8, minimum_blocks_i8,
+        return yt__pointwise(result, 2, inputs, minimum_loop_i8, minimum_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, minimum_loop_i16, minimum_blocks_i16,
+        return yt__pointwise(result, 2, inputs, minimum_loop_i16, minimum_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, minimum_loop_i32, minimum_blocks_i32,
+        return yt__pointwise(result, 2, inputs, minimum_loop_i32, minimum_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, minimum_loop_i64, minimum_blocks_i64,
+        return yt__pointwise(result, 2, inputs, minimum_loop_i64, minimum_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, minimum_loop_f16, minimum_blocks_f16,
+        return yt__pointwise(result, 2, inputs, minimum_loop_f16, minimum_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, minimum_loop_bf16, minimum_blocks_bf16,
+        return yt__pointwise(result, 2, inputs, minimum_loop_bf16, minimum_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, minimum_loop_f32, minimum_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             minimum_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, minimum_loop_f64, minimum_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             minimum_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -6859,6 +7985,42 @@ div_tensor_mode_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f32_none, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_tensor_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float other = other_lanes[lane];
+                const float out_value = self / other;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_tensor_mode_loop_f32_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -6920,6 +8082,42 @@ div_tensor_mode_blocks_f32_trunc(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f32_trunc, ctx);
+}
+
+YT__STEPPED_TARGET static void
+div_tensor_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float other = other_lanes[lane];
+                const float out_value = yt__pw_trunc_divide_f(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_tensor_mode_loop_f32_trunc(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -6985,6 +8183,42 @@ div_tensor_mode_blocks_f32_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f32_floor, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_tensor_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float other = other_lanes[lane];
+                const float out_value = yt__pw_floor_divide_f(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_tensor_mode_loop_f32_floor(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -7046,6 +8280,42 @@ div_tensor_mode_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f64_none, ctx);
+}
+
+YT__STEPPED_TARGET static void
+div_tensor_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double other = other_lanes[lane];
+                const double out_value = self / other;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_tensor_mode_loop_f64_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -7111,6 +8381,42 @@ div_tensor_mode_blocks_f64_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f64_trunc, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_tensor_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double other = other_lanes[lane];
+                const double out_value = yt__pw_trunc_divide_d(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_tensor_mode_loop_f64_trunc(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f64_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -7174,6 +8480,42 @@ div_tensor_mode_blocks_f64_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f64_floor, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_tensor_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double other = other_lanes[lane];
+                const double out_value = yt__pw_floor_divide_d(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_tensor_mode_loop_f64_floor(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
                         const char *rounding_mode)
@@ -7188,86 +8530,108 @@ yt__cpu_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
     case YT_DTYPE_U8:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_u8_trunc,
-                                 div_tensor_mode_blocks_u8_trunc, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_tensor_mode_blocks_u8_trunc, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_u8_floor,
-                                 div_tensor_mode_blocks_u8_floor, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_tensor_mode_blocks_u8_floor, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_I8:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i8_trunc,
-                                 div_tensor_mode_blocks_i8_trunc, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_tensor_mode_blocks_i8_trunc, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i8_floor,
-                                 div_tensor_mode_blocks_i8_floor, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_tensor_mode_blocks_i8_floor, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_I16:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i16_trunc,
-                                 div_tensor_mode_blocks_i16_trunc, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_tensor_mode_blocks_i16_trunc, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i16_floor,
-                                 div_tensor_mode_blocks_i16_floor, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_tensor_mode_blocks_i16_floor, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_I32:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i32_trunc,
-                                 div_tensor_mode_blocks_i32_trunc, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_tensor_mode_blocks_i32_trunc, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i32_floor,
-                                 div_tensor_mode_blocks_i32_floor, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_tensor_mode_blocks_i32_floor, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_I64:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i64_trunc,
-                                 div_tensor_mode_blocks_i64_trunc, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_tensor_mode_blocks_i64_trunc, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_i64_floor,
-                                 div_tensor_mode_blocks_i64_floor, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_tensor_mode_blocks_i64_floor, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F16:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_none,
-                                 div_tensor_mode_blocks_f16_none, YT__PW_MEMORY_BOUND, scalars);
+                                 div_tensor_mode_blocks_f16_none, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_trunc,
-                                 div_tensor_mode_blocks_f16_trunc, YT__PW_MEMORY_BOUND, scalars);
+                                 div_tensor_mode_blocks_f16_trunc, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f16_floor,
-                                 div_tensor_mode_blocks_f16_floor, YT__PW_MEMORY_BOUND, scalars);
+                                 div_tensor_mode_blocks_f16_floor, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_BF16:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_none,
-                                 div_tensor_mode_blocks_bf16_none, YT__PW_MEMORY_BOUND, scalars);
+                                 div_tensor_mode_blocks_bf16_none, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_trunc,
-                                 div_tensor_mode_blocks_bf16_trunc, YT__PW_MEMORY_BOUND, scalars);
+                                 div_tensor_mode_blocks_bf16_trunc, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_bf16_floor,
-                                 div_tensor_mode_blocks_bf16_floor, YT__PW_MEMORY_BOUND, scalars);
+                                 div_tensor_mode_blocks_bf16_floor, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F32:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_none,
-                                 div_tensor_mode_blocks_f32_none, YT__PW_MEMORY_BOUND, scalars);
+                                 div_tensor_mode_blocks_f32_none, div_tensor_mode_stepped_f32_none,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_trunc,
-                                 div_tensor_mode_blocks_f32_trunc, YT__PW_MEMORY_BOUND, scalars);
+                                 div_tensor_mode_blocks_f32_trunc,
+                                 div_tensor_mode_stepped_f32_trunc, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_floor,
-                                 div_tensor_mode_blocks_f32_floor, YT__PW_MEMORY_BOUND, scalars);
+                                 div_tensor_mode_blocks_f32_floor,
+                                 div_tensor_mode_stepped_f32_floor, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_none,
-                                 div_tensor_mode_blocks_f64_none, YT__PW_MEMORY_BOUND, scalars);
+                                 div_tensor_mode_blocks_f64_none, div_tensor_mode_stepped_f64_none,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_trunc,
-                                 div_tensor_mode_blocks_f64_trunc, YT__PW_MEMORY_BOUND, scalars);
+                                 div_tensor_mode_blocks_f64_trunc,
+                                 div_tensor_mode_stepped_f64_trunc, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_floor,
-                                 div_tensor_mode_blocks_f64_floor, YT__PW_MEMORY_BOUND, scalars);
+                                 div_tensor_mode_blocks_f64_floor,
+                                 div_tensor_mode_stepped_f64_floor, YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -7964,6 +9328,38 @@ div_scalar_mode_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f32_none, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_scalar_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = self / other;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_mode_loop_f32_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -8002,6 +9398,38 @@ div_scalar_mode_blocks_f32_trunc(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(float), sizeof(float)};
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f32_trunc, ctx);
+}
+
+YT__STEPPED_TARGET static void
+div_scalar_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = yt__pw_trunc_divide_f(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_mode_loop_f32_trunc(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -8044,6 +9472,38 @@ div_scalar_mode_blocks_f32_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f32_floor, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_scalar_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = yt__pw_floor_divide_f(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_mode_loop_f32_floor(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -8082,6 +9542,38 @@ div_scalar_mode_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(double), sizeof(double)};
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f64_none, ctx);
+}
+
+YT__STEPPED_TARGET static void
+div_scalar_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = self / other;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_mode_loop_f64_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -8124,6 +9616,38 @@ div_scalar_mode_blocks_f64_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f64_trunc, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_scalar_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = yt__pw_trunc_divide_d(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_mode_loop_f64_trunc(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f64_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -8164,6 +9688,38 @@ div_scalar_mode_blocks_f64_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f64_floor, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_scalar_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = yt__pw_floor_divide_d(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_mode_loop_f64_floor(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
                         const char *rounding_mode)
@@ -8180,86 +9736,108 @@ yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
     case YT_DTYPE_U8:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_u8_trunc,
-                                 div_scalar_mode_blocks_u8_trunc, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_scalar_mode_blocks_u8_trunc, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_u8_floor,
-                                 div_scalar_mode_blocks_u8_floor, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_scalar_mode_blocks_u8_floor, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_I8:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i8_trunc,
-                                 div_scalar_mode_blocks_i8_trunc, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_scalar_mode_blocks_i8_trunc, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i8_floor,
-                                 div_scalar_mode_blocks_i8_floor, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_scalar_mode_blocks_i8_floor, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_I16:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i16_trunc,
-                                 div_scalar_mode_blocks_i16_trunc, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_scalar_mode_blocks_i16_trunc, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i16_floor,
-                                 div_scalar_mode_blocks_i16_floor, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_scalar_mode_blocks_i16_floor, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_I32:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i32_trunc,
-                                 div_scalar_mode_blocks_i32_trunc, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_scalar_mode_blocks_i32_trunc, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i32_floor,
-                                 div_scalar_mode_blocks_i32_floor, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_scalar_mode_blocks_i32_floor, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_I64:
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i64_trunc,
-                                 div_scalar_mode_blocks_i64_trunc, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_scalar_mode_blocks_i64_trunc, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_i64_floor,
-                                 div_scalar_mode_blocks_i64_floor, YT__PW_COMPUTE_BOUND, scalars);
+                                 div_scalar_mode_blocks_i64_floor, NULL, YT__PW_COMPUTE_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F16:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_none,
-                                 div_scalar_mode_blocks_f16_none, YT__PW_MEMORY_BOUND, scalars);
+                                 div_scalar_mode_blocks_f16_none, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_trunc,
-                                 div_scalar_mode_blocks_f16_trunc, YT__PW_MEMORY_BOUND, scalars);
+                                 div_scalar_mode_blocks_f16_trunc, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f16_floor,
-                                 div_scalar_mode_blocks_f16_floor, YT__PW_MEMORY_BOUND, scalars);
+                                 div_scalar_mode_blocks_f16_floor, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_BF16:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_none,
-                                 div_scalar_mode_blocks_bf16_none, YT__PW_MEMORY_BOUND, scalars);
+                                 div_scalar_mode_blocks_bf16_none, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_trunc,
-                                 div_scalar_mode_blocks_bf16_trunc, YT__PW_MEMORY_BOUND, scalars);
+                                 div_scalar_mode_blocks_bf16_trunc, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_bf16_floor,
-                                 div_scalar_mode_blocks_bf16_floor, YT__PW_MEMORY_BOUND, scalars);
+                                 div_scalar_mode_blocks_bf16_floor, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F32:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_none,
-                                 div_scalar_mode_blocks_f32_none, YT__PW_MEMORY_BOUND, scalars);
+                                 div_scalar_mode_blocks_f32_none, div_scalar_mode_stepped_f32_none,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_trunc,
-                                 div_scalar_mode_blocks_f32_trunc, YT__PW_MEMORY_BOUND, scalars);
+                                 div_scalar_mode_blocks_f32_trunc,
+                                 div_scalar_mode_stepped_f32_trunc, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_floor,
-                                 div_scalar_mode_blocks_f32_floor, YT__PW_MEMORY_BOUND, scalars);
+                                 div_scalar_mode_blocks_f32_floor,
+                                 div_scalar_mode_stepped_f32_floor, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_none,
-                                 div_scalar_mode_blocks_f64_none, YT__PW_MEMORY_BOUND, scalars);
+                                 div_scalar_mode_blocks_f64_none, div_scalar_mode_stepped_f64_none,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_trunc,
-                                 div_scalar_mode_blocks_f64_trunc, YT__PW_MEMORY_BOUND, scalars);
+                                 div_scalar_mode_blocks_f64_trunc,
+                                 div_scalar_mode_stepped_f64_trunc, YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_floor,
-                                 div_scalar_mode_blocks_f64_floor, YT__PW_MEMORY_BOUND, scalars);
+                                 div_scalar_mode_blocks_f64_floor,
+                                 div_scalar_mode_stepped_f64_floor, YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -8395,6 +9973,37 @@ log_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+log_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = logf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        log_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 log_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -8436,6 +10045,37 @@ log_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+log_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = log(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        log_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_log(yt_tensor *result, yt_tensor *self)
 {
@@ -8443,17 +10083,17 @@ yt__cpu_log(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, log_loop_f16, log_blocks_f16, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, log_loop_f16, log_blocks_f16, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, log_loop_bf16, log_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, log_loop_bf16, log_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, log_loop_f32, log_blocks_f32, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, log_loop_f32, log_blocks_f32, log_stepped_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, log_loop_f64, log_blocks_f64, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, log_loop_f64, log_blocks_f64, log_stepped_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -8816,6 +10456,37 @@ square_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, square_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+square_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = self * self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        square_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 square_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
@@ -8855,6 +10526,37 @@ square_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, square_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+square_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                   int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = self * self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        square_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_square(yt_tensor *result, yt_tensor *self)
 {
@@ -8862,35 +10564,35 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, square_loop_bool, square_blocks_bool,
+        return yt__pointwise(result, 1, inputs, square_loop_bool, square_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, square_loop_u8, square_blocks_u8,
+        return yt__pointwise(result, 1, inputs, square_loop_u8, square_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, square_loop_i8, square_blocks_i8,
+        return yt__pointwise(result, 1, inputs, square_loop_i8, square_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, square_loop_i16, square_blocks_i16,
+        return yt__pointwise(result, 1, inputs, square_loop_i16, square_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, square_loop_i32, square_blocks_i32,
+        return yt__pointwise(result, 1, inputs, square_loop_i32, square_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, square_loop_i64, square_blocks_i64,
+        return yt__pointwise(result, 1, inputs, square_loop_i64, square_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, square_loop_f16, square_blocks_f16,
+        return yt__pointwise(result, 1, inputs, square_loop_f16, square_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, square_loop_bf16, square_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, square_loop_bf16, square_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, square_loop_f32, square_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             square_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, square_loop_f64, square_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             square_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -9019,6 +10721,37 @@ reciprocal_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, reciprocal_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+reciprocal_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = (float)1 / self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        reciprocal_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 reciprocal_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -9058,6 +10791,37 @@ reciprocal_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, reciprocal_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+reciprocal_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = (double)1 / self;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        reciprocal_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
 {
@@ -9065,17 +10829,17 @@ yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, reciprocal_loop_f16, reciprocal_blocks_f16,
+        return yt__pointwise(result, 1, inputs, reciprocal_loop_f16, reciprocal_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, reciprocal_loop_bf16, reciprocal_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, reciprocal_loop_bf16, reciprocal_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, reciprocal_loop_f32, reciprocal_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             reciprocal_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, reciprocal_loop_f64, reciprocal_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             reciprocal_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -9210,6 +10974,37 @@ cos_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, cos_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+cos_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = cosf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        cos_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 cos_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -9251,6 +11046,37 @@ cos_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, cos_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+cos_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = cos(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        cos_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_cos(yt_tensor *result, yt_tensor *self)
 {
@@ -9258,17 +11084,17 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, cos_loop_f16, cos_blocks_f16, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, cos_loop_f16, cos_blocks_f16, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, cos_loop_bf16, cos_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, cos_loop_bf16, cos_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, cos_loop_f32, cos_blocks_f32, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, cos_loop_f32, cos_blocks_f32, cos_stepped_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, cos_loop_f64, cos_blocks_f64, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, cos_loop_f64, cos_blocks_f64, cos_stepped_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -9592,6 +11418,37 @@ trunc_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, trunc_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+trunc_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = truncf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        trunc_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 trunc_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -9631,6 +11488,37 @@ trunc_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, trunc_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+trunc_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = trunc(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        trunc_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
 {
@@ -9638,31 +11526,31 @@ yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, trunc_loop_u8, trunc_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_u8, trunc_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, trunc_loop_i8, trunc_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, trunc_loop_i8, trunc_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, trunc_loop_i16, trunc_blocks_i16,
+        return yt__pointwise(result, 1, inputs, trunc_loop_i16, trunc_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, trunc_loop_i32, trunc_blocks_i32,
+        return yt__pointwise(result, 1, inputs, trunc_loop_i32, trunc_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, trunc_loop_i64, trunc_blocks_i64,
+        return yt__pointwise(result, 1, inputs, trunc_loop_i64, trunc_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, trunc_loop_f16, trunc_blocks_f16,
+        return yt__pointwise(result, 1, inputs, trunc_loop_f16, trunc_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, trunc_loop_bf16, trunc_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, trunc_loop_bf16, trunc_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, trunc_loop_f32, trunc_blocks_f32,
+        return yt__pointwise(result, 1, inputs, trunc_loop_f32, trunc_blocks_f32, trunc_stepped_f32,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, trunc_loop_f64, trunc_blocks_f64,
+        return yt__pointwise(result, 1, inputs, trunc_loop_f64, trunc_blocks_f64, trunc_stepped_f64,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -9816,6 +11704,42 @@ elu_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, elu_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+elu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    const float scale = (float)scalars[1].f;
+    const float input_scale = (float)scalars[2].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = (self > (float)0)
+                                            ? (scale * self)
+                                            : ((scale * alpha) * expm1f(self * input_scale));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        elu_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 elu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -9863,6 +11787,42 @@ elu_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, elu_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+elu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double alpha = (double)scalars[0].f;
+    const double scale = (double)scalars[1].f;
+    const double input_scale = (double)scalars[2].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = (self > (double)0)
+                                             ? (scale * self)
+                                             : ((scale * alpha) * expm1(self * input_scale));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        elu_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
             yt_scalar input_scale)
@@ -9875,17 +11835,17 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, elu_loop_f16, elu_blocks_f16, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, elu_loop_f16, elu_blocks_f16, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, elu_loop_bf16, elu_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, elu_loop_bf16, elu_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, elu_loop_f32, elu_blocks_f32, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, elu_loop_f32, elu_blocks_f32, elu_stepped_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, elu_loop_f64, elu_blocks_f64, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, elu_loop_f64, elu_blocks_f64, elu_stepped_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -10020,6 +11980,37 @@ silu_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, silu_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+silu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = self / ((float)1 + expf(-self));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        silu_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 silu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -10061,6 +12052,37 @@ silu_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, silu_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+silu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = self / ((double)1 + exp(-self));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        silu_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_silu(yt_tensor *result, yt_tensor *self)
 {
@@ -10068,16 +12090,16 @@ yt__cpu_silu(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, silu_loop_f16, silu_blocks_f16,
+        return yt__pointwise(result, 1, inputs, silu_loop_f16, silu_blocks_f16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, silu_loop_bf16, silu_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, silu_loop_bf16, silu_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, silu_loop_f32, silu_blocks_f32,
+        return yt__pointwise(result, 1, inputs, silu_loop_f32, silu_blocks_f32, silu_stepped_f32,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, silu_loop_f64, silu_blocks_f64,
+        return yt__pointwise(result, 1, inputs, silu_loop_f64, silu_blocks_f64, silu_stepped_f64,
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -10309,6 +12331,37 @@ gelu_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_f32_none, ctx);
 }
 
+YT__STEPPED_TARGET static void
+gelu_stepped_f32_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = self * yt__pw_normal_cdf_f(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_loop_f32_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 gelu_rows_f32_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
@@ -10356,6 +12409,40 @@ gelu_blocks_f32_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_f32_tanh, ctx);
 }
 
+YT__STEPPED_TARGET static void
+gelu_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value =
+                    ((float)0.5 * self) *
+                    ((float)1 + tanhf((float)0.7978845608028654 *
+                                      (self + ((((float)0.044715 * self) * self) * self))));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_loop_f32_tanh(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 gelu_rows_f64_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
@@ -10395,6 +12482,37 @@ gelu_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(double), sizeof(double)};
     yt__run_blocks(s, 2, esize, gelu_rows_f64_none, ctx);
+}
+
+YT__STEPPED_TARGET static void
+gelu_stepped_f64_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = self * yt__pw_normal_cdf_d(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_loop_f64_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -10444,6 +12562,40 @@ gelu_blocks_f64_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_f64_tanh, ctx);
 }
 
+YT__STEPPED_TARGET static void
+gelu_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value =
+                    ((double)0.5 * self) *
+                    ((double)1 + tanh((double)0.7978845608028654 *
+                                      (self + ((((double)0.044715 * self) * self) * self))));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_loop_f64_tanh(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
 {
@@ -10452,35 +12604,35 @@ yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
     switch (self->dtype) {
     case YT_DTYPE_F16:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_f16_none, gelu_blocks_f16_none,
+            return yt__pointwise(result, 1, inputs, gelu_loop_f16_none, gelu_blocks_f16_none, NULL,
                                  YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_f16_tanh, gelu_blocks_f16_tanh,
+            return yt__pointwise(result, 1, inputs, gelu_loop_f16_tanh, gelu_blocks_f16_tanh, NULL,
                                  YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_BF16:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_bf16_none, gelu_blocks_bf16_none,
-                                 YT__PW_COMPUTE_BOUND, scalars);
+                                 NULL, YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_bf16_tanh, gelu_blocks_bf16_tanh,
-                                 YT__PW_COMPUTE_BOUND, scalars);
+                                 NULL, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_F32:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_f32_none, gelu_blocks_f32_none,
-                                 YT__PW_COMPUTE_BOUND, scalars);
+                                 gelu_stepped_f32_none, YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_f32_tanh, gelu_blocks_f32_tanh,
-                                 YT__PW_COMPUTE_BOUND, scalars);
+                                 gelu_stepped_f32_tanh, YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_f64_none, gelu_blocks_f64_none,
-                                 YT__PW_COMPUTE_BOUND, scalars);
+                                 gelu_stepped_f64_none, YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 1, inputs, gelu_loop_f64_tanh, gelu_blocks_f64_tanh,
-                                 YT__PW_COMPUTE_BOUND, scalars);
+                                 gelu_stepped_f64_tanh, YT__PW_COMPUTE_BOUND, scalars);
         break;
     default:
         break;
@@ -11132,35 +13284,35 @@ yt__cpu_lt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, lt_loop_bool, lt_blocks_bool, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_bool, lt_blocks_bool, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, lt_loop_u8, lt_blocks_u8, YT__PW_MEMORY_BOUND,
+        return yt__pointwise(result, 2, inputs, lt_loop_u8, lt_blocks_u8, NULL, YT__PW_MEMORY_BOUND,
                              scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, lt_loop_i8, lt_blocks_i8, YT__PW_MEMORY_BOUND,
+        return yt__pointwise(result, 2, inputs, lt_loop_i8, lt_blocks_i8, NULL, YT__PW_MEMORY_BOUND,
                              scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, lt_loop_i16, lt_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_i16, lt_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, lt_loop_i32, lt_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_i32, lt_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, lt_loop_i64, lt_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_i64, lt_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, lt_loop_f16, lt_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_f16, lt_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, lt_loop_bf16, lt_blocks_bf16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_bf16, lt_blocks_bf16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, lt_loop_f32, lt_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_f32, lt_blocks_f32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, lt_loop_f64, lt_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, lt_loop_f64, lt_blocks_f64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -11581,34 +13733,34 @@ yt__cpu_lt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_bool, lt_scalar_blocks_bool,
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_bool, lt_scalar_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_u8, lt_scalar_blocks_u8,
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_u8, lt_scalar_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i8, lt_scalar_blocks_i8,
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i8, lt_scalar_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i16, lt_scalar_blocks_i16,
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i16, lt_scalar_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i32, lt_scalar_blocks_i32,
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i32, lt_scalar_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i64, lt_scalar_blocks_i64,
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_i64, lt_scalar_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f16, lt_scalar_blocks_f16,
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f16, lt_scalar_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_bf16, lt_scalar_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_bf16, lt_scalar_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f32, lt_scalar_blocks_f32,
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f32, lt_scalar_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f64, lt_scalar_blocks_f64,
+        return yt__pointwise(result, 1, inputs, lt_scalar_loop_f64, lt_scalar_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -12260,35 +14412,35 @@ yt__cpu_ne(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, ne_loop_bool, ne_blocks_bool, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_bool, ne_blocks_bool, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, ne_loop_u8, ne_blocks_u8, YT__PW_MEMORY_BOUND,
+        return yt__pointwise(result, 2, inputs, ne_loop_u8, ne_blocks_u8, NULL, YT__PW_MEMORY_BOUND,
                              scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, ne_loop_i8, ne_blocks_i8, YT__PW_MEMORY_BOUND,
+        return yt__pointwise(result, 2, inputs, ne_loop_i8, ne_blocks_i8, NULL, YT__PW_MEMORY_BOUND,
                              scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, ne_loop_i16, ne_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_i16, ne_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, ne_loop_i32, ne_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_i32, ne_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, ne_loop_i64, ne_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_i64, ne_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, ne_loop_f16, ne_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_f16, ne_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, ne_loop_bf16, ne_blocks_bf16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_bf16, ne_blocks_bf16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, ne_loop_f32, ne_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_f32, ne_blocks_f32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, ne_loop_f64, ne_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, ne_loop_f64, ne_blocks_f64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -12709,34 +14861,34 @@ yt__cpu_ne_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_bool, ne_scalar_blocks_bool,
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_bool, ne_scalar_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_u8, ne_scalar_blocks_u8,
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_u8, ne_scalar_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i8, ne_scalar_blocks_i8,
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i8, ne_scalar_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i16, ne_scalar_blocks_i16,
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i16, ne_scalar_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i32, ne_scalar_blocks_i32,
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i32, ne_scalar_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i64, ne_scalar_blocks_i64,
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_i64, ne_scalar_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f16, ne_scalar_blocks_f16,
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f16, ne_scalar_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_bf16, ne_scalar_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_bf16, ne_scalar_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f32, ne_scalar_blocks_f32,
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f32, ne_scalar_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f64, ne_scalar_blocks_f64,
+        return yt__pointwise(result, 1, inputs, ne_scalar_loop_f64, ne_scalar_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -12972,6 +15124,45 @@ binary_cross_entropy_elementwise_blocks_f32(const yt__block_strip *s, const void
     yt__run_blocks(s, 3, esize, binary_cross_entropy_elementwise_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+binary_cross_entropy_elementwise_stepped_f32(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t target_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *target_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], target_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(target_lanes, target_p + i * target_step, target_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float target = target_lanes[lane];
+                const float out_value =
+                    -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                      (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        binary_cross_entropy_elementwise_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 binary_cross_entropy_elementwise_rows_f64(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -13045,6 +15236,45 @@ binary_cross_entropy_elementwise_blocks_f64(const yt__block_strip *s, const void
     yt__run_blocks(s, 3, esize, binary_cross_entropy_elementwise_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+binary_cross_entropy_elementwise_stepped_f64(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t target_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *target_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], target_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(target_lanes, target_p + i * target_step, target_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double target = target_lanes[lane];
+                const double out_value =
+                    -((target * yt__pw_maximum_d(log(self), -(double)100)) +
+                      (((double)1 - target) * yt__pw_maximum_d(log1p(-self), -(double)100)));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        binary_cross_entropy_elementwise_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_binary_cross_entropy_elementwise(yt_tensor *result, yt_tensor *self, yt_tensor *target)
 {
@@ -13053,19 +15283,21 @@ yt__cpu_binary_cross_entropy_elementwise(yt_tensor *result, yt_tensor *self, yt_
     switch (self->dtype) {
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_f16,
-                             binary_cross_entropy_elementwise_blocks_f16, YT__PW_COMPUTE_BOUND,
-                             scalars);
+                             binary_cross_entropy_elementwise_blocks_f16, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_bf16,
-                             binary_cross_entropy_elementwise_blocks_bf16, YT__PW_COMPUTE_BOUND,
-                             scalars);
+                             binary_cross_entropy_elementwise_blocks_bf16, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_f32,
-                             binary_cross_entropy_elementwise_blocks_f32, YT__PW_COMPUTE_BOUND,
+                             binary_cross_entropy_elementwise_blocks_f32,
+                             binary_cross_entropy_elementwise_stepped_f32, YT__PW_COMPUTE_BOUND,
                              scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_f64,
-                             binary_cross_entropy_elementwise_blocks_f64, YT__PW_COMPUTE_BOUND,
+                             binary_cross_entropy_elementwise_blocks_f64,
+                             binary_cross_entropy_elementwise_stepped_f64, YT__PW_COMPUTE_BOUND,
                              scalars);
     default:
         break;

@@ -12,7 +12,10 @@
  * Each loop's body (OP_rows_DTYPE) is inlined into two functions: the loop itself
  * (OP_loop_DTYPE), and its block form (OP_blocks_DTYPE, see yt__block_fn), where it runs on
  * square blocks of constant size (16 x 16 for f32, 8 x 8 for f64), so that only its contiguous
- * path remains. */
+ * path remains. f32 and f64 loops whose operands all have the loop's dtype have a stepped form
+ * as well (OP_stepped_DTYPE): rows in which operands step 2 or 3 elements apart (x[:, ::2]), a
+ * few vectors at a time through registers (runtime/stepped_lanes.h), where otherwise the runtime copies
+ * such operands through buffers. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -20,6 +23,7 @@
 #include "kernels.h"
 #include "pointwise_blocks.h"
 #include "pointwise_math.h"
+#include "stepped_lanes.h"
 
 #if YT_CODEGEN_ABI != 1
 #error "generated/ is stale: run make generate"
@@ -607,6 +611,42 @@ maximum_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, maximum_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+maximum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float other = other_lanes[lane];
+                const float out_value = yt__pw_maximum_f(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        maximum_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 maximum_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
@@ -670,6 +710,42 @@ maximum_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, maximum_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+maximum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double other = other_lanes[lane];
+                const double out_value = yt__pw_maximum_d(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        maximum_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -677,35 +753,35 @@ yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, maximum_loop_bool, maximum_blocks_bool,
+        return yt__pointwise(result, 2, inputs, maximum_loop_bool, maximum_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, maximum_loop_u8, maximum_blocks_u8,
+        return yt__pointwise(result, 2, inputs, maximum_loop_u8, maximum_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, maximum_loop_i8, maximum_blocks_i8,
+        return yt__pointwise(result, 2, inputs, maximum_loop_i8, maximum_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, maximum_loop_i16, maximum_blocks_i16,
+        return yt__pointwise(result, 2, inputs, maximum_loop_i16, maximum_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, maximum_loop_i32, maximum_blocks_i32,
+        return yt__pointwise(result, 2, inputs, maximum_loop_i32, maximum_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, maximum_loop_i64, maximum_blocks_i64,
+        return yt__pointwise(result, 2, inputs, maximum_loop_i64, maximum_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, maximum_loop_f16, maximum_blocks_f16,
+        return yt__pointwise(result, 2, inputs, maximum_loop_f16, maximum_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, maximum_loop_bf16, maximum_blocks_bf16,
+        return yt__pointwise(result, 2, inputs, maximum_loop_bf16, maximum_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, maximum_loop_f32, maximum_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             maximum_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, maximum_loop_f64, maximum_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             maximum_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1037,6 +1113,38 @@ clamp_max_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_max_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_max_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = yt__pw_minimum_uniform_f(self, max);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_max_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_max_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
@@ -1077,6 +1185,38 @@ clamp_max_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_max_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_max_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double max = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = yt__pw_minimum_uniform_d(self, max);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_max_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
 {
@@ -1088,32 +1228,32 @@ yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_u8, clamp_max_blocks_u8,
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_u8, clamp_max_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_i8, clamp_max_blocks_i8,
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i8, clamp_max_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_i16, clamp_max_blocks_i16,
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i16, clamp_max_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_i32, clamp_max_blocks_i32,
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i32, clamp_max_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_i64, clamp_max_blocks_i64,
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_i64, clamp_max_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_f16, clamp_max_blocks_f16,
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_f16, clamp_max_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, clamp_max_loop_bf16, clamp_max_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, clamp_max_loop_bf16, clamp_max_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, clamp_max_loop_f32, clamp_max_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             clamp_max_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, clamp_max_loop_f64, clamp_max_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             clamp_max_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1631,6 +1771,42 @@ clamp_max_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_max_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t max_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *max_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float max = max_lanes[lane];
+                const float out_value = yt__pw_minimum_f(self, max);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_max_tensor_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_max_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -1694,6 +1870,42 @@ clamp_max_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_max_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t max_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *max_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double max = max_lanes[lane];
+                const double out_value = yt__pw_minimum_d(self, max);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_max_tensor_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
 {
@@ -1702,31 +1914,33 @@ yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
     switch (self->dtype) {
     case YT_DTYPE_U8:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_u8,
-                             clamp_max_tensor_blocks_u8, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_max_tensor_blocks_u8, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i8,
-                             clamp_max_tensor_blocks_i8, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_max_tensor_blocks_i8, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i16,
-                             clamp_max_tensor_blocks_i16, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_max_tensor_blocks_i16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i32,
-                             clamp_max_tensor_blocks_i32, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_max_tensor_blocks_i32, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_i64,
-                             clamp_max_tensor_blocks_i64, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_max_tensor_blocks_i64, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f16,
-                             clamp_max_tensor_blocks_f16, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_max_tensor_blocks_f16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_bf16,
-                             clamp_max_tensor_blocks_bf16, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_max_tensor_blocks_bf16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f32,
-                             clamp_max_tensor_blocks_f32, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_max_tensor_blocks_f32, clamp_max_tensor_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f64,
-                             clamp_max_tensor_blocks_f64, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_max_tensor_blocks_f64, clamp_max_tensor_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2244,6 +2458,42 @@ remainder_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, remainder_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+remainder_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float other = other_lanes[lane];
+                const float out_value = yt__pw_remainder_f(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        remainder_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 remainder_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
@@ -2307,6 +2557,42 @@ remainder_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, remainder_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+remainder_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double other = other_lanes[lane];
+                const double out_value = yt__pw_remainder_d(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        remainder_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -2319,32 +2605,32 @@ yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, remainder_loop_u8, remainder_blocks_u8,
+        return yt__pointwise(result, 2, inputs, remainder_loop_u8, remainder_blocks_u8, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, remainder_loop_i8, remainder_blocks_i8,
+        return yt__pointwise(result, 2, inputs, remainder_loop_i8, remainder_blocks_i8, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, remainder_loop_i16, remainder_blocks_i16,
+        return yt__pointwise(result, 2, inputs, remainder_loop_i16, remainder_blocks_i16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, remainder_loop_i32, remainder_blocks_i32,
+        return yt__pointwise(result, 2, inputs, remainder_loop_i32, remainder_blocks_i32, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, remainder_loop_i64, remainder_blocks_i64,
+        return yt__pointwise(result, 2, inputs, remainder_loop_i64, remainder_blocks_i64, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, remainder_loop_f16, remainder_blocks_f16,
+        return yt__pointwise(result, 2, inputs, remainder_loop_f16, remainder_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, remainder_loop_bf16, remainder_blocks_bf16,
+        return yt__pointwise(result, 2, inputs, remainder_loop_bf16, remainder_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, remainder_loop_f32, remainder_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             remainder_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, remainder_loop_f64, remainder_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             remainder_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2676,6 +2962,38 @@ remainder_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, remainder_scalar_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+remainder_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = yt__pw_remainder_f(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        remainder_scalar_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 remainder_scalar_rows_f64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -2716,6 +3034,38 @@ remainder_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, remainder_scalar_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+remainder_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = yt__pw_remainder_d(self, other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        remainder_scalar_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
@@ -2731,31 +3081,33 @@ yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     switch (self->dtype) {
     case YT_DTYPE_U8:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_u8,
-                             remainder_scalar_blocks_u8, YT__PW_COMPUTE_BOUND, scalars);
+                             remainder_scalar_blocks_u8, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i8,
-                             remainder_scalar_blocks_i8, YT__PW_COMPUTE_BOUND, scalars);
+                             remainder_scalar_blocks_i8, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i16,
-                             remainder_scalar_blocks_i16, YT__PW_COMPUTE_BOUND, scalars);
+                             remainder_scalar_blocks_i16, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i32,
-                             remainder_scalar_blocks_i32, YT__PW_COMPUTE_BOUND, scalars);
+                             remainder_scalar_blocks_i32, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_i64,
-                             remainder_scalar_blocks_i64, YT__PW_COMPUTE_BOUND, scalars);
+                             remainder_scalar_blocks_i64, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f16,
-                             remainder_scalar_blocks_f16, YT__PW_MEMORY_BOUND, scalars);
+                             remainder_scalar_blocks_f16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_bf16,
-                             remainder_scalar_blocks_bf16, YT__PW_MEMORY_BOUND, scalars);
+                             remainder_scalar_blocks_bf16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f32,
-                             remainder_scalar_blocks_f32, YT__PW_MEMORY_BOUND, scalars);
+                             remainder_scalar_blocks_f32, remainder_scalar_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f64,
-                             remainder_scalar_blocks_f64, YT__PW_MEMORY_BOUND, scalars);
+                             remainder_scalar_blocks_f64, remainder_scalar_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -3662,6 +4014,38 @@ clamp_blocks_f32_no_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_f32_no_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = yt__pw_maximum_uniform_f(self, min);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_loop_f32_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_rows_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -3700,6 +4084,38 @@ clamp_blocks_f32_max_no_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(float), sizeof(float)};
     yt__run_blocks(s, 2, esize, clamp_rows_f32_max_no_min, ctx);
+}
+
+YT__STEPPED_TARGET static void
+clamp_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = yt__pw_minimum_uniform_f(self, max);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_loop_f32_max_no_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -3745,6 +4161,40 @@ clamp_blocks_f32_max_min(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_f32_max_min, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const float max = (float)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value =
+                    yt__pw_minimum_uniform_f(yt__pw_maximum_uniform_f(self, min), max);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_loop_f32_max_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_rows_f64_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
@@ -3785,6 +4235,38 @@ clamp_blocks_f64_no_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_f64_no_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = yt__pw_maximum_uniform_d(self, min);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_loop_f64_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_rows_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -3823,6 +4305,38 @@ clamp_blocks_f64_max_no_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[2] = {sizeof(double), sizeof(double)};
     yt__run_blocks(s, 2, esize, clamp_rows_f64_max_no_min, ctx);
+}
+
+YT__STEPPED_TARGET static void
+clamp_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double max = (double)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = yt__pw_minimum_uniform_d(self, max);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_loop_f64_max_no_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -3868,6 +4382,40 @@ clamp_blocks_f64_max_min(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_f64_max_min, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    const double max = (double)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value =
+                    yt__pw_minimum_uniform_d(yt__pw_maximum_uniform_d(self, min), max);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_loop_f64_max_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 {
@@ -3886,101 +4434,105 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
     case YT_DTYPE_U8:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_u8_no_max, clamp_blocks_u8_no_max,
-                                 YT__PW_MEMORY_BOUND, scalars);
+                                 NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_u8_max_no_min,
-                                 clamp_blocks_u8_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_u8_max_no_min, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_u8_max_min, clamp_blocks_u8_max_min,
-                                 YT__PW_MEMORY_BOUND, scalars);
+                                 NULL, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_I8:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_i8_no_max, clamp_blocks_i8_no_max,
-                                 YT__PW_MEMORY_BOUND, scalars);
+                                 NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i8_max_no_min,
-                                 clamp_blocks_i8_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_i8_max_no_min, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i8_max_min, clamp_blocks_i8_max_min,
-                                 YT__PW_MEMORY_BOUND, scalars);
+                                 NULL, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_I16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_i16_no_max, clamp_blocks_i16_no_max,
-                                 YT__PW_MEMORY_BOUND, scalars);
+                                 NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i16_max_no_min,
-                                 clamp_blocks_i16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_i16_max_no_min, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i16_max_min,
-                                 clamp_blocks_i16_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_i16_max_min, NULL, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_I32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_i32_no_max, clamp_blocks_i32_no_max,
-                                 YT__PW_MEMORY_BOUND, scalars);
+                                 NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i32_max_no_min,
-                                 clamp_blocks_i32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_i32_max_no_min, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i32_max_min,
-                                 clamp_blocks_i32_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_i32_max_min, NULL, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_I64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_i64_no_max, clamp_blocks_i64_no_max,
-                                 YT__PW_MEMORY_BOUND, scalars);
+                                 NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i64_max_no_min,
-                                 clamp_blocks_i64_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_i64_max_no_min, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_i64_max_min,
-                                 clamp_blocks_i64_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_i64_max_min, NULL, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_f16_no_max, clamp_blocks_f16_no_max,
-                                 YT__PW_MEMORY_BOUND, scalars);
+                                 NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f16_max_no_min,
-                                 clamp_blocks_f16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_f16_max_no_min, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f16_max_min,
-                                 clamp_blocks_f16_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_f16_max_min, NULL, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_BF16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_bf16_no_max,
-                                 clamp_blocks_bf16_no_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_bf16_no_max, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_bf16_max_no_min,
-                                 clamp_blocks_bf16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_bf16_max_no_min, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_bf16_max_min,
-                                 clamp_blocks_bf16_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_bf16_max_min, NULL, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_f32_no_max, clamp_blocks_f32_no_max,
-                                 YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_stepped_f32_no_max, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f32_max_no_min,
-                                 clamp_blocks_f32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_f32_max_no_min, clamp_stepped_f32_max_no_min,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f32_max_min,
-                                 clamp_blocks_f32_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_f32_max_min, clamp_stepped_f32_max_min,
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 1, inputs, clamp_loop_f64_no_max, clamp_blocks_f64_no_max,
-                                 YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_stepped_f64_no_max, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f64_max_no_min,
-                                 clamp_blocks_f64_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_f64_max_no_min, clamp_stepped_f64_max_no_min,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 1, inputs, clamp_loop_f64_max_min,
-                                 clamp_blocks_f64_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_blocks_f64_max_min, clamp_stepped_f64_max_min,
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -5740,6 +6292,42 @@ clamp_tensor_blocks_f32_no_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32_no_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t min_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *min_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float min = min_lanes[lane];
+                const float out_value = yt__pw_maximum_f(self, min);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_loop_f32_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_rows_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
                                  const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -5814,6 +6402,42 @@ clamp_tensor_blocks_f32_max_no_min(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[4] = {sizeof(float), sizeof(float), sizeof(float), sizeof(float)};
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32_max_no_min, ctx);
+}
+
+YT__STEPPED_TARGET static void
+clamp_tensor_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t max_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *max_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float max = max_lanes[lane];
+                const float out_value = yt__pw_minimum_f(self, max);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_loop_f32_max_no_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -5898,6 +6522,46 @@ clamp_tensor_blocks_f32_max_min(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32_max_min, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t min_step = strides[2];
+    const int64_t max_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *min_p = data[2] + r * row_strides[2];
+        const char *max_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
+                max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float min = min_lanes[lane];
+                const float max = max_lanes[lane];
+                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_loop_f32_max_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_rows_f64_no_max(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -5975,6 +6639,42 @@ clamp_tensor_blocks_f64_no_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f64_no_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t min_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *min_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double min = min_lanes[lane];
+                const double out_value = yt__pw_maximum_d(self, min);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_loop_f64_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_rows_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
                                  const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -6050,6 +6750,42 @@ clamp_tensor_blocks_f64_max_no_min(const yt__block_strip *s, const void *ctx)
     static const int64_t esize[4] = {sizeof(double), sizeof(double), sizeof(double),
                                      sizeof(double)};
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f64_max_no_min, ctx);
+}
+
+YT__STEPPED_TARGET static void
+clamp_tensor_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t max_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *max_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double max = max_lanes[lane];
+                const double out_value = yt__pw_minimum_d(self, max);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_loop_f64_max_no_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -6135,6 +6871,46 @@ clamp_tensor_blocks_f64_max_min(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f64_max_min, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t min_step = strides[2];
+    const int64_t max_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *min_p = data[2] + r * row_strides[2];
+        const char *max_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
+                max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double min = min_lanes[lane];
+                const double max = max_lanes[lane];
+                const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_loop_f64_max_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -6147,101 +6923,126 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
     case YT_DTYPE_U8:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8_no_max,
-                                 clamp_tensor_blocks_u8_no_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_u8_no_max, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8_max_no_min,
-                                 clamp_tensor_blocks_u8_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_u8_max_no_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_u8_max_min,
-                                 clamp_tensor_blocks_u8_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_u8_max_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_I8:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8_no_max,
-                                 clamp_tensor_blocks_i8_no_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_i8_no_max, NULL, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8_max_no_min,
-                                 clamp_tensor_blocks_i8_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_i8_max_no_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i8_max_min,
-                                 clamp_tensor_blocks_i8_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_i8_max_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_I16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16_no_max,
-                                 clamp_tensor_blocks_i16_no_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_i16_no_max, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16_max_no_min,
-                                 clamp_tensor_blocks_i16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_i16_max_no_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i16_max_min,
-                                 clamp_tensor_blocks_i16_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_i16_max_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_I32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32_no_max,
-                                 clamp_tensor_blocks_i32_no_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_i32_no_max, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32_max_no_min,
-                                 clamp_tensor_blocks_i32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_i32_max_no_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i32_max_min,
-                                 clamp_tensor_blocks_i32_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_i32_max_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_I64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64_no_max,
-                                 clamp_tensor_blocks_i64_no_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_i64_no_max, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64_max_no_min,
-                                 clamp_tensor_blocks_i64_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_i64_max_no_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_i64_max_min,
-                                 clamp_tensor_blocks_i64_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_i64_max_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16_no_max,
-                                 clamp_tensor_blocks_f16_no_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_f16_no_max, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16_max_no_min,
-                                 clamp_tensor_blocks_f16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_f16_max_no_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f16_max_min,
-                                 clamp_tensor_blocks_f16_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_f16_max_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_BF16:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16_no_max,
-                                 clamp_tensor_blocks_bf16_no_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_bf16_no_max, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16_max_no_min,
-                                 clamp_tensor_blocks_bf16_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_bf16_max_no_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_bf16_max_min,
-                                 clamp_tensor_blocks_bf16_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_bf16_max_min, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_no_max,
-                                 clamp_tensor_blocks_f32_no_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_f32_no_max, clamp_tensor_stepped_f32_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_max_no_min,
-                                 clamp_tensor_blocks_f32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_f32_max_no_min,
+                                 clamp_tensor_stepped_f32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_max_min,
-                                 clamp_tensor_blocks_f32_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_f32_max_min, clamp_tensor_stepped_f32_max_min,
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_no_max,
-                                 clamp_tensor_blocks_f64_no_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_f64_no_max, clamp_tensor_stepped_f64_no_max,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_max_no_min,
-                                 clamp_tensor_blocks_f64_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_f64_max_no_min,
+                                 clamp_tensor_stepped_f64_max_no_min, YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_max_min,
-                                 clamp_tensor_blocks_f64_max_min, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_tensor_blocks_f64_max_min, clamp_tensor_stepped_f64_max_min,
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -6773,6 +7574,48 @@ clamp_tensor_backward_min_blocks_f32_no_max(const yt__block_strip *s, const void
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f32_no_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_min_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                min_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float min = min_lanes[lane];
+                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_min_loop_f32_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_min_rows_f32_max(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -6882,6 +7725,53 @@ clamp_tensor_backward_min_blocks_f32_max(const yt__block_strip *s, const void *c
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f32_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_min_stepped_f32_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float min = min_lanes[lane];
+                const float max = max_lanes[lane];
+                const float out_value =
+                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_min_loop_f32_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_min_rows_f64_no_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -6977,6 +7867,48 @@ clamp_tensor_backward_min_blocks_f64_no_max(const yt__block_strip *s, const void
     static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
                                      sizeof(double)};
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f64_no_max, ctx);
+}
+
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_min_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                min_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double min = min_lanes[lane];
+                const double out_value = ((self < min) && 1) ? grad_output : (double)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_min_loop_f64_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -7088,6 +8020,53 @@ clamp_tensor_backward_min_blocks_f64_max(const yt__block_strip *s, const void *c
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f64_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_min_stepped_f64_max(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double min = min_lanes[lane];
+                const double max = max_lanes[lane];
+                const double out_value =
+                    ((self < min) && (0 || (min < max))) ? grad_output : (double)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_min_loop_f64_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                                   yt_tensor *min, yt_tensor *max)
@@ -7100,41 +8079,45 @@ yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_
     case YT_DTYPE_F16:
         if (max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f16_no_max,
-                                 clamp_tensor_backward_min_blocks_f16_no_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_min_blocks_f16_no_max, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f16_max,
-                                 clamp_tensor_backward_min_blocks_f16_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_min_blocks_f16_max, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_BF16:
         if (max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_bf16_no_max,
-                                 clamp_tensor_backward_min_blocks_bf16_no_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_min_blocks_bf16_no_max, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_bf16_max,
-                                 clamp_tensor_backward_min_blocks_bf16_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_min_blocks_bf16_max, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F32:
         if (max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f32_no_max,
-                                 clamp_tensor_backward_min_blocks_f32_no_max, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_min_blocks_f32_no_max,
+                                 clamp_tensor_backward_min_stepped_f32_no_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f32_max,
-                                 clamp_tensor_backward_min_blocks_f32_max, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_min_blocks_f32_max,
+                                 clamp_tensor_backward_min_stepped_f32_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         break;
     case YT_DTYPE_F64:
         if (max == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f64_no_max,
-                                 clamp_tensor_backward_min_blocks_f64_no_max, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_min_blocks_f64_no_max,
+                                 clamp_tensor_backward_min_stepped_f64_no_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f64_max,
-                                 clamp_tensor_backward_min_blocks_f64_max, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_min_blocks_f64_max,
+                                 clamp_tensor_backward_min_stepped_f64_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         break;
     default:
@@ -7460,6 +8443,37 @@ abs_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, abs_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+abs_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = yt__pw_abs_f(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        abs_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 abs_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -7499,6 +8513,37 @@ abs_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, abs_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+abs_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = yt__pw_abs_d(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        abs_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_abs(yt_tensor *result, yt_tensor *self)
 {
@@ -7506,32 +8551,32 @@ yt__cpu_abs(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, abs_loop_u8, abs_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_u8, abs_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, abs_loop_i8, abs_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_i8, abs_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, abs_loop_i16, abs_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_i16, abs_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, abs_loop_i32, abs_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_i32, abs_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, abs_loop_i64, abs_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_i64, abs_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, abs_loop_f16, abs_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_f16, abs_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, abs_loop_bf16, abs_blocks_bf16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_bf16, abs_blocks_bf16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, abs_loop_f32, abs_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_f32, abs_blocks_f32, abs_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, abs_loop_f64, abs_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, abs_loop_f64, abs_blocks_f64, abs_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -7894,6 +8939,37 @@ sign_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sign_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+sign_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = yt__pw_sign_f(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sign_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 sign_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -7933,6 +9009,37 @@ sign_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sign_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+sign_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = yt__pw_sign_d(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sign_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_sign(yt_tensor *result, yt_tensor *self)
 {
@@ -7940,35 +9047,35 @@ yt__cpu_sign(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, sign_loop_bool, sign_blocks_bool,
+        return yt__pointwise(result, 1, inputs, sign_loop_bool, sign_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, sign_loop_u8, sign_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_u8, sign_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, sign_loop_i8, sign_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_i8, sign_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, sign_loop_i16, sign_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_i16, sign_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, sign_loop_i32, sign_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_i32, sign_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, sign_loop_i64, sign_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_i64, sign_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sign_loop_f16, sign_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_f16, sign_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sign_loop_bf16, sign_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, sign_loop_bf16, sign_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sign_loop_f32, sign_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_f32, sign_blocks_f32, sign_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sign_loop_f64, sign_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sign_loop_f64, sign_blocks_f64, sign_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -8097,6 +9204,37 @@ rsqrt_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsqrt_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+rsqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = (float)1 / sqrtf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        rsqrt_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 rsqrt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -8136,6 +9274,37 @@ rsqrt_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsqrt_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+rsqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = (double)1 / sqrt(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        rsqrt_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
 {
@@ -8143,16 +9312,16 @@ yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_f16, rsqrt_blocks_f16,
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f16, rsqrt_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_bf16, rsqrt_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_bf16, rsqrt_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_f32, rsqrt_blocks_f32,
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f32, rsqrt_blocks_f32, rsqrt_stepped_f32,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_f64, rsqrt_blocks_f64,
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f64, rsqrt_blocks_f64, rsqrt_stepped_f64,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -8288,6 +9457,37 @@ log2_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log2_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+log2_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = log2f(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        log2_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 log2_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -8329,6 +9529,37 @@ log2_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log2_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+log2_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = log2(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        log2_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_log2(yt_tensor *result, yt_tensor *self)
 {
@@ -8336,16 +9567,16 @@ yt__cpu_log2(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, log2_loop_f16, log2_blocks_f16,
+        return yt__pointwise(result, 1, inputs, log2_loop_f16, log2_blocks_f16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, log2_loop_bf16, log2_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, log2_loop_bf16, log2_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, log2_loop_f32, log2_blocks_f32,
+        return yt__pointwise(result, 1, inputs, log2_loop_f32, log2_blocks_f32, log2_stepped_f32,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, log2_loop_f64, log2_blocks_f64,
+        return yt__pointwise(result, 1, inputs, log2_loop_f64, log2_blocks_f64, log2_stepped_f64,
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -8481,6 +9712,37 @@ sin_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sin_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+sin_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = sinf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sin_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 sin_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -8522,6 +9784,37 @@ sin_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sin_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+sin_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = sin(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sin_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_sin(yt_tensor *result, yt_tensor *self)
 {
@@ -8529,17 +9822,17 @@ yt__cpu_sin(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sin_loop_f16, sin_blocks_f16, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sin_loop_f16, sin_blocks_f16, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sin_loop_bf16, sin_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, sin_loop_bf16, sin_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sin_loop_f32, sin_blocks_f32, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sin_loop_f32, sin_blocks_f32, sin_stepped_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sin_loop_f64, sin_blocks_f64, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, sin_loop_f64, sin_blocks_f64, sin_stepped_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -8863,6 +10156,37 @@ floor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, floor_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+floor_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = floorf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        floor_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 floor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -8902,6 +10226,37 @@ floor_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, floor_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+floor_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = floor(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        floor_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_floor(yt_tensor *result, yt_tensor *self)
 {
@@ -8909,31 +10264,31 @@ yt__cpu_floor(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, floor_loop_u8, floor_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_u8, floor_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, floor_loop_i8, floor_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, floor_loop_i8, floor_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, floor_loop_i16, floor_blocks_i16,
+        return yt__pointwise(result, 1, inputs, floor_loop_i16, floor_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, floor_loop_i32, floor_blocks_i32,
+        return yt__pointwise(result, 1, inputs, floor_loop_i32, floor_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, floor_loop_i64, floor_blocks_i64,
+        return yt__pointwise(result, 1, inputs, floor_loop_i64, floor_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, floor_loop_f16, floor_blocks_f16,
+        return yt__pointwise(result, 1, inputs, floor_loop_f16, floor_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, floor_loop_bf16, floor_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, floor_loop_bf16, floor_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, floor_loop_f32, floor_blocks_f32,
+        return yt__pointwise(result, 1, inputs, floor_loop_f32, floor_blocks_f32, floor_stepped_f32,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, floor_loop_f64, floor_blocks_f64,
+        return yt__pointwise(result, 1, inputs, floor_loop_f64, floor_blocks_f64, floor_stepped_f64,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -9066,6 +10421,38 @@ leaky_relu_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, leaky_relu_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+leaky_relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float negative_slope = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = (self > (float)0) ? self : (self * negative_slope);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        leaky_relu_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 leaky_relu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -9106,6 +10493,38 @@ leaky_relu_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, leaky_relu_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+leaky_relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double negative_slope = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = (self > (double)0) ? self : (self * negative_slope);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        leaky_relu_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -9115,17 +10534,17 @@ yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, leaky_relu_loop_f16, leaky_relu_blocks_f16,
+        return yt__pointwise(result, 1, inputs, leaky_relu_loop_f16, leaky_relu_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, leaky_relu_loop_bf16, leaky_relu_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, leaky_relu_loop_bf16, leaky_relu_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, leaky_relu_loop_f32, leaky_relu_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             leaky_relu_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, leaky_relu_loop_f64, leaky_relu_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             leaky_relu_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -9534,34 +10953,34 @@ yt__cpu_isfinite(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_bool, isfinite_blocks_bool,
+        return yt__pointwise(result, 1, inputs, isfinite_loop_bool, isfinite_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_u8, isfinite_blocks_u8,
+        return yt__pointwise(result, 1, inputs, isfinite_loop_u8, isfinite_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_i8, isfinite_blocks_i8,
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i8, isfinite_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_i16, isfinite_blocks_i16,
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i16, isfinite_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_i32, isfinite_blocks_i32,
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i32, isfinite_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_i64, isfinite_blocks_i64,
+        return yt__pointwise(result, 1, inputs, isfinite_loop_i64, isfinite_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_f16, isfinite_blocks_f16,
+        return yt__pointwise(result, 1, inputs, isfinite_loop_f16, isfinite_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_bf16, isfinite_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, isfinite_loop_bf16, isfinite_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_f32, isfinite_blocks_f32,
+        return yt__pointwise(result, 1, inputs, isfinite_loop_f32, isfinite_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, isfinite_loop_f64, isfinite_blocks_f64,
+        return yt__pointwise(result, 1, inputs, isfinite_loop_f64, isfinite_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -10098,6 +11517,50 @@ nan_to_num_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, nan_to_num_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+nan_to_num_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float nan = (float)scalars[0].f;
+    const bool nan_given = scalars[0].given;
+    const float posinf = (float)scalars[1].f;
+    const bool posinf_given = scalars[1].given;
+    const float neginf = (float)scalars[2].f;
+    const bool neginf_given = scalars[2].given;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value =
+                    (isfinite(self) != 0)
+                        ? self
+                        : ((isnan(self) != 0)
+                               ? ((!nan_given) ? (float)0 : nan)
+                               : ((self > (float)0)
+                                      ? ((!posinf_given) ? (float)FLT_MAX : posinf)
+                                      : ((!neginf_given) ? (float)-FLT_MAX : neginf)));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        nan_to_num_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 nan_to_num_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -10156,6 +11619,50 @@ nan_to_num_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, nan_to_num_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+nan_to_num_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double nan = (double)scalars[0].f;
+    const bool nan_given = scalars[0].given;
+    const double posinf = (double)scalars[1].f;
+    const bool posinf_given = scalars[1].given;
+    const double neginf = (double)scalars[2].f;
+    const bool neginf_given = scalars[2].given;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value =
+                    (isfinite(self) != 0)
+                        ? self
+                        : ((isnan(self) != 0)
+                               ? ((!nan_given) ? (double)0 : nan)
+                               : ((self > (double)0)
+                                      ? ((!posinf_given) ? (double)DBL_MAX : posinf)
+                                      : ((!neginf_given) ? (double)-DBL_MAX : neginf)));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        nan_to_num_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const double *posinf,
                    const double *neginf)
@@ -10170,35 +11677,35 @@ yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const 
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_bool, nan_to_num_blocks_bool,
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_bool, nan_to_num_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_u8, nan_to_num_blocks_u8,
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_u8, nan_to_num_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i8, nan_to_num_blocks_i8,
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i8, nan_to_num_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i16, nan_to_num_blocks_i16,
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i16, nan_to_num_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i32, nan_to_num_blocks_i32,
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i32, nan_to_num_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i64, nan_to_num_blocks_i64,
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_i64, nan_to_num_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f16, nan_to_num_blocks_f16,
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_f16, nan_to_num_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, nan_to_num_loop_bf16, nan_to_num_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, nan_to_num_loop_bf16, nan_to_num_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, nan_to_num_loop_f32, nan_to_num_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             nan_to_num_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, nan_to_num_loop_f64, nan_to_num_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             nan_to_num_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -10849,35 +12356,35 @@ yt__cpu_gt(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, gt_loop_bool, gt_blocks_bool, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_bool, gt_blocks_bool, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, gt_loop_u8, gt_blocks_u8, YT__PW_MEMORY_BOUND,
+        return yt__pointwise(result, 2, inputs, gt_loop_u8, gt_blocks_u8, NULL, YT__PW_MEMORY_BOUND,
                              scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, gt_loop_i8, gt_blocks_i8, YT__PW_MEMORY_BOUND,
+        return yt__pointwise(result, 2, inputs, gt_loop_i8, gt_blocks_i8, NULL, YT__PW_MEMORY_BOUND,
                              scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, gt_loop_i16, gt_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_i16, gt_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, gt_loop_i32, gt_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_i32, gt_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, gt_loop_i64, gt_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_i64, gt_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, gt_loop_f16, gt_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_f16, gt_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, gt_loop_bf16, gt_blocks_bf16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_bf16, gt_blocks_bf16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, gt_loop_f32, gt_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_f32, gt_blocks_f32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, gt_loop_f64, gt_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, gt_loop_f64, gt_blocks_f64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -11298,34 +12805,34 @@ yt__cpu_gt_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_bool, gt_scalar_blocks_bool,
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_bool, gt_scalar_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_u8, gt_scalar_blocks_u8,
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_u8, gt_scalar_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i8, gt_scalar_blocks_i8,
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i8, gt_scalar_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i16, gt_scalar_blocks_i16,
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i16, gt_scalar_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i32, gt_scalar_blocks_i32,
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i32, gt_scalar_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i64, gt_scalar_blocks_i64,
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_i64, gt_scalar_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f16, gt_scalar_blocks_f16,
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f16, gt_scalar_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_bf16, gt_scalar_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_bf16, gt_scalar_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f32, gt_scalar_blocks_f32,
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f32, gt_scalar_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f64, gt_scalar_blocks_f64,
+        return yt__pointwise(result, 1, inputs, gt_scalar_loop_f64, gt_scalar_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -12186,34 +13693,34 @@ yt__cpu_where(yt_tensor *result, yt_tensor *condition, yt_tensor *self, yt_tenso
     yt_tensor *const inputs[3] = {condition, self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 3, inputs, where_loop_bool, where_blocks_bool,
+        return yt__pointwise(result, 3, inputs, where_loop_bool, where_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 3, inputs, where_loop_u8, where_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_u8, where_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 3, inputs, where_loop_i8, where_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 3, inputs, where_loop_i8, where_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 3, inputs, where_loop_i16, where_blocks_i16,
+        return yt__pointwise(result, 3, inputs, where_loop_i16, where_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 3, inputs, where_loop_i32, where_blocks_i32,
+        return yt__pointwise(result, 3, inputs, where_loop_i32, where_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 3, inputs, where_loop_i64, where_blocks_i64,
+        return yt__pointwise(result, 3, inputs, where_loop_i64, where_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 3, inputs, where_loop_f16, where_blocks_f16,
+        return yt__pointwise(result, 3, inputs, where_loop_f16, where_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 3, inputs, where_loop_bf16, where_blocks_bf16,
+        return yt__pointwise(result, 3, inputs, where_loop_bf16, where_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 3, inputs, where_loop_f32, where_blocks_f32,
+        return yt__pointwise(result, 3, inputs, where_loop_f32, where_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 3, inputs, where_loop_f64, where_blocks_f64,
+        return yt__pointwise(result, 3, inputs, where_loop_f64, where_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -12865,34 +14372,34 @@ yt__cpu_logical_or(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_bool, logical_or_blocks_bool,
+        return yt__pointwise(result, 2, inputs, logical_or_loop_bool, logical_or_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_u8, logical_or_blocks_u8,
+        return yt__pointwise(result, 2, inputs, logical_or_loop_u8, logical_or_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_i8, logical_or_blocks_i8,
+        return yt__pointwise(result, 2, inputs, logical_or_loop_i8, logical_or_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_i16, logical_or_blocks_i16,
+        return yt__pointwise(result, 2, inputs, logical_or_loop_i16, logical_or_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_i32, logical_or_blocks_i32,
+        return yt__pointwise(result, 2, inputs, logical_or_loop_i32, logical_or_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_i64, logical_or_blocks_i64,
+        return yt__pointwise(result, 2, inputs, logical_or_loop_i64, logical_or_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_f16, logical_or_blocks_f16,
+        return yt__pointwise(result, 2, inputs, logical_or_loop_f16, logical_or_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_bf16, logical_or_blocks_bf16,
+        return yt__pointwise(result, 2, inputs, logical_or_loop_bf16, logical_or_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_f32, logical_or_blocks_f32,
+        return yt__pointwise(result, 2, inputs, logical_or_loop_f32, logical_or_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, logical_or_loop_f64, logical_or_blocks_f64,
+        return yt__pointwise(result, 2, inputs, logical_or_loop_f64, logical_or_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;

@@ -12,7 +12,10 @@
  * Each loop's body (OP_rows_DTYPE) is inlined into two functions: the loop itself
  * (OP_loop_DTYPE), and its block form (OP_blocks_DTYPE, see yt__block_fn), where it runs on
  * square blocks of constant size (16 x 16 for f32, 8 x 8 for f64), so that only its contiguous
- * path remains. */
+ * path remains. f32 and f64 loops whose operands all have the loop's dtype have a stepped form
+ * as well (OP_stepped_DTYPE): rows in which operands step 2 or 3 elements apart (x[:, ::2]), a
+ * few vectors at a time through registers (runtime/stepped_lanes.h), where otherwise the runtime copies
+ * such operands through buffers. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -20,6 +23,7 @@
 #include "kernels.h"
 #include "pointwise_blocks.h"
 #include "pointwise_math.h"
+#include "stepped_lanes.h"
 
 #if YT_CODEGEN_ABI != 1
 #error "generated/ is stale: run make generate"
@@ -616,6 +620,43 @@ add_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, add_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+add_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float other = other_lanes[lane];
+                const float out_value = self + (alpha * other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        add_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 add_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -680,6 +721,43 @@ add_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, add_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+add_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double alpha = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double other = other_lanes[lane];
+                const double out_value = self + (alpha * other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        add_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha)
 {
@@ -691,35 +769,35 @@ yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, add_loop_bool, add_blocks_bool, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_bool, add_blocks_bool, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, add_loop_u8, add_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_u8, add_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, add_loop_i8, add_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_i8, add_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, add_loop_i16, add_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_i16, add_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, add_loop_i32, add_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_i32, add_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, add_loop_i64, add_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_i64, add_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, add_loop_f16, add_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_f16, add_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, add_loop_bf16, add_blocks_bf16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_bf16, add_blocks_bf16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, add_loop_f32, add_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_f32, add_blocks_f32, add_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, add_loop_f64, add_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, add_loop_f64, add_blocks_f64, add_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1100,6 +1178,39 @@ add_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, add_scalar_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+add_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    const float alpha = (float)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = self + (alpha * other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        add_scalar_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 add_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -1141,6 +1252,39 @@ add_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, add_scalar_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+add_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    const double alpha = (double)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = self + (alpha * other);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        add_scalar_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
@@ -1153,35 +1297,35 @@ yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_bool, add_scalar_blocks_bool,
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_bool, add_scalar_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_u8, add_scalar_blocks_u8,
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_u8, add_scalar_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_i8, add_scalar_blocks_i8,
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_i8, add_scalar_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_i16, add_scalar_blocks_i16,
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_i16, add_scalar_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_i32, add_scalar_blocks_i32,
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_i32, add_scalar_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_i64, add_scalar_blocks_i64,
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_i64, add_scalar_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_f16, add_scalar_blocks_f16,
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_f16, add_scalar_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, add_scalar_loop_bf16, add_scalar_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, add_scalar_loop_bf16, add_scalar_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_f32, add_scalar_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             add_scalar_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_f64, add_scalar_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             add_scalar_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1513,6 +1657,38 @@ clamp_min_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_min_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_min_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = yt__pw_maximum_uniform_f(self, min);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_min_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_min_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
@@ -1553,6 +1729,38 @@ clamp_min_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_min_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_min_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = yt__pw_maximum_uniform_d(self, min);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_min_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
 {
@@ -1564,32 +1772,32 @@ yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_u8, clamp_min_blocks_u8,
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_u8, clamp_min_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_i8, clamp_min_blocks_i8,
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i8, clamp_min_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_i16, clamp_min_blocks_i16,
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i16, clamp_min_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_i32, clamp_min_blocks_i32,
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i32, clamp_min_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_i64, clamp_min_blocks_i64,
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_i64, clamp_min_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_f16, clamp_min_blocks_f16,
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_f16, clamp_min_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, clamp_min_loop_bf16, clamp_min_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, clamp_min_loop_bf16, clamp_min_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, clamp_min_loop_f32, clamp_min_blocks_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             clamp_min_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, clamp_min_loop_f64, clamp_min_blocks_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             clamp_min_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2107,6 +2315,42 @@ clamp_min_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_min_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t min_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *min_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float min = min_lanes[lane];
+                const float out_value = yt__pw_maximum_f(self, min);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_min_tensor_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_min_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -2170,6 +2414,42 @@ clamp_min_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_min_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t min_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *min_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double min = min_lanes[lane];
+                const double out_value = yt__pw_maximum_d(self, min);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_min_tensor_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
 {
@@ -2178,31 +2458,33 @@ yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
     switch (self->dtype) {
     case YT_DTYPE_U8:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_u8,
-                             clamp_min_tensor_blocks_u8, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_min_tensor_blocks_u8, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i8,
-                             clamp_min_tensor_blocks_i8, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_min_tensor_blocks_i8, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i16,
-                             clamp_min_tensor_blocks_i16, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_min_tensor_blocks_i16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i32,
-                             clamp_min_tensor_blocks_i32, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_min_tensor_blocks_i32, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_i64,
-                             clamp_min_tensor_blocks_i64, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_min_tensor_blocks_i64, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f16,
-                             clamp_min_tensor_blocks_f16, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_min_tensor_blocks_f16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_bf16,
-                             clamp_min_tensor_blocks_bf16, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_min_tensor_blocks_bf16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f32,
-                             clamp_min_tensor_blocks_f32, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_min_tensor_blocks_f32, clamp_min_tensor_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f64,
-                             clamp_min_tensor_blocks_f64, YT__PW_MEMORY_BOUND, scalars);
+                             clamp_min_tensor_blocks_f64, clamp_min_tensor_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2795,6 +3077,38 @@ clamp_backward_blocks_f32_no_min_no_max(const yt__block_strip *s, const void *ct
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f32_no_min_no_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_backward_stepped_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                         const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float out_value = grad_output;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f32_no_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_backward_rows_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -2860,6 +3174,44 @@ clamp_backward_blocks_f32_no_min_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f32_no_min_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_backward_stepped_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f32_no_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_backward_rows_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -2923,6 +3275,44 @@ clamp_backward_blocks_f32_min_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[3] = {sizeof(float), sizeof(float), sizeof(float)};
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f32_min_no_max, ctx);
+}
+
+YT__STEPPED_TARGET static void
+clamp_backward_stepped_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f32_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -2995,6 +3385,46 @@ clamp_backward_blocks_f32_min_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f32_min_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const float max = (float)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float out_value =
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f32_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_backward_rows_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -3052,6 +3482,38 @@ clamp_backward_blocks_f64_no_min_no_max(const yt__block_strip *s, const void *ct
 {
     static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f64_no_min_no_max, ctx);
+}
+
+YT__STEPPED_TARGET static void
+clamp_backward_stepped_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                         const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double out_value = grad_output;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f64_no_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -3119,6 +3581,44 @@ clamp_backward_blocks_f64_no_min_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f64_no_min_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_backward_stepped_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double max = (double)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f64_no_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_backward_rows_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -3182,6 +3682,44 @@ clamp_backward_blocks_f64_min_no_max(const yt__block_strip *s, const void *ctx)
 {
     static const int64_t esize[3] = {sizeof(double), sizeof(double), sizeof(double)};
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f64_min_no_max, ctx);
+}
+
+YT__STEPPED_TARGET static void
+clamp_backward_stepped_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f64_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -3254,6 +3792,46 @@ clamp_backward_blocks_f64_min_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f64_min_max, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    const double max = (double)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double out_value =
+                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f64_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                        const yt_scalar *min, const yt_scalar *max)
@@ -3269,70 +3847,80 @@ yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *sel
     case YT_DTYPE_F16:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16_no_min_no_max,
-                                 clamp_backward_blocks_f16_no_min_no_max, YT__PW_MEMORY_BOUND,
+                                 clamp_backward_blocks_f16_no_min_no_max, NULL, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16_no_min_max,
-                                 clamp_backward_blocks_f16_no_min_max, YT__PW_MEMORY_BOUND,
+                                 clamp_backward_blocks_f16_no_min_max, NULL, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16_min_no_max,
-                                 clamp_backward_blocks_f16_min_no_max, YT__PW_MEMORY_BOUND,
+                                 clamp_backward_blocks_f16_min_no_max, NULL, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f16_min_max,
-                                 clamp_backward_blocks_f16_min_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_backward_blocks_f16_min_max, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_BF16:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16_no_min_no_max,
-                                 clamp_backward_blocks_bf16_no_min_no_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_backward_blocks_bf16_no_min_no_max, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16_no_min_max,
-                                 clamp_backward_blocks_bf16_no_min_max, YT__PW_MEMORY_BOUND,
+                                 clamp_backward_blocks_bf16_no_min_max, NULL, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16_min_no_max,
-                                 clamp_backward_blocks_bf16_min_no_max, YT__PW_MEMORY_BOUND,
+                                 clamp_backward_blocks_bf16_min_no_max, NULL, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_bf16_min_max,
-                                 clamp_backward_blocks_bf16_min_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_backward_blocks_bf16_min_max, NULL, YT__PW_MEMORY_BOUND,
+                                 scalars);
         break;
     case YT_DTYPE_F32:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_no_min_no_max,
-                                 clamp_backward_blocks_f32_no_min_no_max, YT__PW_MEMORY_BOUND,
+                                 clamp_backward_blocks_f32_no_min_no_max,
+                                 clamp_backward_stepped_f32_no_min_no_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_no_min_max,
-                                 clamp_backward_blocks_f32_no_min_max, YT__PW_MEMORY_BOUND,
+                                 clamp_backward_blocks_f32_no_min_max,
+                                 clamp_backward_stepped_f32_no_min_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_min_no_max,
-                                 clamp_backward_blocks_f32_min_no_max, YT__PW_MEMORY_BOUND,
+                                 clamp_backward_blocks_f32_min_no_max,
+                                 clamp_backward_stepped_f32_min_no_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_min_max,
-                                 clamp_backward_blocks_f32_min_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_backward_blocks_f32_min_max,
+                                 clamp_backward_stepped_f32_min_max, YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_no_min_no_max,
-                                 clamp_backward_blocks_f64_no_min_no_max, YT__PW_MEMORY_BOUND,
+                                 clamp_backward_blocks_f64_no_min_no_max,
+                                 clamp_backward_stepped_f64_no_min_no_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_no_min_max,
-                                 clamp_backward_blocks_f64_no_min_max, YT__PW_MEMORY_BOUND,
+                                 clamp_backward_blocks_f64_no_min_max,
+                                 clamp_backward_stepped_f64_no_min_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_min_no_max,
-                                 clamp_backward_blocks_f64_min_no_max, YT__PW_MEMORY_BOUND,
+                                 clamp_backward_blocks_f64_min_no_max,
+                                 clamp_backward_stepped_f64_min_no_max, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_min_max,
-                                 clamp_backward_blocks_f64_min_max, YT__PW_MEMORY_BOUND, scalars);
+                                 clamp_backward_blocks_f64_min_max,
+                                 clamp_backward_stepped_f64_min_max, YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -3864,6 +4452,48 @@ clamp_tensor_backward_max_blocks_f32_no_min(const yt__block_strip *s, const void
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f32_no_min, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_max_stepped_f32_no_min(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float max = max_lanes[lane];
+                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_max_loop_f32_no_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_max_rows_f32_min(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -3973,6 +4603,53 @@ clamp_tensor_backward_max_blocks_f32_min(const yt__block_strip *s, const void *c
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f32_min, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_max_stepped_f32_min(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float min = min_lanes[lane];
+                const float max = max_lanes[lane];
+                const float out_value =
+                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_max_loop_f32_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_max_rows_f64_no_min(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -4068,6 +4745,48 @@ clamp_tensor_backward_max_blocks_f64_no_min(const yt__block_strip *s, const void
     static const int64_t esize[5] = {sizeof(double), sizeof(double), sizeof(double), sizeof(double),
                                      sizeof(double)};
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f64_no_min, ctx);
+}
+
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_max_stepped_f64_no_min(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double max = max_lanes[lane];
+                const double out_value = ((self > max) || 0) ? grad_output : (double)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_max_loop_f64_no_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -4179,6 +4898,53 @@ clamp_tensor_backward_max_blocks_f64_min(const yt__block_strip *s, const void *c
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f64_min, ctx);
 }
 
+YT__STEPPED_TARGET static void
+clamp_tensor_backward_max_stepped_f64_min(char **data, const int64_t *strides, int64_t n,
+                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double min = min_lanes[lane];
+                const double max = max_lanes[lane];
+                const double out_value =
+                    ((self > max) || (1 && (max < min))) ? grad_output : (double)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_max_loop_f64_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                                   yt_tensor *min, yt_tensor *max)
@@ -4191,41 +4957,45 @@ yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_
     case YT_DTYPE_F16:
         if (min == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f16_no_min,
-                                 clamp_tensor_backward_max_blocks_f16_no_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_max_blocks_f16_no_min, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f16_min,
-                                 clamp_tensor_backward_max_blocks_f16_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_max_blocks_f16_min, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_BF16:
         if (min == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_bf16_no_min,
-                                 clamp_tensor_backward_max_blocks_bf16_no_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_max_blocks_bf16_no_min, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_bf16_min,
-                                 clamp_tensor_backward_max_blocks_bf16_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 clamp_tensor_backward_max_blocks_bf16_min, NULL,
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F32:
         if (min == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f32_no_min,
-                                 clamp_tensor_backward_max_blocks_f32_no_min, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_max_blocks_f32_no_min,
+                                 clamp_tensor_backward_max_stepped_f32_no_min, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f32_min,
-                                 clamp_tensor_backward_max_blocks_f32_min, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_max_blocks_f32_min,
+                                 clamp_tensor_backward_max_stepped_f32_min, YT__PW_MEMORY_BOUND,
                                  scalars);
         break;
     case YT_DTYPE_F64:
         if (min == NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f64_no_min,
-                                 clamp_tensor_backward_max_blocks_f64_no_min, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_max_blocks_f64_no_min,
+                                 clamp_tensor_backward_max_stepped_f64_no_min, YT__PW_MEMORY_BOUND,
                                  scalars);
         if (min != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f64_min,
-                                 clamp_tensor_backward_max_blocks_f64_min, YT__PW_MEMORY_BOUND,
+                                 clamp_tensor_backward_max_blocks_f64_min,
+                                 clamp_tensor_backward_max_stepped_f64_min, YT__PW_MEMORY_BOUND,
                                  scalars);
         break;
     default:
@@ -4429,6 +5199,38 @@ div_rounding_backward_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f32_none, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_rounding_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float out_value = grad_output;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_rounding_backward_loop_f32_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_rounding_backward_rows_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -4463,6 +5265,33 @@ div_rounding_backward_blocks_f32_trunc(const yt__block_strip *s, const void *ctx
 {
     static const int64_t esize[2] = {sizeof(float), sizeof(float)};
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f32_trunc, ctx);
+}
+
+YT__STEPPED_TARGET static void
+div_rounding_backward_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n,
+                                        const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float out_lanes[YT__STEPPED_LANES_F32];
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float out_value = (float)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_rounding_backward_loop_f32_trunc(rest, strides, n - i, row_strides, 1, ctx);
+    }
 }
 
 YT_ALWAYS_INLINE void
@@ -4505,6 +5334,38 @@ div_rounding_backward_blocks_f64_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f64_none, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_rounding_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double out_value = grad_output;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_rounding_backward_loop_f64_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_rounding_backward_rows_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -4541,6 +5402,33 @@ div_rounding_backward_blocks_f64_trunc(const yt__block_strip *s, const void *ctx
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f64_trunc, ctx);
 }
 
+YT__STEPPED_TARGET static void
+div_rounding_backward_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n,
+                                        const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double out_lanes[YT__STEPPED_LANES_F64];
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double out_value = (double)0;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_rounding_backward_loop_f64_trunc(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const char *rounding_mode)
 {
@@ -4550,45 +5438,49 @@ yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const c
     case YT_DTYPE_F16:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f16_none,
-                                 div_rounding_backward_blocks_f16_none, YT__PW_MEMORY_BOUND,
+                                 div_rounding_backward_blocks_f16_none, NULL, YT__PW_MEMORY_BOUND,
                                  scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f16_trunc,
-                                 div_rounding_backward_blocks_f16_trunc, YT__PW_MEMORY_BOUND,
+                                 div_rounding_backward_blocks_f16_trunc, NULL, YT__PW_MEMORY_BOUND,
                                  scalars);
         break;
     case YT_DTYPE_BF16:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_bf16_none,
-                                 div_rounding_backward_blocks_bf16_none, YT__PW_MEMORY_BOUND,
+                                 div_rounding_backward_blocks_bf16_none, NULL, YT__PW_MEMORY_BOUND,
                                  scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_bf16_trunc,
-                                 div_rounding_backward_blocks_bf16_trunc, YT__PW_MEMORY_BOUND,
+                                 div_rounding_backward_blocks_bf16_trunc, NULL, YT__PW_MEMORY_BOUND,
                                  scalars);
         break;
     case YT_DTYPE_F32:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_none,
-                                 div_rounding_backward_blocks_f32_none, YT__PW_MEMORY_BOUND,
+                                 div_rounding_backward_blocks_f32_none,
+                                 div_rounding_backward_stepped_f32_none, YT__PW_MEMORY_BOUND,
                                  scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_trunc,
-                                 div_rounding_backward_blocks_f32_trunc, YT__PW_MEMORY_BOUND,
+                                 div_rounding_backward_blocks_f32_trunc,
+                                 div_rounding_backward_stepped_f32_trunc, YT__PW_MEMORY_BOUND,
                                  scalars);
         break;
     case YT_DTYPE_F64:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_none,
-                                 div_rounding_backward_blocks_f64_none, YT__PW_MEMORY_BOUND,
+                                 div_rounding_backward_blocks_f64_none,
+                                 div_rounding_backward_stepped_f64_none, YT__PW_MEMORY_BOUND,
                                  scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_trunc,
-                                 div_rounding_backward_blocks_f64_trunc, YT__PW_MEMORY_BOUND,
+                                 div_rounding_backward_blocks_f64_trunc,
+                                 div_rounding_backward_stepped_f64_trunc, YT__PW_MEMORY_BOUND,
                                  scalars);
         break;
     default:
@@ -4725,6 +5617,37 @@ exp_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, exp_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+exp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = expf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        exp_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 exp_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -4766,6 +5689,37 @@ exp_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, exp_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+exp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = exp(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        exp_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_exp(yt_tensor *result, yt_tensor *self)
 {
@@ -4773,17 +5727,17 @@ yt__cpu_exp(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, exp_loop_f16, exp_blocks_f16, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, exp_loop_f16, exp_blocks_f16, NULL,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, exp_loop_bf16, exp_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, exp_loop_bf16, exp_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, exp_loop_f32, exp_blocks_f32, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, exp_loop_f32, exp_blocks_f32, exp_stepped_f32,
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, exp_loop_f64, exp_blocks_f64, YT__PW_COMPUTE_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, exp_loop_f64, exp_blocks_f64, exp_stepped_f64,
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -5315,6 +6269,44 @@ threshold_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, threshold_backward_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+threshold_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float threshold = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float out_value = (self <= threshold) ? (float)0 : grad_output;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        threshold_backward_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 threshold_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -5380,6 +6372,44 @@ threshold_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, threshold_backward_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+threshold_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double threshold = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double out_value = (self <= threshold) ? (double)0 : grad_output;
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        threshold_backward_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                            yt_scalar threshold)
@@ -5391,31 +6421,33 @@ yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor 
     switch (grad_output->dtype) {
     case YT_DTYPE_U8:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_u8,
-                             threshold_backward_blocks_u8, YT__PW_MEMORY_BOUND, scalars);
+                             threshold_backward_blocks_u8, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_i8,
-                             threshold_backward_blocks_i8, YT__PW_MEMORY_BOUND, scalars);
+                             threshold_backward_blocks_i8, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_i16,
-                             threshold_backward_blocks_i16, YT__PW_MEMORY_BOUND, scalars);
+                             threshold_backward_blocks_i16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_i32,
-                             threshold_backward_blocks_i32, YT__PW_MEMORY_BOUND, scalars);
+                             threshold_backward_blocks_i32, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_i64,
-                             threshold_backward_blocks_i64, YT__PW_MEMORY_BOUND, scalars);
+                             threshold_backward_blocks_i64, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_f16,
-                             threshold_backward_blocks_f16, YT__PW_MEMORY_BOUND, scalars);
+                             threshold_backward_blocks_f16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_bf16,
-                             threshold_backward_blocks_bf16, YT__PW_MEMORY_BOUND, scalars);
+                             threshold_backward_blocks_bf16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_f32,
-                             threshold_backward_blocks_f32, YT__PW_MEMORY_BOUND, scalars);
+                             threshold_backward_blocks_f32, threshold_backward_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_f64,
-                             threshold_backward_blocks_f64, YT__PW_MEMORY_BOUND, scalars);
+                             threshold_backward_blocks_f64, threshold_backward_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -5550,6 +6582,37 @@ sigmoid_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sigmoid_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+sigmoid_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = (float)1 / ((float)1 + expf(-self));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sigmoid_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 sigmoid_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
@@ -5591,6 +6654,37 @@ sigmoid_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sigmoid_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+sigmoid_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                    int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = (double)1 / ((double)1 + exp(-self));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sigmoid_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
 {
@@ -5598,17 +6692,17 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, sigmoid_loop_f16, sigmoid_blocks_f16,
+        return yt__pointwise(result, 1, inputs, sigmoid_loop_f16, sigmoid_blocks_f16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, sigmoid_loop_bf16, sigmoid_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, sigmoid_loop_bf16, sigmoid_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, sigmoid_loop_f32, sigmoid_blocks_f32,
-                             YT__PW_COMPUTE_BOUND, scalars);
+                             sigmoid_stepped_f32, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sigmoid_loop_f64, sigmoid_blocks_f64,
-                             YT__PW_COMPUTE_BOUND, scalars);
+                             sigmoid_stepped_f64, YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -5743,6 +6837,37 @@ tanh_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, tanh_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+tanh_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = tanhf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        tanh_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 tanh_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -5784,6 +6909,37 @@ tanh_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, tanh_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+tanh_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = tanh(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        tanh_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
 {
@@ -5791,16 +6947,16 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, tanh_loop_f16, tanh_blocks_f16,
+        return yt__pointwise(result, 1, inputs, tanh_loop_f16, tanh_blocks_f16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, tanh_loop_bf16, tanh_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, tanh_loop_bf16, tanh_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, tanh_loop_f32, tanh_blocks_f32,
+        return yt__pointwise(result, 1, inputs, tanh_loop_f32, tanh_blocks_f32, tanh_stepped_f32,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, tanh_loop_f64, tanh_blocks_f64,
+        return yt__pointwise(result, 1, inputs, tanh_loop_f64, tanh_blocks_f64, tanh_stepped_f64,
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -5948,6 +7104,40 @@ softplus_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, softplus_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+softplus_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float beta = (float)scalars[0].f;
+    const float threshold = (float)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value =
+                    ((self * beta) > threshold) ? self : (log1pf(expf(self * beta)) / beta);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        softplus_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 softplus_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
@@ -5993,6 +7183,40 @@ softplus_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, softplus_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+softplus_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double beta = (double)scalars[0].f;
+    const double threshold = (double)scalars[1].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value =
+                    ((self * beta) > threshold) ? self : (log1p(exp(self * beta)) / beta);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        softplus_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -6003,17 +7227,17 @@ yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar t
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, softplus_loop_f16, softplus_blocks_f16,
+        return yt__pointwise(result, 1, inputs, softplus_loop_f16, softplus_blocks_f16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, softplus_loop_bf16, softplus_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, softplus_loop_bf16, softplus_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, softplus_loop_f32, softplus_blocks_f32,
-                             YT__PW_COMPUTE_BOUND, scalars);
+                             softplus_stepped_f32, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, softplus_loop_f64, softplus_blocks_f64,
-                             YT__PW_COMPUTE_BOUND, scalars);
+                             softplus_stepped_f64, YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -6148,6 +7372,37 @@ expm1_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, expm1_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+expm1_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = expm1f(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        expm1_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 expm1_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -6189,6 +7444,37 @@ expm1_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, expm1_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+expm1_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = expm1(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        expm1_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
 {
@@ -6196,16 +7482,16 @@ yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, expm1_loop_f16, expm1_blocks_f16,
+        return yt__pointwise(result, 1, inputs, expm1_loop_f16, expm1_blocks_f16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, expm1_loop_bf16, expm1_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, expm1_loop_bf16, expm1_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, expm1_loop_f32, expm1_blocks_f32,
+        return yt__pointwise(result, 1, inputs, expm1_loop_f32, expm1_blocks_f32, expm1_stepped_f32,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, expm1_loop_f64, expm1_blocks_f64,
+        return yt__pointwise(result, 1, inputs, expm1_loop_f64, expm1_blocks_f64, expm1_stepped_f64,
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -6341,6 +7627,37 @@ log1p_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log1p_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+log1p_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = log1pf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        log1p_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 log1p_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -6382,6 +7699,37 @@ log1p_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log1p_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+log1p_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                  int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = log1p(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        log1p_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
 {
@@ -6389,16 +7737,16 @@ yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, log1p_loop_f16, log1p_blocks_f16,
+        return yt__pointwise(result, 1, inputs, log1p_loop_f16, log1p_blocks_f16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, log1p_loop_bf16, log1p_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, log1p_loop_bf16, log1p_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, log1p_loop_f32, log1p_blocks_f32,
+        return yt__pointwise(result, 1, inputs, log1p_loop_f32, log1p_blocks_f32, log1p_stepped_f32,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, log1p_loop_f64, log1p_blocks_f64,
+        return yt__pointwise(result, 1, inputs, log1p_loop_f64, log1p_blocks_f64, log1p_stepped_f64,
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -6723,6 +8071,37 @@ ceil_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ceil_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+ceil_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float self = self_lanes[lane];
+                const float out_value = ceilf(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        ceil_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 ceil_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -6762,6 +8141,37 @@ ceil_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ceil_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+ceil_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
+    (void)ctx;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double self = self_lanes[lane];
+                const double out_value = ceil(self);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        ceil_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
 {
@@ -6769,32 +8179,32 @@ yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, ceil_loop_u8, ceil_blocks_u8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_u8, ceil_blocks_u8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, ceil_loop_i8, ceil_blocks_i8, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_i8, ceil_blocks_i8, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, ceil_loop_i16, ceil_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_i16, ceil_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, ceil_loop_i32, ceil_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_i32, ceil_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, ceil_loop_i64, ceil_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_i64, ceil_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, ceil_loop_f16, ceil_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_f16, ceil_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, ceil_loop_bf16, ceil_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, ceil_loop_bf16, ceil_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, ceil_loop_f32, ceil_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_f32, ceil_blocks_f32, ceil_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, ceil_loop_f64, ceil_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 1, inputs, ceil_loop_f64, ceil_blocks_f64, ceil_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -7013,6 +8423,45 @@ leaky_relu_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, leaky_relu_backward_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+leaky_relu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float negative_slope = (float)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float out_value =
+                    (self > (float)0) ? grad_output : (grad_output * negative_slope);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        leaky_relu_backward_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 leaky_relu_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -7082,6 +8531,45 @@ leaky_relu_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, leaky_relu_backward_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+leaky_relu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double negative_slope = (double)scalars[0].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double out_value =
+                    (self > (double)0) ? grad_output : (grad_output * negative_slope);
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        leaky_relu_backward_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                             yt_scalar negative_slope)
@@ -7093,16 +8581,18 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f16,
-                             leaky_relu_backward_blocks_f16, YT__PW_MEMORY_BOUND, scalars);
+                             leaky_relu_backward_blocks_f16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_bf16,
-                             leaky_relu_backward_blocks_bf16, YT__PW_MEMORY_BOUND, scalars);
+                             leaky_relu_backward_blocks_bf16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f32,
-                             leaky_relu_backward_blocks_f32, YT__PW_MEMORY_BOUND, scalars);
+                             leaky_relu_backward_blocks_f32, leaky_relu_backward_stepped_f32,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f64,
-                             leaky_relu_backward_blocks_f64, YT__PW_MEMORY_BOUND, scalars);
+                             leaky_relu_backward_blocks_f64, leaky_relu_backward_stepped_f64,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -7357,6 +8847,49 @@ elu_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, elu_backward_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET static void
+elu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    const float scale = (float)scalars[1].f;
+    const float input_scale = (float)scalars[2].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+                out_lanes[YT__STEPPED_LANES_F32];
+            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+                const float grad_output = grad_output_lanes[lane];
+                const float self = self_lanes[lane];
+                const float out_value = (self > (float)0)
+                                            ? (grad_output * scale)
+                                            : ((((grad_output * scale) * alpha) * input_scale) *
+                                               expf(self * input_scale));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        elu_backward_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 elu_backward_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
@@ -7438,6 +8971,49 @@ elu_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, elu_backward_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET static void
+elu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double alpha = (double)scalars[0].f;
+    const double scale = (double)scalars[1].f;
+    const double input_scale = (double)scalars[2].f;
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i = 0;
+        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+                out_lanes[YT__STEPPED_LANES_F64];
+            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                               grad_output_step);
+            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+                const double grad_output = grad_output_lanes[lane];
+                const double self = self_lanes[lane];
+                const double out_value = (self > (double)0)
+                                             ? (grad_output * scale)
+                                             : ((((grad_output * scale) * alpha) * input_scale) *
+                                                exp(self * input_scale));
+                out_lanes[lane] = out_value;
+            }
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        }
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        elu_backward_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
                      yt_scalar input_scale, yt_tensor *self)
@@ -7451,16 +9027,16 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
     switch (grad_output->dtype) {
     case YT_DTYPE_F16:
         return yt__pointwise(result, 2, inputs, elu_backward_loop_f16, elu_backward_blocks_f16,
-                             YT__PW_COMPUTE_BOUND, scalars);
+                             NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, elu_backward_loop_bf16, elu_backward_blocks_bf16,
-                             YT__PW_COMPUTE_BOUND, scalars);
+                             NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, elu_backward_loop_f32, elu_backward_blocks_f32,
-                             YT__PW_COMPUTE_BOUND, scalars);
+                             elu_backward_stepped_f32, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, elu_backward_loop_f64, elu_backward_blocks_f64,
-                             YT__PW_COMPUTE_BOUND, scalars);
+                             elu_backward_stepped_f64, YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -8111,35 +9687,35 @@ yt__cpu_eq(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, eq_loop_bool, eq_blocks_bool, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_bool, eq_blocks_bool, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, eq_loop_u8, eq_blocks_u8, YT__PW_MEMORY_BOUND,
+        return yt__pointwise(result, 2, inputs, eq_loop_u8, eq_blocks_u8, NULL, YT__PW_MEMORY_BOUND,
                              scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, eq_loop_i8, eq_blocks_i8, YT__PW_MEMORY_BOUND,
+        return yt__pointwise(result, 2, inputs, eq_loop_i8, eq_blocks_i8, NULL, YT__PW_MEMORY_BOUND,
                              scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, eq_loop_i16, eq_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_i16, eq_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, eq_loop_i32, eq_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_i32, eq_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, eq_loop_i64, eq_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_i64, eq_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, eq_loop_f16, eq_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_f16, eq_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, eq_loop_bf16, eq_blocks_bf16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_bf16, eq_blocks_bf16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, eq_loop_f32, eq_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_f32, eq_blocks_f32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, eq_loop_f64, eq_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, eq_loop_f64, eq_blocks_f64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -8560,34 +10136,34 @@ yt__cpu_eq_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_bool, eq_scalar_blocks_bool,
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_bool, eq_scalar_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_u8, eq_scalar_blocks_u8,
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_u8, eq_scalar_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i8, eq_scalar_blocks_i8,
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i8, eq_scalar_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i16, eq_scalar_blocks_i16,
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i16, eq_scalar_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i32, eq_scalar_blocks_i32,
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i32, eq_scalar_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i64, eq_scalar_blocks_i64,
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_i64, eq_scalar_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f16, eq_scalar_blocks_f16,
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f16, eq_scalar_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_bf16, eq_scalar_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_bf16, eq_scalar_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f32, eq_scalar_blocks_f32,
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f32, eq_scalar_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f64, eq_scalar_blocks_f64,
+        return yt__pointwise(result, 1, inputs, eq_scalar_loop_f64, eq_scalar_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -9239,35 +10815,35 @@ yt__cpu_le(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     yt_tensor *const inputs[2] = {self, other};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 2, inputs, le_loop_bool, le_blocks_bool, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_bool, le_blocks_bool, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, le_loop_u8, le_blocks_u8, YT__PW_MEMORY_BOUND,
+        return yt__pointwise(result, 2, inputs, le_loop_u8, le_blocks_u8, NULL, YT__PW_MEMORY_BOUND,
                              scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, le_loop_i8, le_blocks_i8, YT__PW_MEMORY_BOUND,
+        return yt__pointwise(result, 2, inputs, le_loop_i8, le_blocks_i8, NULL, YT__PW_MEMORY_BOUND,
                              scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, le_loop_i16, le_blocks_i16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_i16, le_blocks_i16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, le_loop_i32, le_blocks_i32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_i32, le_blocks_i32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, le_loop_i64, le_blocks_i64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_i64, le_blocks_i64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, le_loop_f16, le_blocks_f16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_f16, le_blocks_f16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 2, inputs, le_loop_bf16, le_blocks_bf16, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_bf16, le_blocks_bf16, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, le_loop_f32, le_blocks_f32, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_f32, le_blocks_f32, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, le_loop_f64, le_blocks_f64, YT__PW_MEMORY_BOUND,
-                             scalars);
+        return yt__pointwise(result, 2, inputs, le_loop_f64, le_blocks_f64, NULL,
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -9688,34 +11264,34 @@ yt__cpu_le_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
     yt_tensor *const inputs[1] = {self};
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_bool, le_scalar_blocks_bool,
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_bool, le_scalar_blocks_bool, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_u8, le_scalar_blocks_u8,
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_u8, le_scalar_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_i8, le_scalar_blocks_i8,
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i8, le_scalar_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_i16, le_scalar_blocks_i16,
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i16, le_scalar_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_i32, le_scalar_blocks_i32,
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i32, le_scalar_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_i64, le_scalar_blocks_i64,
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_i64, le_scalar_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_f16, le_scalar_blocks_f16,
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_f16, le_scalar_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_bf16, le_scalar_blocks_bf16,
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_bf16, le_scalar_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_f32, le_scalar_blocks_f32,
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_f32, le_scalar_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, le_scalar_loop_f64, le_scalar_blocks_f64,
+        return yt__pointwise(result, 1, inputs, le_scalar_loop_f64, le_scalar_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -10368,33 +11944,33 @@ yt__cpu_logical_and(yt_tensor *result, yt_tensor *self, yt_tensor *other)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 2, inputs, logical_and_loop_bool, logical_and_blocks_bool,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_u8, logical_and_blocks_u8,
+        return yt__pointwise(result, 2, inputs, logical_and_loop_u8, logical_and_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_i8, logical_and_blocks_i8,
+        return yt__pointwise(result, 2, inputs, logical_and_loop_i8, logical_and_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_i16, logical_and_blocks_i16,
+        return yt__pointwise(result, 2, inputs, logical_and_loop_i16, logical_and_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_i32, logical_and_blocks_i32,
+        return yt__pointwise(result, 2, inputs, logical_and_loop_i32, logical_and_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_i64, logical_and_blocks_i64,
+        return yt__pointwise(result, 2, inputs, logical_and_loop_i64, logical_and_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_f16, logical_and_blocks_f16,
+        return yt__pointwise(result, 2, inputs, logical_and_loop_f16, logical_and_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 2, inputs, logical_and_loop_bf16, logical_and_blocks_bf16,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_f32, logical_and_blocks_f32,
+        return yt__pointwise(result, 2, inputs, logical_and_loop_f32, logical_and_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, logical_and_loop_f64, logical_and_blocks_f64,
+        return yt__pointwise(result, 2, inputs, logical_and_loop_f64, logical_and_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -10805,33 +12381,33 @@ yt__cpu_logical_not(yt_tensor *result, yt_tensor *self)
     switch (self->dtype) {
     case YT_DTYPE_BOOL:
         return yt__pointwise(result, 1, inputs, logical_not_loop_bool, logical_not_blocks_bool,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_U8:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_u8, logical_not_blocks_u8,
+        return yt__pointwise(result, 1, inputs, logical_not_loop_u8, logical_not_blocks_u8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I8:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_i8, logical_not_blocks_i8,
+        return yt__pointwise(result, 1, inputs, logical_not_loop_i8, logical_not_blocks_i8, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I16:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_i16, logical_not_blocks_i16,
+        return yt__pointwise(result, 1, inputs, logical_not_loop_i16, logical_not_blocks_i16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I32:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_i32, logical_not_blocks_i32,
+        return yt__pointwise(result, 1, inputs, logical_not_loop_i32, logical_not_blocks_i32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_I64:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_i64, logical_not_blocks_i64,
+        return yt__pointwise(result, 1, inputs, logical_not_loop_i64, logical_not_blocks_i64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F16:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_f16, logical_not_blocks_f16,
+        return yt__pointwise(result, 1, inputs, logical_not_loop_f16, logical_not_blocks_f16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_BF16:
         return yt__pointwise(result, 1, inputs, logical_not_loop_bf16, logical_not_blocks_bf16,
-                             YT__PW_MEMORY_BOUND, scalars);
+                             NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_f32, logical_not_blocks_f32,
+        return yt__pointwise(result, 1, inputs, logical_not_loop_f32, logical_not_blocks_f32, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, logical_not_loop_f64, logical_not_blocks_f64,
+        return yt__pointwise(result, 1, inputs, logical_not_loop_f64, logical_not_blocks_f64, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;

@@ -307,7 +307,7 @@ yt__copy_into(yt_tensor *dst, yt_tensor *src)
                 loop = vector_casts[k].loop, blocks = vector_casts[k].blocks;
     }
     yt_tensor *const in[1] = {src};
-    return yt__pointwise(dst, 1, in, loop, blocks, YT__PW_MEMORY_BOUND, NULL);
+    return yt__pointwise(dst, 1, in, loop, blocks, NULL, YT__PW_MEMORY_BOUND, NULL);
 }
 
 yt_tensor *

@@ -22,6 +22,9 @@
 #endif
 
 #include "stepped_copy.h"
+#ifdef __x86_64__
+#include "stepped_lanes.h"
+#endif
 
 #ifdef __x86_64__
 /* Largest step, in elements, that the masked stores take (each 8-lane vector of the row then
@@ -32,14 +35,6 @@ enum { MAX_LANE_STEP = 8 };
  * masks in mask registers across the loop; with F and VL alone it moved each one in with a kmovw
  * per store, beside the permutes on the same port (4000 elements in L1: 0.72 -> 0.44 us). */
 #define AVX512VL __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
-
-static bool
-has_masked_stores(void)
-{
-    /* reads flags set at start-up: cheap */
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-}
 
 /* Scatters into a row m elements apart (m and es constants where inlined, so that the lane
  * tables below fold into constants): a vector of the buffer spans m vectors of the row; lane l of
@@ -254,7 +249,7 @@ yt__scatter_elements(char *dst, int64_t step, const char *src, int64_t es, int64
 {
     int64_t j = 0;
 #ifdef __x86_64__
-    if (has_masked_stores())
+    if (yt__has_masked_stores())
         j = scatter_masked_any(dst, step, src, es, n);
 #endif
 #ifdef __AVX2__

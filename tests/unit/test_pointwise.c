@@ -999,6 +999,103 @@ Test(pointwise, stepped_operands_through_a_buffer)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* Every step-th element of a [R, step * n] tensor of `values` from its (step - 1)-th on, so that
+ * the last row's last element is the storage's last (step 0: a [R, 1] column, broadcast along the
+ * rows by the op). *base is the tensor the view is of. */
+static yt_tensor *
+stepped_view(const double *values, int64_t step, int64_t rows, int64_t n, yt_dtype dtype,
+             yt_tensor **base)
+{
+    const int64_t cols = step == 0 ? 1 : step * n, sizes[2] = {rows, cols};
+    *base = tensor_of(values, sizes, 2, dtype);
+    yt_tensor *view = step == 0 ? yt_retain(*base) : yt_slice_ex(*base, 1, step - 1, cols, step);
+    cr_assert_not_null(view, "%s", yt_errmsg());
+    return view;
+}
+
+/* The stepped forms of f32 and f64 loops (runtime/stepped_lanes.h: operands 1 to 3 elements apart,
+ * inputs 0 as well, a vector at a time in registers) against the same op on contiguous copies:
+ * lerp, three inputs, with every combination of their steps and the output's, out= a stepped view
+ * whose elements between must keep their values; exp, a loop with an AVX-512 clone, with its input
+ * and output stepped. Rows of n from the shortest that leaves the buffers (128) across a vector's
+ * worth, so the rows' last 1 to 8 elements take the loop's own path. */
+static void
+check_stepped_forms(yt_dtype dtype, int64_t n)
+{
+    enum { R = 3, MAX_STEP = 3, MAX_N = 300 };
+    static double in[3][R * MAX_STEP * MAX_N], outv[R * MAX_STEP * MAX_N],
+        got[R * MAX_STEP * MAX_N];
+    static double want[R * MAX_N];
+    const double tolerance = dtype == YT_DTYPE_F32 ? 1e-6 : 1e-14; /* vector and scalar libm */
+    for (int k = 0; k < 3; k++)
+        for (int64_t i = 0; i < R * MAX_STEP * n; i++)
+            in[k][i] = (double)((i * (k + 3)) % 97) / 16 - 2;
+    for (int64_t i = 0; i < R * MAX_STEP * n; i++)
+        outv[i] = -1000 - (double)i;
+    for (int steps = 0; steps < 4 * 4 * 4 * MAX_STEP; steps++) {
+        const int64_t step[3] = {steps % 4, steps / 4 % 4, steps / 16 % 4},
+                      out_step = steps / 64 + 1;
+        if (step[0] == 0 && step[1] == 0 && step[2] == 0)
+            continue; /* a [R, 1] result */
+        /* exp of input 0, once per step of it */
+        const bool unary = step[0] != 0 && step[1] == 1 && step[2] == 1;
+        yt_tensor *base[3], *view[3], *copy[3];
+        for (int k = 0; k < 3; k++) {
+            view[k] = stepped_view(in[k], step[k], R, n, dtype, &base[k]);
+            copy[k] = yt_contiguous(view[k]);
+            cr_assert_not_null(copy[k], "%s", yt_errmsg());
+        }
+        for (int op = 0; op < (unary ? 2 : 1); op++) {
+            yt_tensor *out_base, *out = stepped_view(outv, out_step, R, n, dtype, &out_base);
+            yt_tensor *expected =
+                op == 0 ? yt_lerp_tensor(copy[0], copy[1], copy[2]) : yt_exp(copy[0]);
+            cr_assert_not_null(expected, "%s", yt_errmsg());
+            cr_assert_eq(yt_tensor_copy_to(expected, want, sizeof want, YT_DTYPE_F64), YT_OK);
+            const yt_status status = op == 0 ? yt_lerp_tensor_out(out, view[0], view[1], view[2])
+                                             : yt_exp_out(out, view[0]);
+            cr_assert_eq(status, YT_OK, "%s", yt_errmsg());
+            const int64_t cols = out_step * n;
+            cr_assert_eq(yt_tensor_copy_to(out_base, got, sizeof got, YT_DTYPE_F64), YT_OK);
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t c = 0; c < cols; c++) {
+                    const bool stepped_on = c % out_step == out_step - 1;
+                    const double w = stepped_on ? want[r * n + c / out_step] : outv[r * cols + c];
+                    const double g = got[r * cols + c];
+                    cr_assert(fabs(g - w) <= tolerance * fmax(1, fabs(w)),
+                              "%s %s, n %lld, steps out %lld in %lld %lld %lld: [%lld, %lld] got "
+                              "%.17g want %.17g",
+                              op == 0 ? "lerp" : "exp", yt_dtype_name(dtype), (long long)n,
+                              (long long)out_step, (long long)step[0], (long long)step[1],
+                              (long long)step[2], (long long)r, (long long)c, g, w);
+                }
+            yt_release(expected);
+            yt_release(out);
+            yt_release(out_base);
+        }
+        for (int k = 0; k < 3; k++) {
+            yt_release(copy[k]);
+            yt_release(view[k]);
+            yt_release(base[k]);
+        }
+    }
+}
+
+static void
+all_stepped_forms(void)
+{
+    const int64_t lengths[] = {128, 129, 135, 136, 137, 300};
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+        check_stepped_forms(YT_DTYPE_F32, lengths[l]);
+        check_stepped_forms(YT_DTYPE_F64, lengths[l]);
+    }
+}
+
+Test(pointwise, stepped_forms_agree_with_contiguous_operands)
+{
+    at_1_and_2_threads(all_stepped_forms);
+    YT_ASSERT_NO_LEAKS();
+}
+
 /* Rows up to 1 KiB with an input that steps over elements run many at a time through the staging
  * buffer (runtime/pointwise.c, stages_rows), where the other inputs are laid out row after row
  * too: a narrowed input (rows contiguous but apart), a broadcast column, a broadcast row and a

@@ -1,0 +1,166 @@
+/* One 512-bit vector of a row's elements (16 f32 or 8 f64) that lie 0, 1, 2 or 3 elements
+ * apart, moved between the row and an array of lanes in order: how the stepped form of a generated
+ * pointwise loop (OP_stepped_DTYPE, generated/kernels_pointwise_N.c) reads and writes operands
+ * such as x[:, ::2] and x[..., ::3] in registers, with no buffers between a gather, the loop and a
+ * scatter (runtime/pointwise.c, takes_stepped).
+ *
+ * Inlined, the lanes arrays stay in registers; each operand's step is tested per vector (a branch
+ * that never changes along a row). 512-bit vectors, so that a vector of 16 elements pays those
+ * branches once: with 8 f32 a vector the taken branches bounded the loop (a[:, ::2] *= 1 on
+ * [65, 1000] f32, one thread: 22-24 us, against 20-22 through buffers and 12-15 with these), and
+ * 4 vectors of 8 to a test went through the stack. A step of 2 is one two-source permute; of 3, two; a store to a stepped row is
+ * a permute and a store masked to its elements' lanes per vector of the row, so the elements
+ * between are neither read for the store nor written (another thread may own them). That needs
+ * AVX-512 (F, VL, BW, DQ as in runtime/stepped_copy.c), so these, and the loops that inline them,
+ * are built for it and chosen at run time (yt__has_masked_stores).
+ *
+ * A vector of lanes read from a row stepped m > 1 elements apart spans m vectors of the row, up to
+ * m - 1 elements past its last lane: callers run them while a further element of the row follows
+ * (YT__STEPPED_FITS), so nothing past a row's last element is read. */
+#ifndef YT_RUNTIME_STEPPED_LANES_H
+#define YT_RUNTIME_STEPPED_LANES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <immintrin.h>
+
+#include "internal.h"
+
+#define YT__STEPPED_TARGET                                                                         \
+    __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,prefer-vector-width=512")))
+
+/* Whether `lanes` lanes starting at element i of a row of n elements may be read or written in
+ * full, whatever their step (1 to 3 elements). */
+#define YT__STEPPED_FITS(i, lanes, n) ((i) + (lanes) < (n))
+
+/* Whether this CPU has AVX-512 F, VL, BW and DQ: runs the functions built with
+ * YT__STEPPED_TARGET, and the masked stores of runtime/stepped_copy.c (reads flags set at
+ * start-up: cheap). */
+static inline bool
+yt__has_masked_stores(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+}
+
+/* Lanes of a stepped form's arrays: one 512-bit vector, 16 f32 or 8 f64 */
+#define YT__STEPPED_LANES_F32 16
+#define YT__STEPPED_LANES_F64 8
+
+/* A permute's index vector whose lane l is f(l), f a macro: constants, folded by the compiler. */
+#define YT__IDX16(f)                                                                               \
+    _mm512_setr_epi32(f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7), f(8), f(9), f(10), f(11),    \
+                      f(12), f(13), f(14), f(15))
+
+/* 16 floats `step` bytes apart (0, 4, 8 or 12) from `at` into lanes. */
+YT__STEPPED_TARGET YT_ALWAYS_INLINE void
+yt__lanes_load_f32(float *lanes, const char *at, int64_t step)
+{
+    const float *p = (const float *)at;
+    __m512 v;
+    if (step == 4) {
+        v = _mm512_loadu_ps(p);
+    } else if (step == 8) {
+#define EVEN(l) (2 * (l))
+        v = _mm512_permutex2var_ps(_mm512_loadu_ps(p), YT__IDX16(EVEN), _mm512_loadu_ps(p + 16));
+#undef EVEN
+    } else if (step == 12) {
+        /* elements 0-10 from the first two vectors, 11-15 from the third */
+#define THIRD(l) (3 * (l) % 32)
+        v = _mm512_permutex2var_ps(_mm512_loadu_ps(p), YT__IDX16(THIRD), _mm512_loadu_ps(p + 16));
+        v = _mm512_mask_permutexvar_ps(v, 0xF800, YT__IDX16(THIRD), _mm512_loadu_ps(p + 32));
+#undef THIRD
+    } else {
+        v = _mm512_set1_ps(p[0]);
+    }
+    _mm512_storeu_ps(lanes, v);
+}
+
+/* lanes to 16 floats `step` bytes apart (4, 8 or 12) from `at`; the elements between are not
+ * touched. */
+YT__STEPPED_TARGET YT_ALWAYS_INLINE void
+yt__lanes_store_f32(char *at, int64_t step, const float *lanes)
+{
+    float *p = (float *)at;
+    const __m512 v = _mm512_loadu_ps(lanes);
+    if (step == 4) {
+        _mm512_storeu_ps(p, v);
+    } else if (step == 8) {
+#define HALF(l)    ((l) / 2)
+#define HALF_HI(l) (8 + (l) / 2)
+        _mm512_mask_storeu_ps(p, 0x5555, _mm512_permutexvar_ps(YT__IDX16(HALF), v));
+        _mm512_mask_storeu_ps(p + 16, 0x5555, _mm512_permutexvar_ps(YT__IDX16(HALF_HI), v));
+#undef HALF
+#undef HALF_HI
+    } else {
+        /* lane j of row vector q takes element (16q + j) / 3 where 3 divides 16q + j */
+#define Q0(j) ((j) / 3)
+#define Q1(j) ((16 + (j)) / 3)
+#define Q2(j) ((32 + (j)) / 3 % 16)
+        _mm512_mask_storeu_ps(p, 0x9249, _mm512_permutexvar_ps(YT__IDX16(Q0), v));
+        _mm512_mask_storeu_ps(p + 16, 0x4924, _mm512_permutexvar_ps(YT__IDX16(Q1), v));
+        _mm512_mask_storeu_ps(p + 32, 0x2492, _mm512_permutexvar_ps(YT__IDX16(Q2), v));
+#undef Q0
+#undef Q1
+#undef Q2
+    }
+}
+
+/* YT__IDX16 for 8 lanes of 8 bytes */
+#define YT__IDX8(f) _mm512_setr_epi64(f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7))
+
+/* 8 doubles `step` bytes apart (0, 8, 16 or 24) from `at` into lanes. */
+YT__STEPPED_TARGET YT_ALWAYS_INLINE void
+yt__lanes_load_f64(double *lanes, const char *at, int64_t step)
+{
+    const double *p = (const double *)at;
+    __m512d v;
+    if (step == 8) {
+        v = _mm512_loadu_pd(p);
+    } else if (step == 16) {
+#define EVEN(l) (2 * (l))
+        v = _mm512_permutex2var_pd(_mm512_loadu_pd(p), YT__IDX8(EVEN), _mm512_loadu_pd(p + 8));
+#undef EVEN
+    } else if (step == 24) {
+        /* elements 0-5 from the first two vectors, 6-7 from the third */
+#define THIRD(l) (3 * (l) % 16)
+        v = _mm512_permutex2var_pd(_mm512_loadu_pd(p), YT__IDX8(THIRD), _mm512_loadu_pd(p + 8));
+        v = _mm512_mask_permutexvar_pd(v, 0xC0, YT__IDX8(THIRD), _mm512_loadu_pd(p + 16));
+#undef THIRD
+    } else {
+        v = _mm512_set1_pd(p[0]);
+    }
+    _mm512_storeu_pd(lanes, v);
+}
+
+/* lanes to 8 doubles `step` bytes apart (8, 16 or 24) from `at`; the elements between are not
+ * touched. */
+YT__STEPPED_TARGET YT_ALWAYS_INLINE void
+yt__lanes_store_f64(char *at, int64_t step, const double *lanes)
+{
+    double *p = (double *)at;
+    const __m512d v = _mm512_loadu_pd(lanes);
+    if (step == 8) {
+        _mm512_storeu_pd(p, v);
+    } else if (step == 16) {
+#define HALF(l)    ((l) / 2)
+#define HALF_HI(l) (4 + (l) / 2)
+        _mm512_mask_storeu_pd(p, 0x55, _mm512_permutexvar_pd(YT__IDX8(HALF), v));
+        _mm512_mask_storeu_pd(p + 8, 0x55, _mm512_permutexvar_pd(YT__IDX8(HALF_HI), v));
+#undef HALF
+#undef HALF_HI
+    } else {
+#define Q0(j) ((j) / 3)
+#define Q1(j) ((8 + (j)) / 3)
+#define Q2(j) ((16 + (j)) / 3 % 8)
+        _mm512_mask_storeu_pd(p, 0x49, _mm512_permutexvar_pd(YT__IDX8(Q0), v));
+        _mm512_mask_storeu_pd(p + 8, 0x92, _mm512_permutexvar_pd(YT__IDX8(Q1), v));
+        _mm512_mask_storeu_pd(p + 16, 0x24, _mm512_permutexvar_pd(YT__IDX8(Q2), v));
+#undef Q0
+#undef Q1
+#undef Q2
+    }
+}
+
+#endif
