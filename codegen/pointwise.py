@@ -23,7 +23,7 @@ DTYPE_C = {
     "f64": ("double", "double", "{}", "{}"),
 }
 # The dtypes whose loops get a stepped form (OP_stepped_DTYPE), and the lanes it takes at a time:
-# rows whose operands step over elements, x[:, ::2] or x[..., ::3], a few vectors at a time in
+# rows whose operands step over elements, x[:, ::2] or x[..., ::3], a 512-bit vector at a time in
 # registers (runtime/stepped_lanes.h). Elsewhere such rows go through buffers (stepped_copy.h).
 STEPPED_LANES = {"f32": "YT__STEPPED_LANES_F32", "f64": "YT__STEPPED_LANES_F64"}
 # dtype_max() / dtype_lowest(): the largest and lowest finite value of the loop's dtype (what

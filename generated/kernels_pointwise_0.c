@@ -14,8 +14,8 @@
  * square blocks of constant size (16 x 16 for f32, 8 x 8 for f64), so that only its contiguous
  * path remains. f32 and f64 loops whose operands all have the loop's dtype have a stepped form
  * as well (OP_stepped_DTYPE): rows in which operands step 2 or 3 elements apart (x[:, ::2]), a
- * few vectors at a time through registers (runtime/stepped_lanes.h), where otherwise the runtime copies
- * such operands through buffers. */
+ * 512-bit vector at a time through registers (runtime/stepped_lanes.h), where otherwise the
+ * runtime copies such operands through buffers. */
 #include <float.h>
 #include <math.h>
 #include <string.h>

@@ -904,7 +904,8 @@ Test(pointwise, short_rows_through_a_flat_buffer)
     YT_ASSERT_NO_LEAKS();
 }
 
-/* Operands that step over elements (runtime/pointwise.c, run_gathered; runtime/stepped_copy.c):
+/* Operands that step over elements (runtime/pointwise.c, run_gathered and, for f32 and f64 steps
+ * of 2 and 3 on AVX-512, the loops' stepped forms; runtime/stepped_copy.c):
  * [R, n] against every step-th element of a [R, step * n] tensor from its (step - 1)-th on, so
  * that the last row's last element is the storage's last (a vector loop reading past it trips
  * ASan), n from 1 to past the pieces the rows are run in (4 KiB of the widest operand). As
@@ -1018,7 +1019,7 @@ stepped_view(const double *values, int64_t step, int64_t rows, int64_t n, yt_dty
  * lerp, three inputs, with every combination of their steps and the output's, out= a stepped view
  * whose elements between must keep their values; exp, a loop with an AVX-512 clone, with its input
  * and output stepped. Rows of n from the shortest that leaves the buffers (128) across a vector's
- * worth, so the rows' last 1 to 8 elements take the loop's own path. */
+ * worth, so that the rows' last 1 to 16 elements, which the loop's row form takes, vary. */
 static void
 check_stepped_forms(yt_dtype dtype, int64_t n)
 {
