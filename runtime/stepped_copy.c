@@ -11,8 +11,8 @@
  *   0.41-0.45x against 0.55-0.62x for the shuffles (-a[:, ::2], bench/strided);
  * - scatters: for steps of 2 to MAX_LANE_STEP elements, a permute and a store masked to the
  *   stepped elements' lanes, which leaves the elements between untouched (AVX-512VL, BW and DQ,
- *   chosen at run time as the library is built for x86-64-v3; AVX2's masked store, vmaskmovps, took 0.85 ns an
- *   element); otherwise a vector's lanes stored one by one.
+ *   chosen at run time as the library is built for x86-64-v3; AVX2's masked store, vmaskmovps,
+ *   took 0.85 ns an element); otherwise a vector's lanes stored one by one.
  * The vector loops stop short of reading past the last element. */
 #include <stdbool.h>
 #include <string.h>

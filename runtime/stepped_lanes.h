@@ -8,11 +8,12 @@
  * that never changes along a row). 512-bit vectors, so that a vector of 16 elements pays those
  * branches once: with 8 f32 a vector the taken branches bounded the loop (a[:, ::2] *= 1 on
  * [65, 1000] f32, one thread: 22-24 us, against 20-22 through buffers and 12-15 with these), and
- * 4 vectors of 8 to a test went through the stack. A step of 2 is one two-source permute; of 3, two; a store to a stepped row is
- * a permute and a store masked to its elements' lanes per vector of the row, so the elements
- * between are neither read for the store nor written (another thread may own them). That needs
- * AVX-512 (F, VL, BW, DQ as in runtime/stepped_copy.c), so these, and the loops that inline them,
- * are built for it and chosen at run time (yt__has_masked_stores).
+ * 4 vectors of 8 to a test went through the stack. A step of 2 is one two-source permute; of 3,
+ * two; a store to a stepped row is a permute and a store masked to its elements' lanes per
+ * vector of the row, so the elements between are neither read for the store nor written
+ * (another thread may own them). That needs AVX-512 (F, VL, BW, DQ as in
+ * runtime/stepped_copy.c), so these, and the loops that inline them, are built for it and chosen
+ * at run time (yt__has_masked_stores).
  *
  * A vector of lanes read from a row stepped m > 1 elements apart spans m vectors of the row, up to
  * m - 1 elements past its last lane: callers run them while a further element of the row follows
