@@ -1,6 +1,6 @@
-/* The size of the last-level cache, for kernels that choose between cached and non-temporal
- * stores, and for the prefetching choices of runtime/pointwise.c. Read once from Linux's sysfs,
- * which reports what this machine (or VM) is given: cpuid's figure (sysconf's
+/* The sizes of the last-level cache, for kernels that choose between cached and non-temporal
+ * stores, and of L2, both for the prefetching choices of runtime/pointwise.c. Read once from
+ * Linux's sysfs, which reports what this machine (or VM) is given: cpuid's figure (sysconf's
  * _SC_LEVEL3_CACHE_SIZE) can be the whole host's, 320 MiB in a 2-vCPU guest whose sysfs says
  * 32 MiB. */
 #include <pthread.h>
@@ -9,9 +9,9 @@
 
 #include "internal.h"
 
-enum { FALLBACK_BYTES = 32 << 20, MAX_INDEX = 8 };
+enum { FALLBACK_BYTES = 32 << 20, FALLBACK_L2_BYTES = 1 << 20, MAX_INDEX = 8 };
 
-static int64_t cache_bytes;
+static int64_t cache_bytes, l2_bytes;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 static _Atomic int64_t test_bytes; /* yt__set_cache_bytes; 0: the machine's */
 
@@ -47,6 +47,12 @@ find_cache_bytes(void)
             best_level = level;
             bytes = size;
         }
+        if (level == 2 && size > 0)
+            l2_bytes = size;
+    }
+    if (l2_bytes <= 0) {
+        long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        l2_bytes = v > 0 ? v : FALLBACK_L2_BYTES;
     }
     if (bytes <= 0) {
         long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -63,6 +69,13 @@ yt__cache_bytes(void)
         return forced;
     pthread_once(&cache_once, find_cache_bytes);
     return cache_bytes;
+}
+
+int64_t
+yt__l2_bytes(void)
+{
+    pthread_once(&cache_once, find_cache_bytes);
+    return l2_bytes;
 }
 
 void

@@ -379,6 +379,7 @@ typedef struct yt__block_strip {
     unsigned copied;
     int64_t ahead;   /* bytes ahead along the rows to prefetch the operands read in place, or 0 */
     bool stream_out; /* the output's rows, a cache line a block, stored around the caches */
+    bool fetch_out;  /* each block fetches the next one's output lines (yt__prefetch_for_write) */
     int64_t rows, cols;
     const char *next[YT__MAX_OPERANDS];
     int64_t next_last[YT__MAX_OPERANDS];
@@ -420,6 +421,8 @@ YT_INTERNAL yt_status yt__pointwise_scan(yt_tensor *t, yt__loop_fn loop, const v
  * with non-temporal stores and save the read-for-ownership of every output line; the blocked
  * pointwise traversal decides on its prefetches from it. */
 YT_INTERNAL int64_t yt__cache_bytes(void);
+/* Bytes of L2 cache per core (1 MiB when the machine does not say). */
+YT_INTERNAL int64_t yt__l2_bytes(void);
 /* For tests: makes yt__cache_bytes() return `bytes` (0 or less: the machine's size again), so
  * small tensors take the paths meant for large ones. */
 YT_INTERNAL void yt__set_cache_bytes(int64_t bytes);

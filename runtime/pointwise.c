@@ -35,6 +35,7 @@ typedef struct iter {
     char *base[MAX_OPERANDS];
     int64_t esize[MAX_OPERANDS]; /* element size in bytes */
     bool prefetch;               /* blocked traversal: fetch the next strip during this one */
+    bool fetch_out;              /* blocked traversal: yt__block_strip's fetch_out */
     bool nontemporal;            /* the output is stored around the caches (nontemporal_output) */
     int64_t height;              /* strips: rows per strip */
     int64_t panel;               /* strips: columns per panel of the packed traversal; 0: blocks */
@@ -973,6 +974,7 @@ run_strips(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, yt__blo
     s.loop = loop;
     s.copied = 0;
     s.ahead = it->prefetch ? AHEAD_BYTES : 0;
+    s.fetch_out = it->fetch_out;
     s.stream_out = it->nontemporal && side * it->esize[0] == LINE;
     for (int d = 1; d < it->dim; d++)
         s.stream_out = s.stream_out && it->strides[d][0] % LINE == 0;
@@ -1090,6 +1092,7 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
     iter it;
     it.n_ops = n_in + 1;
     it.prefetch = false; /* set below, for the traversal that uses them */
+    it.fetch_out = false;
     it.nontemporal = false;
     it.streams = 0;
     it.staged = false;
@@ -1154,6 +1157,7 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
         bytes += numel * it.esize[k];
     if (blocks != NULL && wants_blocks(&it)) {
         it.prefetch = bytes > prefetch_bytes();
+        it.fetch_out = !it.prefetch && bytes > yt__l2_bytes();
         it.nontemporal = writes_out && nontemporal_output(&it, bytes, bound);
         it.panel = packed_panel(&it, bytes);
         it.height = strip_rows(&it) * (it.panel > 0 ? PACKED_STRIPS : 1);
