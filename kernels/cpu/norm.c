@@ -129,14 +129,14 @@ static bool
 row_batch_l2_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
                  int64_t stride)
 {
-    return yt__sum_rows8_f32(accs, x, count, row_stride, n, stride, YT_ROWS8_SQUARE);
+    return yt__fold_rows8_f32(accs, x, count, row_stride, n, stride, YT_ROWS8_SQUARE);
 }
 
 static bool
 row_batch_l1_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
                  int64_t stride)
 {
-    return yt__sum_rows8_f32(accs, x, count, row_stride, n, stride, YT_ROWS8_ABS);
+    return yt__fold_rows8_f32(accs, x, count, row_stride, n, stride, YT_ROWS8_ABS);
 }
 
 /* Outer f32 sums (ord 1, 2): 64 columns held in float registers down runs of 16 rows. */

@@ -1,5 +1,8 @@
 /* prod and prod.dim_int on the CPU, through the reduction plan and driver shared with sum
- * (reduce_plan.h). Floating inputs multiply in double, integral and bool ones in wrapping 64-bit
+ * (reduce_plan.h). f32 rows contiguous along the reduced dims multiply in f32 lanes, as PyTorch's
+ * do (widened to double, the conversions bounded the loop: over dim 1 of [4096, 64], one thread,
+ * 26.0 us against torch's 18.8; in f32, 14.4 against 18.7); the partial products of a row's chunks, other floating inputs
+ * and other layouts multiply in double. Integral and bool inputs multiply in wrapping 64-bit
  * integers (the low bits of a signed product are the unsigned product's). When `dtype` is given
  * the input is converted to it first, as PyTorch does. The product over nothing is 1. */
 /* AVX2 even in builds with other -march flags (the ASan stage), for the f32 row batches. */
@@ -10,6 +13,7 @@
 
 #include "reduce_plan.h"
 #include "reduce_rows4d.h"
+#include "reduce_rows8.h"
 
 typedef yt__reduce_acc acc;
 
@@ -49,28 +53,25 @@ load_u(const char *x, yt_dtype d)
 
 /* ---------------------------------------------------------------- typed loops */
 
-/* Four elements of a contiguous f32 or f64 row in double lanes: the first `count` (1-4), the
- * others 1. */
+/* Four elements of a contiguous f64 row: the first `count` (1-4), the others 1. */
 YT_ALWAYS_INLINE __m256d
-load4_f(const char *x, yt_dtype d, int64_t count)
+load4_f64(const char *x, int64_t count)
 {
-    const bool f32 = d == YT_DTYPE_F32;
     if (count == 4)
-        return yt__rows4d_load(x, 0, f32);
+        return yt__rows4d_load(x, 0, false);
     const __m256i first = yt__rows4d_tail_mask(count); /* count < 4: the first count lanes */
-    return _mm256_blendv_pd(_mm256_set1_pd(1.0), yt__rows4d_masked_load(x, first, f32),
+    return _mm256_blendv_pd(_mm256_set1_pd(1.0), yt__rows4d_masked_load(x, first, false),
                             _mm256_castsi256_pd(first));
 }
 
-/* Contiguous f32 and f64 rows: 8 chains of 4 double lanes, where the latency of a multiply would
- * otherwise bound the loop (over dim 1 of [1024, 1000] f32, one thread: 188 -> 55 us; torch 55).
- * The last 31 elements or fewer go into the chains too, 4 at a time, rather than through one
- * scalar chain (8 dependent multiplies a row for 1000 elements: [1024, 1000] f32, bench/ab.sh,
- * 55.5 -> 50.5 us; torch 44 us). */
+/* Contiguous f64 rows: 8 chains of 4 lanes, where the latency of a multiply would otherwise bound
+ * the loop (over dim 1 of [1024, 1000] f32, then multiplied in double this way, one thread: 188 ->
+ * 55 us; torch 55). The last 31 elements or fewer go into the chains too, 4 at a time, rather
+ * than through one scalar chain (8 dependent multiplies a row for 1000 elements: [1024, 1000] f32,
+ * bench/ab.sh, 55.5 -> 50.5 us; torch 44 us). */
 YT_ALWAYS_INLINE double
-row_vector_f(const char *x, int64_t n, yt_dtype d)
+row_vector_f64(const char *x, int64_t n)
 {
-    const int64_t es = d == YT_DTYPE_F32 ? 4 : 8;
     __m256d a[8];
 #pragma GCC unroll 8
     for (int k = 0; k < 8; k++)
@@ -79,13 +80,13 @@ row_vector_f(const char *x, int64_t n, yt_dtype d)
     for (; i + 32 <= n; i += 32) {
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++)
-            a[k] = _mm256_mul_pd(a[k], load4_f(x + (i + 4 * k) * es, d, 4));
+            a[k] = _mm256_mul_pd(a[k], load4_f64(x + (i + 4 * k) * 8, 4));
     }
 #pragma GCC unroll 8
     for (int k = 0; k < 8; k++) {
         const int64_t rest = n - i - 4 * k;
         if (rest > 0)
-            a[k] = _mm256_mul_pd(a[k], load4_f(x + (i + 4 * k) * es, d, rest < 4 ? rest : 4));
+            a[k] = _mm256_mul_pd(a[k], load4_f64(x + (i + 4 * k) * 8, rest < 4 ? rest : 4));
     }
     __m256d m = _mm256_mul_pd(_mm256_mul_pd(_mm256_mul_pd(a[0], a[1]), _mm256_mul_pd(a[2], a[3])),
                               _mm256_mul_pd(_mm256_mul_pd(a[4], a[5]), _mm256_mul_pd(a[6], a[7])));
@@ -93,12 +94,44 @@ row_vector_f(const char *x, int64_t n, yt_dtype d)
     return _mm_cvtsd_f64(_mm_mul_sd(h, _mm_unpackhi_pd(h, h)));
 }
 
+/* Contiguous f32 rows in f32 lanes, as row_vector_f64 (8 chains, the last 63 elements or fewer 8
+ * at a time, the last 1-7 through a masked load). */
+YT_ALWAYS_INLINE float
+row_vector_f32(const float *x, int64_t n)
+{
+    __m256 a[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        a[k] = _mm256_set1_ps(1.0f);
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++)
+            a[k] = _mm256_mul_ps(a[k], _mm256_loadu_ps(x + i + 8 * k));
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) {
+        const int64_t rest = n - i - 8 * k;
+        if (rest > 0)
+            a[k] = _mm256_mul_ps(a[k], rest >= 8 ? _mm256_loadu_ps(x + i + 8 * k)
+                                                 : yt__load_tail8(x + i + 8 * k, rest, 1.0f));
+    }
+    __m256 m = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(a[0], a[1]), _mm256_mul_ps(a[2], a[3])),
+                             _mm256_mul_ps(_mm256_mul_ps(a[4], a[5]), _mm256_mul_ps(a[6], a[7])));
+    __m128 h = _mm_mul_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_mul_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_mul_ss(h, _mm_movehdup_ps(h)));
+}
+
 YT_ALWAYS_INLINE void
 row_f(acc *p, const char *x, int64_t n, int64_t stride, yt_dtype d)
 {
-    if (stride == (int64_t)yt_dtype_size(d) && n >= 32 &&
-        (d == YT_DTYPE_F32 || d == YT_DTYPE_F64)) {
-        p->f *= row_vector_f(x, n, d);
+    if (stride == (int64_t)yt_dtype_size(d) && n >= 32 && d == YT_DTYPE_F32) {
+        p->f *= row_vector_f32((const float *)x, n);
+        return;
+    }
+    if (stride == (int64_t)yt_dtype_size(d) && n >= 32 && d == YT_DTYPE_F64) {
+        p->f *= row_vector_f64(x, n);
         return;
     }
     double s = 1.0;
@@ -245,15 +278,12 @@ combine(acc *total, const acc *part, int64_t n, bool floating)
 
 /* ---------------------------------------------------------------- short rows, 4 at a time */
 
-/* Contiguous f32 rows up to YT_ROWS4D_LONGEST, 4 at a time in double lanes (reduce_rows4d.h),
- * where a row alone multiplied one element at a time. Over dim 1, one thread, row by row -> 4 at
- * a time (torch): [16384, 16] 206 -> 20 us (86), [4096, 64] 25 -> 15 us (18), [65536, 4] (across
- * the rows before) 110 -> 49 us (97). */
+/* Contiguous f32 rows up to YT_ROWS8_MAX, 8 at a time in f32 lanes (reduce_rows8.h). */
 static bool
 row_batch_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n,
               int64_t stride)
 {
-    return yt__fold_rows4(accs, x, count, row_stride, n, stride, YT_ROWS4D_PROD, true);
+    return yt__fold_rows8_f32(accs, x, count, row_stride, n, stride, YT_ROWS8_PRODUCT);
 }
 
 /* f64 rows up to YT_ROWS4D_LONGEST, 4 at a time (over dim 1, one thread: [16384, 16] 195 -> 25 us,

@@ -1,10 +1,9 @@
-/* Sums, products, maxima and minima of short contiguous f64 rows (and products of f32 ones, in
- * double), 4 rows at a time (sum.c, prod.c, amax.c): the rows
- * advance side by side, each folding into two 4-lane vectors, and one 4 x 4 step finishes the 4
- * rows together, where a row alone paid a scalar loop (rows under 32 elements) or a horizontal
- * fold. A short last group repeats its first row, and a row's result depends on that row alone,
- * so results do not depend on where a thread's rows start. Needs #pragma GCC target("avx2,fma")
- * before the includes. */
+/* Sums, products, maxima and minima of short contiguous f64 rows (and maxima and minima of f32
+ * ones, in double), 4 rows at a time (sum.c, prod.c, amax.c): the rows advance side by side, each
+ * folding into two 4-lane vectors, and one 4 x 4 step finishes the 4 rows together, where a row
+ * alone paid a scalar loop (rows under 32 elements) or a horizontal fold. A short last group
+ * repeats its first row, and a row's result depends on that row alone, so results do not depend
+ * on where a thread's rows start. Needs #pragma GCC target("avx2,fma") before the includes. */
 #ifndef YT_KERNELS_CPU_REDUCE_ROWS4D_H
 #define YT_KERNELS_CPU_REDUCE_ROWS4D_H
 

@@ -200,7 +200,7 @@ static bool
 row_batch_f32(acc *sums, const char *x, int64_t count, int64_t row_stride, int64_t n,
               int64_t stride)
 {
-    return yt__sum_rows8_f32(sums, x, count, row_stride, n, stride, YT_ROWS8_PLAIN);
+    return yt__fold_rows8_f32(sums, x, count, row_stride, n, stride, YT_ROWS8_PLAIN);
 }
 
 /* f64 rows up to YT_ROWS4D_LONGEST, 4 at a time (over dim 1, one thread: [16384, 16] 120 -> 25 us,

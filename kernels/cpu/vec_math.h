@@ -268,6 +268,25 @@ yt__hsum8x8(const __m256 *v)
                          _mm256_permute2f128_ps(lo, hi, 0x31));
 }
 
+/* Lane k of the result is the product of v[k]'s 8 lanes, as yt__hsum8x8 for sums (there is no
+ * horizontal multiply): pairs of lanes, then of pairs, then the two halves. Each lane's product
+ * depends on its own vector alone. Named values, not an array filled in a loop, which GCC kept on
+ * the stack (prod over [65536, 4]: 125 -> 75 us). */
+static inline __attribute__((always_inline)) __m256
+yt__hprod8x8(const __m256 *v)
+{
+#define PAIRS(a, b) _mm256_mul_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b))
+    /* per 128-bit half: a's lanes 0 * 2, b's 0 * 2, a's 1 * 3, b's 1 * 3 */
+    __m256 p01 = PAIRS(v[0], v[1]), p23 = PAIRS(v[2], v[3]);
+    __m256 p45 = PAIRS(v[4], v[5]), p67 = PAIRS(v[6], v[7]);
+#undef PAIRS
+    /* the products of each half of v[0..4) and of v[4..8), one per lane */
+    __m256 lo = _mm256_mul_ps(_mm256_shuffle_ps(p01, p23, 0x44), _mm256_shuffle_ps(p01, p23, 0xEE));
+    __m256 hi = _mm256_mul_ps(_mm256_shuffle_ps(p45, p67, 0x44), _mm256_shuffle_ps(p45, p67, 0xEE));
+    return _mm256_mul_ps(_mm256_permute2f128_ps(lo, hi, 0x20),
+                         _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
 /* Scalar e^x through the same polynomial, for loop tails: results do not depend on alignment. */
 static inline float
 yt__exp1(float x)

@@ -760,9 +760,10 @@ Test(reduce, argmax_keepdim_and_dims)
 
 /* ---------------------------------------------------------------- prod, cumsum, all/any */
 
-/* prod over the last dim of f32 and f64 rows of 1 to 40 and of 100 (4 rows at a time up to 128;
- * across the rows under 3), 4001 rows (a last, partial group), against double, at 1 and 2 threads,
- * which give the same bits: factors near 1, and rows with a 0, a NaN, an inf, and 0 * inf. */
+/* prod over the last dim of f32 and f64 rows of 1 to 40 and of 100 (f64 4 rows at a time, f32 8,
+ * up to 128; across the rows under 3), 4001 rows (a last, partial group), against double (f32 rows
+ * multiply in f32: within n roundings of 2^-24 each), at 1 and 2 threads, which give the same
+ * bits: factors near 1, and rows with a 0, a NaN, an inf, and 0 * inf. */
 Test(prod, short_rows_match_double)
 {
     enum { ROWS = 4001, MAXN = 100 };
@@ -791,7 +792,7 @@ Test(prod, short_rows_match_double)
         for (int threads = 1; threads <= 2; threads++) {
             yt_set_num_threads(threads);
             take(yt_prod_dim_int(t, last), got[threads - 1], ROWS);
-            expect_near(got[threads - 1], want, ROWS, 1e-6);
+            expect_near(got[threads - 1], want, ROWS, f64 ? 1e-12 : (double)n * 0x1p-24);
         }
         cr_assert(memcmp(got[0], got[1], sizeof got[0]) == 0, "n=%lld%s: 1 and 2 threads differ",
                   (long long)n, f64 ? " f64" : "");
@@ -802,15 +803,15 @@ Test(prod, short_rows_match_double)
     YT_ASSERT_NO_LEAKS();
 }
 
-/* prod over long f32 and f64 rows (8 chains of 4 double lanes, the last 1-31 elements 4 at a
- * time with the last 1-3 through a masked load; rows of 5000 also pass a driver chunk), against
- * double: factors near 1, and rows with a 0 and a NaN as the last element, in the masked load or
- * a full one. */
+/* prod over long f32 and f64 rows (8 chains of 8 f32 or 4 f64 lanes, the last 1-63 or 1-31
+ * elements a vector at a time with the last 1-7 or 1-3 through a masked load; rows of 5000 also
+ * pass a driver chunk), against double (f32 within n roundings of 2^-24 each): factors near 1,
+ * and rows with a 0 and a NaN as the last element, in the masked load or a full one. */
 Test(prod, long_rows_match_double)
 {
-    const int64_t lengths[] = {34, 63, 129, 1000, 5000};
+    const int64_t lengths[] = {34, 63, 71, 129, 1000, 5000};
     for (int f64 = 0; f64 < 2; f64++)
-        for (int li = 0; li < 5; li++) {
+        for (int li = 0; li < 6; li++) {
             const int64_t n = lengths[li], sizes[] = {3, n};
             double *x = malloc(sizeof(double) * 3 * (size_t)n), want[3], got[3];
             for (int64_t i = 0; i < 3 * n; i++)
@@ -826,7 +827,8 @@ Test(prod, long_rows_match_double)
                     want[r] *= x[r * n + i];
             }
             take(yt_prod_dim_int(t, 1), got, 3);
-            cr_assert(fabs(got[0] - want[0]) <= 1e-6 * fabs(want[0]), "n=%lld%s: %.9g, want %.9g",
+            const double tol = f64 ? 1e-12 : (double)n * 0x1p-24;
+            cr_assert(fabs(got[0] - want[0]) <= tol * fabs(want[0]), "n=%lld%s: %.9g, want %.9g",
                       (long long)n, f64 ? " f64" : "", got[0], want[0]);
             cr_assert(got[1] == 0 && isnan(got[2]), "n=%lld: %g %g", (long long)n, got[1], got[2]);
             yt_release(t);
