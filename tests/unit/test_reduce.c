@@ -84,12 +84,13 @@ Test(softmax, stable_at_1e4)
 void yt__parallel_set_always(bool on); /* runtime/parallel.h */
 
 /* softmax and log_softmax of short rows and narrow column blocks, against double references:
- * rows of 1 to 34 (19 of them: groups of 8 rows, 8 rows at a time up to 32 elements, and the 3
- * rows left over; one row has a NaN, which makes that row NaN), and along dim 0 of [n, w] for w of
- * 1, 3, 8 and 11 (column blocks with a masked tail). */
+ * rows of 1 to 50 (19 of them: groups of 8 rows, 8 rows at a time up to 32 elements, and the 3
+ * rows left over; longer rows one by one, with every tail of the 8- and 16-lane exp sums; one row
+ * has a NaN, which makes that row NaN), and along dim 0 of [n, w] for w of 1, 3, 8 and 11 (column
+ * blocks with a masked tail). */
 Test(softmax, short_rows_and_narrow_columns_match_double)
 {
-    enum { ROWS = 19, MAXN = 34, MAXW = 11 };
+    enum { ROWS = 19, MAXN = 50, MAXW = 11 };
     static const int64_t widths[] = {1, 3, 8, 11};
     static double x[ROWS * MAXN], want[2][ROWS * MAXN], got[ROWS * MAXN];
     for (int64_t n = 1; n <= MAXN; n++)
