@@ -1157,7 +1157,7 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
         bytes += numel * it.esize[k];
     if (blocks != NULL && wants_blocks(&it)) {
         it.prefetch = bytes > prefetch_bytes();
-        it.fetch_out = !it.prefetch && bytes > yt__l2_bytes();
+        it.fetch_out = !it.prefetch && bytes > yt__l2_bytes() && yt__has_prefetchw();
         it.nontemporal = writes_out && nontemporal_output(&it, bytes, bound);
         it.panel = packed_panel(&it, bytes);
         it.height = strip_rows(&it) * (it.panel > 0 ? PACKED_STRIPS : 1);

@@ -81,8 +81,9 @@ yt__stream_line(char *dst, const char *src)
  * [1024, 1024] 0.44-0.49x -> 0.59-0.60x. From L2 it did not pay (exp(a.t()) [65, 1000]
  * 0.58-0.60x -> 0.50-0.51x). Fetching the next block's lines of the inputs too, transposed or read
  * in place, did worse (a.t() + b [256, 256], whose rows share L1 sets: 0.50-0.57x -> 0.38-0.45x),
- * and prefetcht0 in place of prefetchw a little worse. prefetchw, which GCC emits only with
- * -mprfchw (not part of x86-64-v3), is a NOP on x86 CPUs without it. */
+ * and prefetcht0 in place of prefetchw a little worse. GCC emits prefetchw only with -mprfchw,
+ * which x86-64-v3 does not include (Haswell lacks it), so it is written out here, and taken only
+ * where the CPU reports it (yt__has_prefetchw). */
 YT_ALWAYS_INLINE void
 yt__prefetch_for_write(const char *p)
 {
@@ -90,6 +91,18 @@ yt__prefetch_for_write(const char *p)
     __asm__("prefetchw %0" ::"m"(*p));
 #else
     __builtin_prefetch(p, 1, 3);
+#endif
+}
+
+/* Whether yt__prefetch_for_write may run here (reads flags set at start-up: cheap). */
+YT_ALWAYS_INLINE bool
+yt__has_prefetchw(void)
+{
+#ifdef __x86_64__
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("prfchw");
+#else
+    return true;
 #endif
 }
 
