@@ -137,8 +137,7 @@ rows16_f32(acc *accs, const char *x, int64_t row_stride, int64_t rows, int64_t n
     __m512 shift = _mm512_mask_blend_ps(infinite, m, _mm512_setzero_ps());
     __m512 s = yt__exp_sum_columns16(xt, n, shift);
     __m256 s_lo = _mm512_castps512_ps256(s), sh_lo = _mm512_castps512_ps256(shift);
-    __m256 s_hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1));
-    __m256 sh_hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(shift), 1));
+    __m256 s_hi = yt__high8(s), sh_hi = yt__high8(shift);
     yt__store_rows8_f32(accs, _mm256_add_ps(sh_lo, yt__log8(s_lo)), 8);
     yt__store_rows8_f32(accs + 8, _mm256_add_ps(sh_hi, yt__log8(s_hi)), rows - 8);
 }

@@ -23,6 +23,13 @@ yt__have_avx512(void)
     return __builtin_cpu_supports("avx512f");
 }
 
+/* Lanes 8-15 of v (AVX-512F has no f32 form of this extract; it moves the bits alike). */
+YT_AVX512 static inline __attribute__((always_inline)) __m256
+yt__high8(__m512 v)
+{
+    return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
 /* yt__max_columns8 (vec_math.h) on 16 lanes: the same two accumulators in the same order. */
 YT_AVX512 static inline __attribute__((always_inline)) __m512
 yt__max_columns16(const __m512 *c, int64_t n)
