@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from formula import c_default, compile_derivative
 from model import DTYPE_SETS, DTYPES, LIST_KINDS, VARIANT_SUFFIX, Op, SpecError
-from pointwise import DTYPE_C, STEPPED_LANES, NoForm, PointwiseExpr
+from pointwise import DTYPE_C, STEPPED_ELEMENT_BYTES, STEPPED_LANES, NoForm, PointwiseExpr
 
 C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
 DOC_WIDTH = 96  # doc comment text, after " * ", within clang-format's 100 columns
@@ -1278,10 +1278,13 @@ class OpLowering:
         # the stepped form moves whole vectors of one floating type (runtime/stepped_lanes.h)
         lanes = STEPPED_LANES.get(d)
         stepped = lanes is not None and all(t == DTYPE_C[d][0] for t in [ost] + [o["storage"] for o in operands])
+        step_names = ["out"] + [o["name"] for o in operands if o["used"]]
         return {
             "dtype": d, "enum": C_DTYPE[d], "rows": f"{op.c_name}_rows_{suffix}",
             "fn": f"{op.c_name}_loop_{suffix}", "blocks": f"{op.c_name}_blocks_{suffix}",
             "stepped": f"{op.c_name}_stepped_{suffix}" if stepped else None, "lanes": lanes,
+            "stepped_row": f"{op.c_name}_stepped_row_{suffix}", "step_names": step_names,
+            "step_cases": _step_cases(step_names, STEPPED_ELEMENT_BYTES.get(d, 0)),
             "n_ops": len(sizes), "esizes": ", ".join(sizes),
             "out_storage": ost, "store": ostore.format("out_value"), "compute": ctype,
             "operands": operands, "scalar_lines": scal, "value": value,
@@ -1290,6 +1293,25 @@ class OpLowering:
             "bcast_cond": [" && ".join(f"strides[{i}] == {'0' if i == b else x}" for i, x in enumerate(sizes))
                            for b in range(1, len(sizes))],
         }
+
+
+def _step_cases(names: list, size: int) -> list:
+    """The steps (bytes) that a stepped form's rows pass to its row function as constants, so
+    that the step tests of runtime/stepped_lanes.h fold away in each: one input 2 or 3 elements
+    apart, the output 2 apart, or the output and the first input 2 apart (in place), every other
+    operand contiguous. Each: the C condition on the `NAME_step` locals, and the steps in order."""
+    patterns = []
+    for k in range(1, len(names)):
+        patterns += [{k: 2}, {k: 3}]
+    patterns.append({0: 2})
+    if len(names) > 1:
+        patterns.append({0: 2, 1: 2})
+    cases = []
+    for p in patterns:
+        steps = [str(size * p.get(k, 1)) for k in range(len(names))]
+        cond = " && ".join(f"{n}_step == {s}" for n, s in zip(names, steps))
+        cases.append({"cond": cond, "steps": steps})
+    return cases
 
 
 def _variant_cond_parts(variant: dict, consts: dict) -> list:

@@ -26,6 +26,7 @@ DTYPE_C = {
 # rows whose operands step over elements, x[:, ::2] or x[..., ::3], a 512-bit vector at a time in
 # registers (runtime/stepped_lanes.h). Elsewhere such rows go through buffers (stepped_copy.h).
 STEPPED_LANES = {"f32": "YT__STEPPED_LANES_F32", "f64": "YT__STEPPED_LANES_F64"}
+STEPPED_ELEMENT_BYTES = {"f32": 4, "f64": 8}
 # dtype_max() / dtype_lowest(): the largest and lowest finite value of the loop's dtype (what
 # nan_to_num puts for infinities); f16 and bf16 compute in float, so their own limits are spelled out.
 DTYPE_LIMITS = {

@@ -15,7 +15,10 @@
  * path remains. f32 and f64 loops whose operands all have the loop's dtype have a stepped form
  * as well (OP_stepped_DTYPE): rows in which operands step 2 or 3 elements apart (x[:, ::2]), a
  * 512-bit vector at a time through registers (runtime/stepped_lanes.h), where otherwise the
- * runtime copies such operands through buffers. */
+ * runtime copies such operands through buffers. Its rows run in OP_stepped_row_DTYPE, inlined once
+ * per common set of steps (one input 2 or 3 elements apart, the output 2 apart, or both in place,
+ * the rest contiguous: codegen/lower.py, _step_cases) with those steps as constants, so that
+ * the lanes' tests of each operand's step fold away, and once more for any other steps. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -556,12 +559,34 @@ sub_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, sub_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+sub_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = self - (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 sub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float alpha = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -570,21 +595,21 @@ sub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float other = other_lanes[lane];
-                const float out_value = self - (alpha * other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = sub_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = sub_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = sub_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = sub_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = sub_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = sub_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = sub_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -657,12 +682,34 @@ sub_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, sub_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+sub_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double alpha = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = self - (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 sub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double alpha = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -671,21 +718,21 @@ sub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double other = other_lanes[lane];
-                const double out_value = self - (alpha * other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = sub_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = sub_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = sub_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = sub_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = sub_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = sub_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = sub_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1070,31 +1117,49 @@ sub_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sub_scalar_rows_f32, ctx);
 }
 
-YT__STEPPED_TARGET static void
-sub_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+sub_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     const float alpha = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self - (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+sub_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = self - (alpha * other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = sub_scalar_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = sub_scalar_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = sub_scalar_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = sub_scalar_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = sub_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1144,31 +1209,49 @@ sub_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sub_scalar_rows_f64, ctx);
 }
 
-YT__STEPPED_TARGET static void
-sub_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+sub_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     const double alpha = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self - (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+sub_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = self - (alpha * other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = sub_scalar_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = sub_scalar_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = sub_scalar_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = sub_scalar_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = sub_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1732,11 +1815,33 @@ floor_divide_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, floor_divide_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+floor_divide_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 floor_divide_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -1745,21 +1850,22 @@ floor_divide_stepped_f32(char **data, const int64_t *strides, int64_t n, const i
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float other = other_lanes[lane];
-                const float out_value = yt__pw_floor_divide_f(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = floor_divide_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = floor_divide_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = floor_divide_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = floor_divide_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = floor_divide_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step,
+                                             n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1831,11 +1937,33 @@ floor_divide_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, floor_divide_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+floor_divide_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 floor_divide_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -1844,21 +1972,22 @@ floor_divide_stepped_f64(char **data, const int64_t *strides, int64_t n, const i
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double other = other_lanes[lane];
-                const double out_value = yt__pw_floor_divide_d(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = floor_divide_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = floor_divide_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = floor_divide_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = floor_divide_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = floor_divide_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step,
+                                             n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2134,12 +2263,36 @@ lerp_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lerp_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+lerp_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                     const char *end_p, int64_t end_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float weight = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], end_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(end_lanes, end_p + i * end_step, end_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float end = end_lanes[lane];
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 lerp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float weight = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -2148,23 +2301,21 @@ lerp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *end_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], end_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(end_lanes, end_p + i * end_step, end_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float end = end_lanes[lane];
-                const float out_value = (weight < (float)0.5)
-                                            ? (self + (weight * (end - self)))
-                                            : (end - ((end - self) * ((float)1 - weight)));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && end_step == 4)
+            i = lerp_stepped_row_f32(out, 4, self_p, 8, end_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && end_step == 4)
+            i = lerp_stepped_row_f32(out, 4, self_p, 12, end_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && end_step == 8)
+            i = lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && end_step == 12)
+            i = lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && end_step == 4)
+            i = lerp_stepped_row_f32(out, 8, self_p, 4, end_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 4)
+            i = lerp_stepped_row_f32(out, 8, self_p, 8, end_p, 4, n, ctx);
+        else
+            i = lerp_stepped_row_f32(out, out_step, self_p, self_step, end_p, end_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2245,12 +2396,36 @@ lerp_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, lerp_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+lerp_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                     const char *end_p, int64_t end_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double weight = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], end_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(end_lanes, end_p + i * end_step, end_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double end = end_lanes[lane];
+            const double out_value = (weight < (double)0.5)
+                                         ? (self + (weight * (end - self)))
+                                         : (end - ((end - self) * ((double)1 - weight)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 lerp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double weight = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -2259,23 +2434,21 @@ lerp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *end_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], end_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(end_lanes, end_p + i * end_step, end_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double end = end_lanes[lane];
-                const double out_value = (weight < (double)0.5)
-                                             ? (self + (weight * (end - self)))
-                                             : (end - ((end - self) * ((double)1 - weight)));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && end_step == 8)
+            i = lerp_stepped_row_f64(out, 8, self_p, 16, end_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && end_step == 8)
+            i = lerp_stepped_row_f64(out, 8, self_p, 24, end_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 16)
+            i = lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 24)
+            i = lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && end_step == 8)
+            i = lerp_stepped_row_f64(out, 16, self_p, 8, end_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && end_step == 8)
+            i = lerp_stepped_row_f64(out, 16, self_p, 16, end_p, 8, n, ctx);
+        else
+            i = lerp_stepped_row_f64(out, out_step, self_p, self_step, end_p, end_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2597,11 +2770,38 @@ lerp_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, lerp_tensor_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+lerp_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                            const char *end_p, int64_t end_step, const char *weight_p,
+                            int64_t weight_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], end_lanes[YT__STEPPED_LANES_F32],
+            weight_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(end_lanes, end_p + i * end_step, end_step);
+        yt__lanes_load_f32(weight_lanes, weight_p + i * weight_step, weight_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float end = end_lanes[lane];
+            const float weight = weight_lanes[lane];
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 lerp_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -2612,25 +2812,26 @@ lerp_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n, const in
         const char *self_p = data[1] + r * row_strides[1];
         const char *end_p = data[2] + r * row_strides[2];
         const char *weight_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], end_lanes[YT__STEPPED_LANES_F32],
-                weight_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(end_lanes, end_p + i * end_step, end_step);
-            yt__lanes_load_f32(weight_lanes, weight_p + i * weight_step, weight_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float end = end_lanes[lane];
-                const float weight = weight_lanes[lane];
-                const float out_value = (weight < (float)0.5)
-                                            ? (self + (weight * (end - self)))
-                                            : (end - ((end - self) * ((float)1 - weight)));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && end_step == 4 && weight_step == 4)
+            i = lerp_tensor_stepped_row_f32(out, 4, self_p, 8, end_p, 4, weight_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && end_step == 4 && weight_step == 4)
+            i = lerp_tensor_stepped_row_f32(out, 4, self_p, 12, end_p, 4, weight_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && end_step == 8 && weight_step == 4)
+            i = lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 8, weight_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && end_step == 12 && weight_step == 4)
+            i = lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 12, weight_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && end_step == 4 && weight_step == 8)
+            i = lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 4, weight_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && end_step == 4 && weight_step == 12)
+            i = lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 4, weight_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && end_step == 4 && weight_step == 4)
+            i = lerp_tensor_stepped_row_f32(out, 8, self_p, 4, end_p, 4, weight_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 4 && weight_step == 4)
+            i = lerp_tensor_stepped_row_f32(out, 8, self_p, 8, end_p, 4, weight_p, 4, n, ctx);
+        else
+            i = lerp_tensor_stepped_row_f32(out, out_step, self_p, self_step, end_p, end_step,
+                                            weight_p, weight_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -2732,11 +2933,38 @@ lerp_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, lerp_tensor_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+lerp_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                            const char *end_p, int64_t end_step, const char *weight_p,
+                            int64_t weight_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], end_lanes[YT__STEPPED_LANES_F64],
+            weight_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(end_lanes, end_p + i * end_step, end_step);
+        yt__lanes_load_f64(weight_lanes, weight_p + i * weight_step, weight_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double end = end_lanes[lane];
+            const double weight = weight_lanes[lane];
+            const double out_value = (weight < (double)0.5)
+                                         ? (self + (weight * (end - self)))
+                                         : (end - ((end - self) * ((double)1 - weight)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 lerp_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -2747,25 +2975,26 @@ lerp_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n, const in
         const char *self_p = data[1] + r * row_strides[1];
         const char *end_p = data[2] + r * row_strides[2];
         const char *weight_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], end_lanes[YT__STEPPED_LANES_F64],
-                weight_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(end_lanes, end_p + i * end_step, end_step);
-            yt__lanes_load_f64(weight_lanes, weight_p + i * weight_step, weight_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double end = end_lanes[lane];
-                const double weight = weight_lanes[lane];
-                const double out_value = (weight < (double)0.5)
-                                             ? (self + (weight * (end - self)))
-                                             : (end - ((end - self) * ((double)1 - weight)));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && end_step == 8 && weight_step == 8)
+            i = lerp_tensor_stepped_row_f64(out, 8, self_p, 16, end_p, 8, weight_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && end_step == 8 && weight_step == 8)
+            i = lerp_tensor_stepped_row_f64(out, 8, self_p, 24, end_p, 8, weight_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 16 && weight_step == 8)
+            i = lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 16, weight_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 24 && weight_step == 8)
+            i = lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 24, weight_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 8 && weight_step == 16)
+            i = lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 8, weight_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 8 && weight_step == 24)
+            i = lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 8, weight_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && end_step == 8 && weight_step == 8)
+            i = lerp_tensor_stepped_row_f64(out, 16, self_p, 8, end_p, 8, weight_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && end_step == 8 && weight_step == 8)
+            i = lerp_tensor_stepped_row_f64(out, 16, self_p, 16, end_p, 8, weight_p, 8, n, ctx);
+        else
+            i = lerp_tensor_stepped_row_f64(out, out_step, self_p, self_step, end_p, end_step,
+                                            weight_p, weight_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -3503,12 +3732,37 @@ addcmul_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcmul_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+addcmul_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                        const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
+                        int64_t tensor2_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], tensor1_lanes[YT__STEPPED_LANES_F32],
+            tensor2_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
+        yt__lanes_load_f32(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float tensor1 = tensor1_lanes[lane];
+            const float tensor2 = tensor2_lanes[lane];
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 addcmul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float value = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -3519,23 +3773,26 @@ addcmul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         const char *self_p = data[1] + r * row_strides[1];
         const char *tensor1_p = data[2] + r * row_strides[2];
         const char *tensor2_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], tensor1_lanes[YT__STEPPED_LANES_F32],
-                tensor2_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
-            yt__lanes_load_f32(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float tensor1 = tensor1_lanes[lane];
-                const float tensor2 = tensor2_lanes[lane];
-                const float out_value = self + ((value * tensor1) * tensor2);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcmul_stepped_row_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcmul_stepped_row_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 8 && tensor2_step == 4)
+            i = addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 12 && tensor2_step == 4)
+            i = addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 8)
+            i = addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 12)
+            i = addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcmul_stepped_row_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcmul_stepped_row_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else
+            i = addcmul_stepped_row_f32(out, out_step, self_p, self_step, tensor1_p, tensor1_step,
+                                        tensor2_p, tensor2_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -3628,12 +3885,37 @@ addcmul_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcmul_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+addcmul_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                        const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
+                        int64_t tensor2_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double value = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], tensor1_lanes[YT__STEPPED_LANES_F64],
+            tensor2_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
+        yt__lanes_load_f64(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double tensor1 = tensor1_lanes[lane];
+            const double tensor2 = tensor2_lanes[lane];
+            const double out_value = self + ((value * tensor1) * tensor2);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 addcmul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double value = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -3644,23 +3926,26 @@ addcmul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         const char *self_p = data[1] + r * row_strides[1];
         const char *tensor1_p = data[2] + r * row_strides[2];
         const char *tensor2_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], tensor1_lanes[YT__STEPPED_LANES_F64],
-                tensor2_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
-            yt__lanes_load_f64(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double tensor1 = tensor1_lanes[lane];
-                const double tensor2 = tensor2_lanes[lane];
-                const double out_value = self + ((value * tensor1) * tensor2);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcmul_stepped_row_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcmul_stepped_row_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 16 && tensor2_step == 8)
+            i = addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 24 && tensor2_step == 8)
+            i = addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 16)
+            i = addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 24)
+            i = addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcmul_stepped_row_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcmul_stepped_row_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n, ctx);
+        else
+            i = addcmul_stepped_row_f64(out, out_step, self_p, self_step, tensor1_p, tensor1_step,
+                                        tensor2_p, tensor2_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -3973,12 +4258,37 @@ addcdiv_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcdiv_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+addcdiv_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                        const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
+                        int64_t tensor2_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], tensor1_lanes[YT__STEPPED_LANES_F32],
+            tensor2_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
+        yt__lanes_load_f32(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float tensor1 = tensor1_lanes[lane];
+            const float tensor2 = tensor2_lanes[lane];
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 addcdiv_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float value = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -3989,23 +4299,26 @@ addcdiv_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         const char *self_p = data[1] + r * row_strides[1];
         const char *tensor1_p = data[2] + r * row_strides[2];
         const char *tensor2_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], tensor1_lanes[YT__STEPPED_LANES_F32],
-                tensor2_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
-            yt__lanes_load_f32(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float tensor1 = tensor1_lanes[lane];
-                const float tensor2 = tensor2_lanes[lane];
-                const float out_value = self + ((value * tensor1) / tensor2);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcdiv_stepped_row_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcdiv_stepped_row_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 8 && tensor2_step == 4)
+            i = addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 12 && tensor2_step == 4)
+            i = addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 8)
+            i = addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 12)
+            i = addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcdiv_stepped_row_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcdiv_stepped_row_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else
+            i = addcdiv_stepped_row_f32(out, out_step, self_p, self_step, tensor1_p, tensor1_step,
+                                        tensor2_p, tensor2_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -4098,12 +4411,37 @@ addcdiv_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, addcdiv_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+addcdiv_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                        const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
+                        int64_t tensor2_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double value = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], tensor1_lanes[YT__STEPPED_LANES_F64],
+            tensor2_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
+        yt__lanes_load_f64(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double tensor1 = tensor1_lanes[lane];
+            const double tensor2 = tensor2_lanes[lane];
+            const double out_value = self + ((value * tensor1) / tensor2);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 addcdiv_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double value = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -4114,23 +4452,26 @@ addcdiv_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         const char *self_p = data[1] + r * row_strides[1];
         const char *tensor1_p = data[2] + r * row_strides[2];
         const char *tensor2_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], tensor1_lanes[YT__STEPPED_LANES_F64],
-                tensor2_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
-            yt__lanes_load_f64(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double tensor1 = tensor1_lanes[lane];
-                const double tensor2 = tensor2_lanes[lane];
-                const double out_value = self + ((value * tensor1) / tensor2);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcdiv_stepped_row_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcdiv_stepped_row_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 16 && tensor2_step == 8)
+            i = addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 24 && tensor2_step == 8)
+            i = addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 16)
+            i = addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 24)
+            i = addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcdiv_stepped_row_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcdiv_stepped_row_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n, ctx);
+        else
+            i = addcdiv_stepped_row_f64(out, out_step, self_p, self_step, tensor1_p, tensor1_step,
+                                        tensor2_p, tensor2_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -4465,12 +4806,41 @@ pow_scalar_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, pow_scalar_backward_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_scalar_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_output_p,
+                                    int64_t grad_output_step, const char *exponent_p,
+                                    int64_t exponent_step, const char *output_p,
+                                    int64_t output_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float self = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], exponent_lanes[YT__STEPPED_LANES_F32],
+            output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+        yt__lanes_load_f32(output_lanes, output_p + i * output_step, output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float exponent = exponent_lanes[lane];
+            const float output = output_lanes[lane];
+            const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                        ? (float)0
+                                        : ((grad_output * output) * logf(self));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_scalar_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float self = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -4481,26 +4851,35 @@ pow_scalar_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *exponent_p = data[2] + r * row_strides[2];
         const char *output_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], exponent_lanes[YT__STEPPED_LANES_F32],
-                output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
-            yt__lanes_load_f32(output_lanes, output_p + i * output_step, output_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float exponent = exponent_lanes[lane];
-                const float output = output_lanes[lane];
-                const float out_value = ((self == (float)0) && (exponent >= (float)0))
-                                            ? (float)0
-                                            : ((grad_output * output) * logf(self));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && exponent_step == 4 && output_step == 4)
+            i = pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 8, exponent_p, 4,
+                                                    output_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && exponent_step == 4 && output_step == 4)
+            i = pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 12, exponent_p, 4,
+                                                    output_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && exponent_step == 8 && output_step == 4)
+            i = pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p, 8,
+                                                    output_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && exponent_step == 12 && output_step == 4)
+            i = pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p, 12,
+                                                    output_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && exponent_step == 4 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p, 4,
+                                                    output_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && exponent_step == 4 && output_step == 12)
+            i = pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p, 4,
+                                                    output_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && exponent_step == 4 && output_step == 4)
+            i = pow_scalar_backward_stepped_row_f32(out, 8, grad_output_p, 4, exponent_p, 4,
+                                                    output_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && exponent_step == 4 && output_step == 4)
+            i = pow_scalar_backward_stepped_row_f32(out, 8, grad_output_p, 8, exponent_p, 4,
+                                                    output_p, 4, n, ctx);
+        else
+            i = pow_scalar_backward_stepped_row_f32(out, out_step, grad_output_p, grad_output_step,
+                                                    exponent_p, exponent_step, output_p,
+                                                    output_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -4606,12 +4985,41 @@ pow_scalar_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, pow_scalar_backward_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_scalar_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_output_p,
+                                    int64_t grad_output_step, const char *exponent_p,
+                                    int64_t exponent_step, const char *output_p,
+                                    int64_t output_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double self = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], exponent_lanes[YT__STEPPED_LANES_F64],
+            output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+        yt__lanes_load_f64(output_lanes, output_p + i * output_step, output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double exponent = exponent_lanes[lane];
+            const double output = output_lanes[lane];
+            const double out_value = ((self == (double)0) && (exponent >= (double)0))
+                                         ? (double)0
+                                         : ((grad_output * output) * log(self));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_scalar_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double self = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -4622,26 +5030,35 @@ pow_scalar_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *exponent_p = data[2] + r * row_strides[2];
         const char *output_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], exponent_lanes[YT__STEPPED_LANES_F64],
-                output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
-            yt__lanes_load_f64(output_lanes, output_p + i * output_step, output_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double exponent = exponent_lanes[lane];
-                const double output = output_lanes[lane];
-                const double out_value = ((self == (double)0) && (exponent >= (double)0))
-                                             ? (double)0
-                                             : ((grad_output * output) * log(self));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && exponent_step == 8 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 16, exponent_p, 8,
+                                                    output_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && exponent_step == 8 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 24, exponent_p, 8,
+                                                    output_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && exponent_step == 16 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p, 16,
+                                                    output_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && exponent_step == 24 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p, 24,
+                                                    output_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && exponent_step == 8 && output_step == 16)
+            i = pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p, 8,
+                                                    output_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && exponent_step == 8 && output_step == 24)
+            i = pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p, 8,
+                                                    output_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && exponent_step == 8 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_f64(out, 16, grad_output_p, 8, exponent_p, 8,
+                                                    output_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && exponent_step == 8 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_f64(out, 16, grad_output_p, 16, exponent_p, 8,
+                                                    output_p, 8, n, ctx);
+        else
+            i = pow_scalar_backward_stepped_row_f64(out, out_step, grad_output_p, grad_output_step,
+                                                    exponent_p, exponent_step, output_p,
+                                                    output_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -5563,31 +5980,56 @@ clamp_tensor_backward_blocks_f32_no_min_no_max(const yt__block_strip *s, const v
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32_no_min_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_f32_no_min_no_max(char *out, int64_t out_step,
+                                                    const char *grad_output_p,
+                                                    int64_t grad_output_step, int64_t n,
+                                                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float out_value = grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                 const int64_t *row_strides, int64_t rows,
                                                 const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float out_value = grad_output;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8)
+            i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 8, n,
+                                                                    ctx);
+        else if (out_step == 4 && grad_output_step == 12)
+            i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 12, n,
+                                                                    ctx);
+        else if (out_step == 8 && grad_output_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 4, n,
+                                                                    ctx);
+        else if (out_step == 8 && grad_output_step == 8)
+            i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 8, n,
+                                                                    ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, out_step, grad_output_p,
+                                                                    grad_output_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -5693,12 +6135,40 @@ clamp_tensor_backward_blocks_f32_no_min_max(const yt__block_strip *s, const void
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32_no_min_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_f32_no_min_max(char *out, int64_t out_step,
+                                                 const char *grad_output_p,
+                                                 int64_t grad_output_step, const char *self_p,
+                                                 int64_t self_step, const char *max_p,
+                                                 int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows,
                                              const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -5709,24 +6179,35 @@ clamp_tensor_backward_stepped_f32_no_min_max(char **data, const int64_t *strides
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
         const char *max_p = data[4] + r * row_strides[4];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float max = max_lanes[lane];
-                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 8, self_p,
+                                                                 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 12, self_p,
+                                                                 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 12)
+            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 8, grad_output_p, 4, self_p,
+                                                                 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                 4, max_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_f32_no_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
+                n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -5832,12 +6313,40 @@ clamp_tensor_backward_blocks_f32_min_no_max(const yt__block_strip *s, const void
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32_min_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_f32_min_no_max(char *out, int64_t out_step,
+                                                 const char *grad_output_p,
+                                                 int64_t grad_output_step, const char *self_p,
+                                                 int64_t self_step, const char *min_p,
+                                                 int64_t min_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            min_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows,
                                              const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -5848,24 +6357,35 @@ clamp_tensor_backward_stepped_f32_min_no_max(char **data, const int64_t *strides
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
         const char *min_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                min_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float min = min_lanes[lane];
-                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 8, self_p,
+                                                                 4, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 12, self_p,
+                                                                 4, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
+                                                                 8, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
+                                                                 12, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
+                                                                 4, min_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12)
+            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
+                                                                 4, min_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 8, grad_output_p, 4, self_p,
+                                                                 4, min_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                 4, min_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_f32_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -5984,11 +6504,44 @@ clamp_tensor_backward_blocks_f32_min_max(const yt__block_strip *s, const void *c
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f32_min_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_f32_min_max(char *out, int64_t out_step,
+                                              const char *grad_output_p, int64_t grad_output_step,
+                                              const char *self_p, int64_t self_step,
+                                              const char *min_p, int64_t min_step,
+                                              const char *max_p, int64_t max_step, int64_t n,
+                                              const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value =
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -6001,28 +6554,51 @@ clamp_tensor_backward_stepped_f32_min_max(char **data, const int64_t *strides, i
         const char *self_p = data[2] + r * row_strides[2];
         const char *min_p = data[3] + r * row_strides[3];
         const char *max_p = data[4] + r * row_strides[4];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
-            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float min = min_lanes[lane];
-                const float max = max_lanes[lane];
-                const float out_value =
-                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
+            max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 8, self_p, 4,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 12, self_p, 4,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 8,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 12,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 4,
+                                                              min_p, 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 4,
+                                                              min_p, 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 4,
+                                                              min_p, 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 12)
+            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 4,
+                                                              min_p, 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 4, self_p, 4,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 8, self_p, 4,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_f32_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                max_p, max_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6116,31 +6692,56 @@ clamp_tensor_backward_blocks_f64_no_min_no_max(const yt__block_strip *s, const v
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64_no_min_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_f64_no_min_no_max(char *out, int64_t out_step,
+                                                    const char *grad_output_p,
+                                                    int64_t grad_output_step, int64_t n,
+                                                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double out_value = grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                 const int64_t *row_strides, int64_t rows,
                                                 const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double out_value = grad_output;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16)
+            i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 16, n,
+                                                                    ctx);
+        else if (out_step == 8 && grad_output_step == 24)
+            i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 24, n,
+                                                                    ctx);
+        else if (out_step == 16 && grad_output_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 8, n,
+                                                                    ctx);
+        else if (out_step == 16 && grad_output_step == 16)
+            i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 16, n,
+                                                                    ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, out_step, grad_output_p,
+                                                                    grad_output_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6246,12 +6847,40 @@ clamp_tensor_backward_blocks_f64_no_min_max(const yt__block_strip *s, const void
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64_no_min_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_f64_no_min_max(char *out, int64_t out_step,
+                                                 const char *grad_output_p,
+                                                 int64_t grad_output_step, const char *self_p,
+                                                 int64_t self_step, const char *max_p,
+                                                 int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows,
                                              const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -6262,24 +6891,35 @@ clamp_tensor_backward_stepped_f64_no_min_max(char **data, const int64_t *strides
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
         const char *max_p = data[4] + r * row_strides[4];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double max = max_lanes[lane];
-                const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 16, self_p,
+                                                                 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 24, self_p,
+                                                                 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 16)
+            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 24)
+            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 16, grad_output_p, 8, self_p,
+                                                                 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 16, grad_output_p, 16, self_p,
+                                                                 8, max_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_f64_no_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
+                n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6385,12 +7025,40 @@ clamp_tensor_backward_blocks_f64_min_no_max(const yt__block_strip *s, const void
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64_min_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_f64_min_no_max(char *out, int64_t out_step,
+                                                 const char *grad_output_p,
+                                                 int64_t grad_output_step, const char *self_p,
+                                                 int64_t self_step, const char *min_p,
+                                                 int64_t min_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            min_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows,
                                              const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -6401,24 +7069,35 @@ clamp_tensor_backward_stepped_f64_min_no_max(char **data, const int64_t *strides
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
         const char *min_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                min_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double min = min_lanes[lane];
-                const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 16, self_p,
+                                                                 8, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 24, self_p,
+                                                                 8, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                 16, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                 24, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16)
+            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                 8, min_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24)
+            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                 8, min_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 16, grad_output_p, 8, self_p,
+                                                                 8, min_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 16, grad_output_p, 16, self_p,
+                                                                 8, min_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_f64_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6537,11 +7216,44 @@ clamp_tensor_backward_blocks_f64_min_max(const yt__block_strip *s, const void *c
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_rows_f64_min_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_f64_min_max(char *out, int64_t out_step,
+                                              const char *grad_output_p, int64_t grad_output_step,
+                                              const char *self_p, int64_t self_step,
+                                              const char *min_p, int64_t min_step,
+                                              const char *max_p, int64_t max_step, int64_t n,
+                                              const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value =
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -6554,28 +7266,51 @@ clamp_tensor_backward_stepped_f64_min_max(char **data, const int64_t *strides, i
         const char *self_p = data[2] + r * row_strides[2];
         const char *min_p = data[3] + r * row_strides[3];
         const char *max_p = data[4] + r * row_strides[4];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
-            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double min = min_lanes[lane];
-                const double max = max_lanes[lane];
-                const double out_value =
-                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
+            max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 16, self_p, 8,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 24, self_p, 8,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 16,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 24,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 8,
+                                                              min_p, 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 8,
+                                                              min_p, 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 16)
+            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 8,
+                                                              min_p, 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 24)
+            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 8,
+                                                              min_p, 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 16, grad_output_p, 8, self_p, 8,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 16, grad_output_p, 16, self_p, 8,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_f64_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                max_p, max_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6803,29 +7538,47 @@ sqrt_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sqrt_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+sqrt_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = sqrtf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 sqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = sqrtf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = sqrt_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = sqrt_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = sqrt_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = sqrt_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = sqrt_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6873,29 +7626,47 @@ sqrt_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sqrt_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+sqrt_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = sqrt(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 sqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = sqrt(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = sqrt_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = sqrt_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = sqrt_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = sqrt_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = sqrt_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7245,29 +8016,47 @@ relu_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, relu_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+relu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (self < (float)0) ? (float)0 : self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = (self < (float)0) ? (float)0 : self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = relu_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = relu_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = relu_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = relu_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = relu_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7315,29 +8104,47 @@ relu_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, relu_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+relu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (self < (double)0) ? (double)0 : self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = (self < (double)0) ? (double)0 : self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = relu_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = relu_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = relu_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = relu_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = relu_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7739,29 +8546,47 @@ clone_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clone_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clone_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clone_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = clone_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = clone_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = clone_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = clone_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = clone_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7809,29 +8634,47 @@ clone_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clone_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clone_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clone_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = clone_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = clone_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = clone_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = clone_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = clone_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8010,29 +8853,47 @@ erf_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, erf_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+erf_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = erff(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 erf_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = erff(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = erf_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = erf_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = erf_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = erf_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = erf_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8082,29 +8943,47 @@ erf_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, erf_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+erf_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = erf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 erf_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = erf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = erf_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = erf_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = erf_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = erf_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = erf_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8454,29 +9333,47 @@ round_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, round_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+round_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = nearbyintf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 round_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = nearbyintf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = round_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = round_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = round_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = round_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = round_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8524,29 +9421,47 @@ round_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, round_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+round_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = nearbyint(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 round_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = nearbyint(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = round_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = round_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = round_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = round_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = round_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9489,11 +10404,37 @@ gelu_backward_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_f32_none, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+gelu_backward_stepped_row_f32_none(char *out, int64_t out_step, const char *grad_output_p,
+                                   int64_t grad_output_step, const char *self_p, int64_t self_step,
+                                   int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value =
+                grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                            expf(((-(float)0.5) * self) * self)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 gelu_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -9502,25 +10443,22 @@ gelu_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float out_value =
-                    grad_output *
-                    (yt__pw_normal_cdf_f(self) +
-                     ((self * (float)0.3989422804014327) * expf(((-(float)0.5) * self) * self)));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 12, self_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = gelu_backward_stepped_row_f32_none(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = gelu_backward_stepped_row_f32_none(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+        else
+            i = gelu_backward_stepped_row_f32_none(out, out_step, grad_output_p, grad_output_step,
+                                                   self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9639,11 +10577,46 @@ gelu_backward_blocks_f32_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_f32_tanh, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+gelu_backward_stepped_row_f32_tanh(char *out, int64_t out_step, const char *grad_output_p,
+                                   int64_t grad_output_step, const char *self_p, int64_t self_step,
+                                   int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 gelu_backward_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -9652,33 +10625,22 @@ gelu_backward_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float out_value =
-                    grad_output *
-                    (((float)0.5 *
-                      ((float)1 + tanhf((float)0.7978845608028654 *
-                                        (self + ((((float)0.044715 * self) * self) * self))))) +
-                     (((((float)0.5 * self) *
-                        ((float)1 - (tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self))) *
-                                     tanhf((float)0.7978845608028654 *
-                                           (self + ((((float)0.044715 * self) * self) * self)))))) *
-                       (float)0.7978845608028654) *
-                      ((float)1 + (((float)0.134145 * self) * self))));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 12, self_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = gelu_backward_stepped_row_f32_tanh(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = gelu_backward_stepped_row_f32_tanh(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+        else
+            i = gelu_backward_stepped_row_f32_tanh(out, out_step, grad_output_p, grad_output_step,
+                                                   self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9764,11 +10726,37 @@ gelu_backward_blocks_f64_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_f64_none, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+gelu_backward_stepped_row_f64_none(char *out, int64_t out_step, const char *grad_output_p,
+                                   int64_t grad_output_step, const char *self_p, int64_t self_step,
+                                   int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value =
+                grad_output * (yt__pw_normal_cdf_d(self) + ((self * (double)0.3989422804014327) *
+                                                            exp(((-(double)0.5) * self) * self)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 gelu_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -9777,25 +10765,22 @@ gelu_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double out_value =
-                    grad_output *
-                    (yt__pw_normal_cdf_d(self) +
-                     ((self * (double)0.3989422804014327) * exp(((-(double)0.5) * self) * self)));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 16, self_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 24, self_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = gelu_backward_stepped_row_f64_none(out, 16, grad_output_p, 8, self_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = gelu_backward_stepped_row_f64_none(out, 16, grad_output_p, 16, self_p, 8, n, ctx);
+        else
+            i = gelu_backward_stepped_row_f64_none(out, out_step, grad_output_p, grad_output_step,
+                                                   self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9917,11 +10902,46 @@ gelu_backward_blocks_f64_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, gelu_backward_rows_f64_tanh, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+gelu_backward_stepped_row_f64_tanh(char *out, int64_t out_step, const char *grad_output_p,
+                                   int64_t grad_output_step, const char *self_p, int64_t self_step,
+                                   int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value =
+                grad_output *
+                (((double)0.5 *
+                  ((double)1 + tanh((double)0.7978845608028654 *
+                                    (self + ((((double)0.044715 * self) * self) * self))))) +
+                 (((((double)0.5 * self) *
+                    ((double)1 - (tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self))) *
+                                  tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self)))))) *
+                   (double)0.7978845608028654) *
+                  ((double)1 + (((double)0.134145 * self) * self))));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 gelu_backward_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -9930,34 +10950,22 @@ gelu_backward_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double out_value =
-                    grad_output *
-                    (((double)0.5 *
-                      ((double)1 + tanh((double)0.7978845608028654 *
-                                        (self + ((((double)0.044715 * self) * self) * self))))) +
-                     (((((double)0.5 * self) *
-                        ((double)1 -
-                         (tanh((double)0.7978845608028654 *
-                               (self + ((((double)0.044715 * self) * self) * self))) *
-                          tanh((double)0.7978845608028654 *
-                               (self + ((((double)0.044715 * self) * self) * self)))))) *
-                       (double)0.7978845608028654) *
-                      ((double)1 + (((double)0.134145 * self) * self))));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 16, self_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 24, self_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = gelu_backward_stepped_row_f64_tanh(out, 16, grad_output_p, 8, self_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = gelu_backward_stepped_row_f64_tanh(out, 16, grad_output_p, 16, self_p, 8, n, ctx);
+        else
+            i = gelu_backward_stepped_row_f64_tanh(out, out_step, grad_output_p, grad_output_step,
+                                                   self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)

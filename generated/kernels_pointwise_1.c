@@ -15,7 +15,10 @@
  * path remains. f32 and f64 loops whose operands all have the loop's dtype have a stepped form
  * as well (OP_stepped_DTYPE): rows in which operands step 2 or 3 elements apart (x[:, ::2]), a
  * 512-bit vector at a time through registers (runtime/stepped_lanes.h), where otherwise the
- * runtime copies such operands through buffers. */
+ * runtime copies such operands through buffers. Its rows run in OP_stepped_row_DTYPE, inlined once
+ * per common set of steps (one input 2 or 3 elements apart, the output 2 apart, or both in place,
+ * the rest contiguous: codegen/lower.py, _step_cases) with those steps as constants, so that
+ * the lanes' tests of each operand's step fold away, and once more for any other steps. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -370,31 +373,49 @@ rsub_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsub_rows_f32, ctx);
 }
 
-YT__STEPPED_TARGET static void
-rsub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+rsub_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     const float alpha = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = other - (alpha * self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+rsub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = other - (alpha * self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = rsub_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = rsub_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = rsub_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = rsub_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = rsub_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -444,31 +465,49 @@ rsub_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsub_rows_f64, ctx);
 }
 
-YT__STEPPED_TARGET static void
-rsub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+rsub_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     const double alpha = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = other - (alpha * self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+rsub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                 int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = other - (alpha * self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = rsub_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = rsub_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = rsub_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = rsub_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = rsub_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1095,11 +1134,33 @@ mul_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, mul_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+mul_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = self * other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 mul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -1108,21 +1169,21 @@ mul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float other = other_lanes[lane];
-                const float out_value = self * other;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = mul_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = mul_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = mul_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = mul_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = mul_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = mul_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = mul_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1194,11 +1255,33 @@ mul_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, mul_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+mul_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = self * other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 mul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -1207,21 +1290,21 @@ mul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double other = other_lanes[lane];
-                const double out_value = self * other;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = mul_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = mul_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = mul_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = mul_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = mul_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = mul_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = mul_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1637,30 +1720,48 @@ mul_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, mul_scalar_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+mul_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self * other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 mul_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = self * other;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = mul_scalar_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = mul_scalar_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = mul_scalar_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = mul_scalar_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = mul_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1709,30 +1810,48 @@ mul_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, mul_scalar_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+mul_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self * other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 mul_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double other = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = self * other;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = mul_scalar_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = mul_scalar_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = mul_scalar_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = mul_scalar_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = mul_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1981,11 +2100,33 @@ div_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -1994,21 +2135,21 @@ div_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float other = other_lanes[lane];
-                const float out_value = self / other;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = div_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = div_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = div_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = div_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = div_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = div_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = div_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2080,11 +2221,33 @@ div_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -2093,21 +2256,21 @@ div_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double other = other_lanes[lane];
-                const double out_value = self / other;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = div_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = div_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = div_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = div_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = div_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = div_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = div_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2265,30 +2428,48 @@ div_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = self / other;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = div_scalar_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = div_scalar_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = div_scalar_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = div_scalar_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = div_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2337,30 +2518,48 @@ div_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double other = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = self / other;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = div_scalar_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = div_scalar_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = div_scalar_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = div_scalar_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = div_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2712,29 +2911,47 @@ neg_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, neg_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+neg_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = -self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 neg_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = -self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = neg_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = neg_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = neg_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = neg_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = neg_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2782,29 +2999,47 @@ neg_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, neg_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+neg_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = -self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 neg_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = -self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = neg_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = neg_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = neg_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = neg_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = neg_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3738,29 +3973,47 @@ pow_blocks_f32_exponent_2(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_2, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f32_exponent_2(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self * self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = self * self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_2(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_f32_exponent_2(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_f32_exponent_2(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_2(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_f32_exponent_2(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3808,29 +4061,47 @@ pow_blocks_f32_exponent_3(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_3, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f32_exponent_3(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self * self * self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = self * self * self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_3(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_f32_exponent_3(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_f32_exponent_3(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_3(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_f32_exponent_3(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3878,29 +4149,47 @@ pow_blocks_f32_exponent_m1(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_m1, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f32_exponent_m1(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (float)1 / self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = (float)1 / self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_m1(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_f32_exponent_m1(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_f32_exponent_m1(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_m1(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_f32_exponent_m1(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3948,29 +4237,47 @@ pow_blocks_f32_exponent_m2(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_m2, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f32_exponent_m2(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (float)1 / (self * self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = (float)1 / (self * self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_m2(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_f32_exponent_m2(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_f32_exponent_m2(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_m2(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_f32_exponent_m2(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4018,29 +4325,47 @@ pow_blocks_f32_exponent_0_5(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_0_5, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f32_exponent_0_5(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                 int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = sqrtf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = sqrtf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_f32_exponent_0_5(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_0_5(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_f32_exponent_0_5(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4088,29 +4413,47 @@ pow_blocks_f32_exponent_m0_5(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_m0_5, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f32_exponent_m0_5(char *out, int64_t out_step, const char *self_p,
+                                  int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (float)1 / sqrtf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = (float)1 / sqrtf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_f32_exponent_m0_5(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_m0_5(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_f32_exponent_m0_5(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4158,29 +4501,47 @@ pow_blocks_f32_exponent_1(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32_exponent_1, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f32_exponent_1(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_1(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_f32_exponent_1(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_f32_exponent_1(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_f32_exponent_1(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_f32_exponent_1(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4231,30 +4592,48 @@ pow_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float exponent = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = powf(self, exponent);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float exponent = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = powf(self, exponent);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4302,29 +4681,47 @@ pow_blocks_f64_exponent_2(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_2, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f64_exponent_2(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self * self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = self * self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_2(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_f64_exponent_2(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_f64_exponent_2(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_2(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_f64_exponent_2(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4372,29 +4769,47 @@ pow_blocks_f64_exponent_3(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_3, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f64_exponent_3(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self * self * self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = self * self * self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_3(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_f64_exponent_3(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_f64_exponent_3(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_3(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_f64_exponent_3(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4442,29 +4857,47 @@ pow_blocks_f64_exponent_m1(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_m1, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f64_exponent_m1(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (double)1 / self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = (double)1 / self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_m1(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_f64_exponent_m1(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_f64_exponent_m1(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_m1(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_f64_exponent_m1(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4512,29 +4945,47 @@ pow_blocks_f64_exponent_m2(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_m2, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f64_exponent_m2(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (double)1 / (self * self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = (double)1 / (self * self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_m2(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_f64_exponent_m2(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_f64_exponent_m2(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_m2(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_f64_exponent_m2(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4582,29 +5033,47 @@ pow_blocks_f64_exponent_0_5(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_0_5, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f64_exponent_0_5(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                 int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = sqrt(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = sqrt(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_f64_exponent_0_5(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_0_5(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_f64_exponent_0_5(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4652,29 +5121,47 @@ pow_blocks_f64_exponent_m0_5(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_m0_5, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f64_exponent_m0_5(char *out, int64_t out_step, const char *self_p,
+                                  int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (double)1 / sqrt(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = (double)1 / sqrt(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_f64_exponent_m0_5(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_m0_5(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_f64_exponent_m0_5(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4722,29 +5209,47 @@ pow_blocks_f64_exponent_1(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f64_exponent_1, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f64_exponent_1(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_1(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_f64_exponent_1(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_f64_exponent_1(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_f64_exponent_1(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_f64_exponent_1(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4795,30 +5300,48 @@ pow_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double exponent = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = pow(self, exponent);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double exponent = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = pow(self, exponent);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5492,11 +6015,34 @@ pow_tensor_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_tensor_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p,
+                                  int64_t self_step, const char *exponent_p, int64_t exponent_step,
+                                  int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], exponent_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float exponent = exponent_lanes[lane];
+            const float out_value = powf(self, exponent);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_tensor_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -5505,21 +6051,22 @@ pow_tensor_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *exponent_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], exponent_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float exponent = exponent_lanes[lane];
-                const float out_value = powf(self, exponent);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && exponent_step == 4)
+            i = pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 8, exponent_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && exponent_step == 4)
+            i = pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 12, exponent_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && exponent_step == 8)
+            i = pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 4, exponent_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && exponent_step == 12)
+            i = pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 4, exponent_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && exponent_step == 4)
+            i = pow_tensor_tensor_stepped_row_f32(out, 8, self_p, 4, exponent_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && exponent_step == 4)
+            i = pow_tensor_tensor_stepped_row_f32(out, 8, self_p, 8, exponent_p, 4, n, ctx);
+        else
+            i = pow_tensor_tensor_stepped_row_f32(out, out_step, self_p, self_step, exponent_p,
+                                                  exponent_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -5593,11 +6140,34 @@ pow_tensor_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, pow_tensor_tensor_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_tensor_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p,
+                                  int64_t self_step, const char *exponent_p, int64_t exponent_step,
+                                  int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], exponent_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double exponent = exponent_lanes[lane];
+            const double out_value = pow(self, exponent);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_tensor_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -5606,21 +6176,22 @@ pow_tensor_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *exponent_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], exponent_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double exponent = exponent_lanes[lane];
-                const double out_value = pow(self, exponent);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && exponent_step == 8)
+            i = pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 16, exponent_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && exponent_step == 8)
+            i = pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 24, exponent_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && exponent_step == 16)
+            i = pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 8, exponent_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && exponent_step == 24)
+            i = pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 8, exponent_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && exponent_step == 8)
+            i = pow_tensor_tensor_stepped_row_f64(out, 16, self_p, 8, exponent_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && exponent_step == 8)
+            i = pow_tensor_tensor_stepped_row_f64(out, 16, self_p, 16, exponent_p, 8, n, ctx);
+        else
+            i = pow_tensor_tensor_stepped_row_f64(out, out_step, self_p, self_step, exponent_p,
+                                                  exponent_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -6001,30 +6572,48 @@ pow_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_scalar_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_scalar_stepped_row_f32(char *out, int64_t out_step, const char *exponent_p,
+                           int64_t exponent_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float self = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float exponent_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float exponent = exponent_lanes[lane];
+            const float out_value = powf(self, exponent);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float self = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t exponent_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *exponent_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float exponent_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float exponent = exponent_lanes[lane];
-                const float out_value = powf(self, exponent);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && exponent_step == 8)
+            i = pow_scalar_stepped_row_f32(out, 4, exponent_p, 8, n, ctx);
+        else if (out_step == 4 && exponent_step == 12)
+            i = pow_scalar_stepped_row_f32(out, 4, exponent_p, 12, n, ctx);
+        else if (out_step == 8 && exponent_step == 4)
+            i = pow_scalar_stepped_row_f32(out, 8, exponent_p, 4, n, ctx);
+        else if (out_step == 8 && exponent_step == 8)
+            i = pow_scalar_stepped_row_f32(out, 8, exponent_p, 8, n, ctx);
+        else
+            i = pow_scalar_stepped_row_f32(out, out_step, exponent_p, exponent_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6075,30 +6664,48 @@ pow_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, pow_scalar_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+pow_scalar_stepped_row_f64(char *out, int64_t out_step, const char *exponent_p,
+                           int64_t exponent_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double self = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double exponent_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double exponent = exponent_lanes[lane];
+            const double out_value = pow(self, exponent);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 pow_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double self = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t exponent_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *exponent_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double exponent_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double exponent = exponent_lanes[lane];
-                const double out_value = pow(self, exponent);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && exponent_step == 16)
+            i = pow_scalar_stepped_row_f64(out, 8, exponent_p, 16, n, ctx);
+        else if (out_step == 8 && exponent_step == 24)
+            i = pow_scalar_stepped_row_f64(out, 8, exponent_p, 24, n, ctx);
+        else if (out_step == 16 && exponent_step == 8)
+            i = pow_scalar_stepped_row_f64(out, 16, exponent_p, 8, n, ctx);
+        else if (out_step == 16 && exponent_step == 16)
+            i = pow_scalar_stepped_row_f64(out, 16, exponent_p, 16, n, ctx);
+        else
+            i = pow_scalar_stepped_row_f64(out, out_step, exponent_p, exponent_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6722,11 +7329,33 @@ minimum_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, minimum_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+minimum_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                        const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = yt__pw_minimum_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 minimum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -6735,21 +7364,22 @@ minimum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float other = other_lanes[lane];
-                const float out_value = yt__pw_minimum_f(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = minimum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = minimum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = minimum_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = minimum_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = minimum_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
+                                        ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -6821,11 +7451,33 @@ minimum_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, minimum_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+minimum_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                        const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = yt__pw_minimum_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 minimum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -6834,21 +7486,22 @@ minimum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double other = other_lanes[lane];
-                const double out_value = yt__pw_minimum_d(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = minimum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = minimum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = minimum_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = minimum_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = minimum_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
+                                        ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -7985,11 +8638,34 @@ div_tensor_mode_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f32_none, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_tensor_mode_stepped_row_f32_none(char *out, int64_t out_step, const char *self_p,
+                                     int64_t self_step, const char *other_p, int64_t other_step,
+                                     int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
                                  const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -7998,21 +8674,22 @@ div_tensor_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float other = other_lanes[lane];
-                const float out_value = self / other;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = div_tensor_mode_stepped_row_f32_none(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = div_tensor_mode_stepped_row_f32_none(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = div_tensor_mode_stepped_row_f32_none(out, out_step, self_p, self_step, other_p,
+                                                     other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8084,11 +8761,34 @@ div_tensor_mode_blocks_f32_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f32_trunc, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_tensor_mode_stepped_row_f32_trunc(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, const char *other_p, int64_t other_step,
+                                      int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                   const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -8097,21 +8797,22 @@ div_tensor_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float other = other_lanes[lane];
-                const float out_value = yt__pw_trunc_divide_f(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = div_tensor_mode_stepped_row_f32_trunc(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = div_tensor_mode_stepped_row_f32_trunc(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = div_tensor_mode_stepped_row_f32_trunc(out, out_step, self_p, self_step, other_p,
+                                                      other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8183,11 +8884,34 @@ div_tensor_mode_blocks_f32_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f32_floor, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_tensor_mode_stepped_row_f32_floor(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, const char *other_p, int64_t other_step,
+                                      int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n,
                                   const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -8196,21 +8920,22 @@ div_tensor_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float other = other_lanes[lane];
-                const float out_value = yt__pw_floor_divide_f(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = div_tensor_mode_stepped_row_f32_floor(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = div_tensor_mode_stepped_row_f32_floor(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = div_tensor_mode_stepped_row_f32_floor(out, out_step, self_p, self_step, other_p,
+                                                      other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8282,11 +9007,34 @@ div_tensor_mode_blocks_f64_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f64_none, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_tensor_mode_stepped_row_f64_none(char *out, int64_t out_step, const char *self_p,
+                                     int64_t self_step, const char *other_p, int64_t other_step,
+                                     int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
                                  const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -8295,21 +9043,22 @@ div_tensor_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double other = other_lanes[lane];
-                const double out_value = self / other;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f64_none(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f64_none(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = div_tensor_mode_stepped_row_f64_none(out, out_step, self_p, self_step, other_p,
+                                                     other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8381,11 +9130,34 @@ div_tensor_mode_blocks_f64_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f64_trunc, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_tensor_mode_stepped_row_f64_trunc(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, const char *other_p, int64_t other_step,
+                                      int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = yt__pw_trunc_divide_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                   const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -8394,21 +9166,22 @@ div_tensor_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double other = other_lanes[lane];
-                const double out_value = yt__pw_trunc_divide_d(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f64_trunc(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f64_trunc(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = div_tensor_mode_stepped_row_f64_trunc(out, out_step, self_p, self_step, other_p,
+                                                      other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8480,11 +9253,34 @@ div_tensor_mode_blocks_f64_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, div_tensor_mode_rows_f64_floor, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_tensor_mode_stepped_row_f64_floor(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, const char *other_p, int64_t other_step,
+                                      int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n,
                                   const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -8493,21 +9289,22 @@ div_tensor_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double other = other_lanes[lane];
-                const double out_value = yt__pw_floor_divide_d(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f64_floor(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = div_tensor_mode_stepped_row_f64_floor(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = div_tensor_mode_stepped_row_f64_floor(out, out_step, self_p, self_step, other_p,
+                                                      other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9328,30 +10125,48 @@ div_scalar_mode_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f32_none, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_mode_stepped_row_f32_none(char *out, int64_t out_step, const char *self_p,
+                                     int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
                                  const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = self / other;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = div_scalar_mode_stepped_row_f32_none(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = div_scalar_mode_stepped_row_f32_none(out, 8, self_p, 8, n, ctx);
+        else
+            i = div_scalar_mode_stepped_row_f32_none(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9400,30 +10215,48 @@ div_scalar_mode_blocks_f32_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f32_trunc, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_mode_stepped_row_f32_trunc(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                   const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = yt__pw_trunc_divide_f(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = div_scalar_mode_stepped_row_f32_trunc(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = div_scalar_mode_stepped_row_f32_trunc(out, 8, self_p, 8, n, ctx);
+        else
+            i = div_scalar_mode_stepped_row_f32_trunc(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9472,30 +10305,48 @@ div_scalar_mode_blocks_f32_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f32_floor, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_mode_stepped_row_f32_floor(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n,
                                   const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = yt__pw_floor_divide_f(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = div_scalar_mode_stepped_row_f32_floor(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = div_scalar_mode_stepped_row_f32_floor(out, 8, self_p, 8, n, ctx);
+        else
+            i = div_scalar_mode_stepped_row_f32_floor(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9544,30 +10395,48 @@ div_scalar_mode_blocks_f64_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f64_none, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_mode_stepped_row_f64_none(char *out, int64_t out_step, const char *self_p,
+                                     int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
                                  const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double other = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = self / other;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = div_scalar_mode_stepped_row_f64_none(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = div_scalar_mode_stepped_row_f64_none(out, 16, self_p, 16, n, ctx);
+        else
+            i = div_scalar_mode_stepped_row_f64_none(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9616,30 +10485,48 @@ div_scalar_mode_blocks_f64_trunc(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f64_trunc, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_mode_stepped_row_f64_trunc(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_trunc_divide_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                   const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double other = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = yt__pw_trunc_divide_d(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = div_scalar_mode_stepped_row_f64_trunc(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = div_scalar_mode_stepped_row_f64_trunc(out, 16, self_p, 16, n, ctx);
+        else
+            i = div_scalar_mode_stepped_row_f64_trunc(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9688,30 +10575,48 @@ div_scalar_mode_blocks_f64_floor(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_scalar_mode_rows_f64_floor, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_mode_stepped_row_f64_floor(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n,
                                   const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double other = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = yt__pw_floor_divide_d(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = div_scalar_mode_stepped_row_f64_floor(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = div_scalar_mode_stepped_row_f64_floor(out, 16, self_p, 16, n, ctx);
+        else
+            i = div_scalar_mode_stepped_row_f64_floor(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9973,29 +10878,47 @@ log_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+log_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = logf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 log_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = logf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = log_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = log_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = log_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = log_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = log_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10045,29 +10968,47 @@ log_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+log_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = log(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 log_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = log(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = log_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = log_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = log_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = log_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = log_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10456,29 +11397,47 @@ square_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, square_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+square_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                       int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self * self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 square_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = self * self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = square_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = square_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = square_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = square_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = square_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10526,29 +11485,47 @@ square_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, square_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+square_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                       int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self * self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 square_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = self * self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = square_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = square_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = square_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = square_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = square_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10721,29 +11698,47 @@ reciprocal_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, reciprocal_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+reciprocal_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (float)1 / self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 reciprocal_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = (float)1 / self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = reciprocal_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = reciprocal_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = reciprocal_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = reciprocal_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = reciprocal_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10791,29 +11786,47 @@ reciprocal_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, reciprocal_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+reciprocal_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (double)1 / self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 reciprocal_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = (double)1 / self;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = reciprocal_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = reciprocal_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = reciprocal_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = reciprocal_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = reciprocal_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10974,29 +11987,47 @@ cos_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, cos_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+cos_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = cosf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 cos_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = cosf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = cos_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = cos_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = cos_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = cos_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = cos_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11046,29 +12077,47 @@ cos_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, cos_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+cos_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = cos(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 cos_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = cos(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = cos_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = cos_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = cos_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = cos_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = cos_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11418,29 +12467,47 @@ trunc_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, trunc_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+trunc_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = truncf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 trunc_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = truncf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = trunc_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = trunc_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = trunc_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = trunc_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = trunc_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11488,29 +12555,47 @@ trunc_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, trunc_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+trunc_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = trunc(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 trunc_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = trunc(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = trunc_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = trunc_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = trunc_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = trunc_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = trunc_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11704,34 +12789,51 @@ elu_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, elu_rows_f32, ctx);
 }
 
-YT__STEPPED_TARGET static void
-elu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+elu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
     const float scale = (float)scalars[1].f;
     const float input_scale = (float)scalars[2].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value =
+                (self > (float)0) ? (scale * self) : ((scale * alpha) * expm1f(self * input_scale));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+elu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = (self > (float)0)
-                                            ? (scale * self)
-                                            : ((scale * alpha) * expm1f(self * input_scale));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = elu_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = elu_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = elu_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = elu_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = elu_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11787,34 +12889,51 @@ elu_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, elu_rows_f64, ctx);
 }
 
-YT__STEPPED_TARGET static void
-elu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+elu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
     const double scale = (double)scalars[1].f;
     const double input_scale = (double)scalars[2].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value =
+                (self > (double)0) ? (scale * self) : ((scale * alpha) * expm1(self * input_scale));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+elu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = (self > (double)0)
-                                             ? (scale * self)
-                                             : ((scale * alpha) * expm1(self * input_scale));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = elu_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = elu_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = elu_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = elu_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = elu_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11980,29 +13099,47 @@ silu_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, silu_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+silu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self / ((float)1 + expf(-self));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 silu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = self / ((float)1 + expf(-self));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = silu_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = silu_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = silu_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = silu_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = silu_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12052,29 +13189,47 @@ silu_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, silu_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+silu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self / ((double)1 + exp(-self));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 silu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = self / ((double)1 + exp(-self));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = silu_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = silu_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = silu_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = silu_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = silu_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12331,29 +13486,47 @@ gelu_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_f32_none, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+gelu_stepped_row_f32_none(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self * yt__pw_normal_cdf_f(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 gelu_stepped_f32_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = self * yt__pw_normal_cdf_f(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = gelu_stepped_row_f32_none(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = gelu_stepped_row_f32_none(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = gelu_stepped_row_f32_none(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = gelu_stepped_row_f32_none(out, 8, self_p, 8, n, ctx);
+        else
+            i = gelu_stepped_row_f32_none(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12409,32 +13582,50 @@ gelu_blocks_f32_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_f32_tanh, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+gelu_stepped_row_f32_tanh(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value =
+                ((float)0.5 * self) *
+                ((float)1 + tanhf((float)0.7978845608028654 *
+                                  (self + ((((float)0.044715 * self) * self) * self))));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 gelu_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value =
-                    ((float)0.5 * self) *
-                    ((float)1 + tanhf((float)0.7978845608028654 *
-                                      (self + ((((float)0.044715 * self) * self) * self))));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = gelu_stepped_row_f32_tanh(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = gelu_stepped_row_f32_tanh(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = gelu_stepped_row_f32_tanh(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = gelu_stepped_row_f32_tanh(out, 8, self_p, 8, n, ctx);
+        else
+            i = gelu_stepped_row_f32_tanh(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12484,29 +13675,47 @@ gelu_blocks_f64_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_f64_none, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+gelu_stepped_row_f64_none(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self * yt__pw_normal_cdf_d(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 gelu_stepped_f64_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = self * yt__pw_normal_cdf_d(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = gelu_stepped_row_f64_none(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = gelu_stepped_row_f64_none(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = gelu_stepped_row_f64_none(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = gelu_stepped_row_f64_none(out, 16, self_p, 16, n, ctx);
+        else
+            i = gelu_stepped_row_f64_none(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12562,32 +13771,50 @@ gelu_blocks_f64_tanh(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, gelu_rows_f64_tanh, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+gelu_stepped_row_f64_tanh(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value =
+                ((double)0.5 * self) *
+                ((double)1 + tanh((double)0.7978845608028654 *
+                                  (self + ((((double)0.044715 * self) * self) * self))));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 gelu_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value =
-                    ((double)0.5 * self) *
-                    ((double)1 + tanh((double)0.7978845608028654 *
-                                      (self + ((((double)0.044715 * self) * self) * self))));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = gelu_stepped_row_f64_tanh(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = gelu_stepped_row_f64_tanh(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = gelu_stepped_row_f64_tanh(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = gelu_stepped_row_f64_tanh(out, 16, self_p, 16, n, ctx);
+        else
+            i = gelu_stepped_row_f64_tanh(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15124,12 +16351,37 @@ binary_cross_entropy_elementwise_blocks_f32(const yt__block_strip *s, const void
     yt__run_blocks(s, 3, esize, binary_cross_entropy_elementwise_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+binary_cross_entropy_elementwise_stepped_row_f32(char *out, int64_t out_step, const char *self_p,
+                                                 int64_t self_step, const char *target_p,
+                                                 int64_t target_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], target_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(target_lanes, target_p + i * target_step, target_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float target = target_lanes[lane];
+            const float out_value =
+                -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                  (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 binary_cross_entropy_elementwise_stepped_f32(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows,
                                              const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -15138,23 +16390,28 @@ binary_cross_entropy_elementwise_stepped_f32(char **data, const int64_t *strides
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *target_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], target_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(target_lanes, target_p + i * target_step, target_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float target = target_lanes[lane];
-                const float out_value =
-                    -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
-                      (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && target_step == 4)
+            i = binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 8, target_p, 4, n,
+                                                                 ctx);
+        else if (out_step == 4 && self_step == 12 && target_step == 4)
+            i = binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 12, target_p, 4, n,
+                                                                 ctx);
+        else if (out_step == 4 && self_step == 4 && target_step == 8)
+            i = binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 4, target_p, 8, n,
+                                                                 ctx);
+        else if (out_step == 4 && self_step == 4 && target_step == 12)
+            i = binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 4, target_p, 12, n,
+                                                                 ctx);
+        else if (out_step == 8 && self_step == 4 && target_step == 4)
+            i = binary_cross_entropy_elementwise_stepped_row_f32(out, 8, self_p, 4, target_p, 4, n,
+                                                                 ctx);
+        else if (out_step == 8 && self_step == 8 && target_step == 4)
+            i = binary_cross_entropy_elementwise_stepped_row_f32(out, 8, self_p, 8, target_p, 4, n,
+                                                                 ctx);
+        else
+            i = binary_cross_entropy_elementwise_stepped_row_f32(out, out_step, self_p, self_step,
+                                                                 target_p, target_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -15236,12 +16493,37 @@ binary_cross_entropy_elementwise_blocks_f64(const yt__block_strip *s, const void
     yt__run_blocks(s, 3, esize, binary_cross_entropy_elementwise_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+binary_cross_entropy_elementwise_stepped_row_f64(char *out, int64_t out_step, const char *self_p,
+                                                 int64_t self_step, const char *target_p,
+                                                 int64_t target_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], target_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(target_lanes, target_p + i * target_step, target_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double target = target_lanes[lane];
+            const double out_value =
+                -((target * yt__pw_maximum_d(log(self), -(double)100)) +
+                  (((double)1 - target) * yt__pw_maximum_d(log1p(-self), -(double)100)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 binary_cross_entropy_elementwise_stepped_f64(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows,
                                              const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -15250,23 +16532,28 @@ binary_cross_entropy_elementwise_stepped_f64(char **data, const int64_t *strides
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *target_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], target_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(target_lanes, target_p + i * target_step, target_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double target = target_lanes[lane];
-                const double out_value =
-                    -((target * yt__pw_maximum_d(log(self), -(double)100)) +
-                      (((double)1 - target) * yt__pw_maximum_d(log1p(-self), -(double)100)));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && target_step == 8)
+            i = binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 16, target_p, 8, n,
+                                                                 ctx);
+        else if (out_step == 8 && self_step == 24 && target_step == 8)
+            i = binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 24, target_p, 8, n,
+                                                                 ctx);
+        else if (out_step == 8 && self_step == 8 && target_step == 16)
+            i = binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 8, target_p, 16, n,
+                                                                 ctx);
+        else if (out_step == 8 && self_step == 8 && target_step == 24)
+            i = binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 8, target_p, 24, n,
+                                                                 ctx);
+        else if (out_step == 16 && self_step == 8 && target_step == 8)
+            i = binary_cross_entropy_elementwise_stepped_row_f64(out, 16, self_p, 8, target_p, 8, n,
+                                                                 ctx);
+        else if (out_step == 16 && self_step == 16 && target_step == 8)
+            i = binary_cross_entropy_elementwise_stepped_row_f64(out, 16, self_p, 16, target_p, 8,
+                                                                 n, ctx);
+        else
+            i = binary_cross_entropy_elementwise_stepped_row_f64(out, out_step, self_p, self_step,
+                                                                 target_p, target_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)

@@ -15,7 +15,10 @@
  * path remains. f32 and f64 loops whose operands all have the loop's dtype have a stepped form
  * as well (OP_stepped_DTYPE): rows in which operands step 2 or 3 elements apart (x[:, ::2]), a
  * 512-bit vector at a time through registers (runtime/stepped_lanes.h), where otherwise the
- * runtime copies such operands through buffers. */
+ * runtime copies such operands through buffers. Its rows run in OP_stepped_row_DTYPE, inlined once
+ * per common set of steps (one input 2 or 3 elements apart, the output 2 apart, or both in place,
+ * the rest contiguous: codegen/lower.py, _step_cases) with those steps as constants, so that
+ * the lanes' tests of each operand's step fold away, and once more for any other steps. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -611,11 +614,33 @@ maximum_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, maximum_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+maximum_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                        const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = yt__pw_maximum_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 maximum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -624,21 +649,22 @@ maximum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float other = other_lanes[lane];
-                const float out_value = yt__pw_maximum_f(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = maximum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = maximum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = maximum_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = maximum_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = maximum_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
+                                        ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -710,11 +736,33 @@ maximum_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, maximum_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+maximum_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                        const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = yt__pw_maximum_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 maximum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -723,21 +771,22 @@ maximum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double other = other_lanes[lane];
-                const double out_value = yt__pw_maximum_d(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = maximum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = maximum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = maximum_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = maximum_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = maximum_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
+                                        ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1113,30 +1162,48 @@ clamp_max_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_max_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_max_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_minimum_uniform_f(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_max_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float max = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = yt__pw_minimum_uniform_f(self, max);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = clamp_max_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = clamp_max_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = clamp_max_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = clamp_max_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = clamp_max_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1185,30 +1252,48 @@ clamp_max_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_max_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_max_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double max = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_minimum_uniform_d(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_max_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double max = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = yt__pw_minimum_uniform_d(self, max);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = clamp_max_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = clamp_max_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = clamp_max_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = clamp_max_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = clamp_max_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1771,11 +1856,33 @@ clamp_max_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_max_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                 const char *max_p, int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = yt__pw_minimum_f(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_max_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -1784,21 +1891,22 @@ clamp_max_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *max_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float max = max_lanes[lane];
-                const float out_value = yt__pw_minimum_f(self, max);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && max_step == 4)
+            i = clamp_max_tensor_stepped_row_f32(out, 4, self_p, 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && max_step == 4)
+            i = clamp_max_tensor_stepped_row_f32(out, 4, self_p, 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && max_step == 8)
+            i = clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && max_step == 12)
+            i = clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && max_step == 4)
+            i = clamp_max_tensor_stepped_row_f32(out, 8, self_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && max_step == 4)
+            i = clamp_max_tensor_stepped_row_f32(out, 8, self_p, 8, max_p, 4, n, ctx);
+        else
+            i = clamp_max_tensor_stepped_row_f32(out, out_step, self_p, self_step, max_p, max_step,
+                                                 n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1870,11 +1978,33 @@ clamp_max_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_max_tensor_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_max_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                 const char *max_p, int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = yt__pw_minimum_d(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_max_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -1883,21 +2013,22 @@ clamp_max_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *max_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double max = max_lanes[lane];
-                const double out_value = yt__pw_minimum_d(self, max);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && max_step == 8)
+            i = clamp_max_tensor_stepped_row_f64(out, 8, self_p, 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && max_step == 8)
+            i = clamp_max_tensor_stepped_row_f64(out, 8, self_p, 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && max_step == 16)
+            i = clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && max_step == 24)
+            i = clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && max_step == 8)
+            i = clamp_max_tensor_stepped_row_f64(out, 16, self_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && max_step == 8)
+            i = clamp_max_tensor_stepped_row_f64(out, 16, self_p, 16, max_p, 8, n, ctx);
+        else
+            i = clamp_max_tensor_stepped_row_f64(out, out_step, self_p, self_step, max_p, max_step,
+                                                 n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2458,11 +2589,33 @@ remainder_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, remainder_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+remainder_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = yt__pw_remainder_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 remainder_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -2471,21 +2624,22 @@ remainder_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float other = other_lanes[lane];
-                const float out_value = yt__pw_remainder_f(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = remainder_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = remainder_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = remainder_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = remainder_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = remainder_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
+                                          ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2557,11 +2711,33 @@ remainder_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, remainder_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+remainder_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = yt__pw_remainder_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 remainder_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -2570,21 +2746,22 @@ remainder_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double other = other_lanes[lane];
-                const double out_value = yt__pw_remainder_d(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = remainder_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = remainder_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = remainder_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = remainder_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = remainder_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
+                                          ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2962,30 +3139,48 @@ remainder_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, remainder_scalar_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+remainder_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                 int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_remainder_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 remainder_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = yt__pw_remainder_f(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = remainder_scalar_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = remainder_scalar_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = remainder_scalar_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = remainder_scalar_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = remainder_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3034,30 +3229,48 @@ remainder_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, remainder_scalar_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+remainder_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                 int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_remainder_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 remainder_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double other = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = yt__pw_remainder_d(self, other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = remainder_scalar_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = remainder_scalar_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = remainder_scalar_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = remainder_scalar_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = remainder_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4014,30 +4227,48 @@ clamp_blocks_f32_no_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_f32_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_stepped_row_f32_no_max(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_maximum_uniform_f(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float min = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = yt__pw_maximum_uniform_f(self, min);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = clamp_stepped_row_f32_no_max(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = clamp_stepped_row_f32_no_max(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = clamp_stepped_row_f32_no_max(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = clamp_stepped_row_f32_no_max(out, 8, self_p, 8, n, ctx);
+        else
+            i = clamp_stepped_row_f32_no_max(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4086,30 +4317,48 @@ clamp_blocks_f32_max_no_min(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_f32_max_no_min, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_stepped_row_f32_max_no_min(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                 int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_minimum_uniform_f(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float max = (float)scalars[1].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = yt__pw_minimum_uniform_f(self, max);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = clamp_stepped_row_f32_max_no_min(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = clamp_stepped_row_f32_max_no_min(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = clamp_stepped_row_f32_max_no_min(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = clamp_stepped_row_f32_max_no_min(out, 8, self_p, 8, n, ctx);
+        else
+            i = clamp_stepped_row_f32_max_no_min(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4161,32 +4410,50 @@ clamp_blocks_f32_max_min(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_f32_max_min, ctx);
 }
 
-YT__STEPPED_TARGET static void
-clamp_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
-                          const int64_t *row_strides, int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_stepped_row_f32_max_min(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                              int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
     const float max = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value =
+                yt__pw_minimum_uniform_f(yt__pw_maximum_uniform_f(self, min), max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+clamp_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value =
-                    yt__pw_minimum_uniform_f(yt__pw_maximum_uniform_f(self, min), max);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = clamp_stepped_row_f32_max_min(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = clamp_stepped_row_f32_max_min(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = clamp_stepped_row_f32_max_min(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = clamp_stepped_row_f32_max_min(out, 8, self_p, 8, n, ctx);
+        else
+            i = clamp_stepped_row_f32_max_min(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4235,30 +4502,48 @@ clamp_blocks_f64_no_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_f64_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_stepped_row_f64_no_max(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_maximum_uniform_d(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double min = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = yt__pw_maximum_uniform_d(self, min);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = clamp_stepped_row_f64_no_max(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = clamp_stepped_row_f64_no_max(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = clamp_stepped_row_f64_no_max(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = clamp_stepped_row_f64_no_max(out, 16, self_p, 16, n, ctx);
+        else
+            i = clamp_stepped_row_f64_no_max(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4307,30 +4592,48 @@ clamp_blocks_f64_max_no_min(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_f64_max_no_min, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_stepped_row_f64_max_no_min(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                 int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double max = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_minimum_uniform_d(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double max = (double)scalars[1].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = yt__pw_minimum_uniform_d(self, max);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = clamp_stepped_row_f64_max_no_min(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = clamp_stepped_row_f64_max_no_min(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = clamp_stepped_row_f64_max_no_min(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = clamp_stepped_row_f64_max_no_min(out, 16, self_p, 16, n, ctx);
+        else
+            i = clamp_stepped_row_f64_max_no_min(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4382,32 +4685,50 @@ clamp_blocks_f64_max_min(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_rows_f64_max_min, ctx);
 }
 
-YT__STEPPED_TARGET static void
-clamp_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
-                          const int64_t *row_strides, int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_stepped_row_f64_max_min(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                              int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
     const double max = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value =
+                yt__pw_minimum_uniform_d(yt__pw_maximum_uniform_d(self, min), max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+clamp_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value =
-                    yt__pw_minimum_uniform_d(yt__pw_maximum_uniform_d(self, min), max);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = clamp_stepped_row_f64_max_min(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = clamp_stepped_row_f64_max_min(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = clamp_stepped_row_f64_max_min(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = clamp_stepped_row_f64_max_min(out, 16, self_p, 16, n, ctx);
+        else
+            i = clamp_stepped_row_f64_max_min(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6292,11 +6613,34 @@ clamp_tensor_blocks_f32_no_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_stepped_row_f32_no_max(char *out, int64_t out_step, const char *self_p,
+                                    int64_t self_step, const char *min_p, int64_t min_step,
+                                    int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float out_value = yt__pw_maximum_f(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -6305,21 +6649,22 @@ clamp_tensor_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *min_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float min = min_lanes[lane];
-                const float out_value = yt__pw_maximum_f(self, min);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && min_step == 4)
+            i = clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 8, min_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && min_step == 4)
+            i = clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 12, min_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 8)
+            i = clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 12)
+            i = clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_stepped_row_f32_no_max(out, 8, self_p, 4, min_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 4)
+            i = clamp_tensor_stepped_row_f32_no_max(out, 8, self_p, 8, min_p, 4, n, ctx);
+        else
+            i = clamp_tensor_stepped_row_f32_no_max(out, out_step, self_p, self_step, min_p,
+                                                    min_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -6404,11 +6749,34 @@ clamp_tensor_blocks_f32_max_no_min(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32_max_no_min, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_stepped_row_f32_max_no_min(char *out, int64_t out_step, const char *self_p,
+                                        int64_t self_step, const char *max_p, int64_t max_step,
+                                        int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = yt__pw_minimum_f(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -6417,21 +6785,22 @@ clamp_tensor_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *max_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float max = max_lanes[lane];
-                const float out_value = yt__pw_minimum_f(self, max);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && max_step == 4)
+            i = clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && max_step == 4)
+            i = clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && max_step == 8)
+            i = clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && max_step == 12)
+            i = clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_stepped_row_f32_max_no_min(out, 8, self_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && max_step == 4)
+            i = clamp_tensor_stepped_row_f32_max_no_min(out, 8, self_p, 8, max_p, 4, n, ctx);
+        else
+            i = clamp_tensor_stepped_row_f32_max_no_min(out, out_step, self_p, self_step, max_p,
+                                                        max_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -6522,11 +6891,37 @@ clamp_tensor_blocks_f32_max_min(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f32_max_min, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_stepped_row_f32_max_min(char *out, int64_t out_step, const char *self_p,
+                                     int64_t self_step, const char *min_p, int64_t min_step,
+                                     const char *max_p, int64_t max_step, int64_t n,
+                                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
+            max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
                                  const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -6537,23 +6932,29 @@ clamp_tensor_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         const char *min_p = data[2] + r * row_strides[2];
         const char *max_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
-                max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
-            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float min = min_lanes[lane];
-                const float max = max_lanes[lane];
-                const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && min_step == 4 && max_step == 4)
+            i = clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 8, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && min_step == 4 && max_step == 4)
+            i = clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 12, min_p, 4, max_p, 4, n,
+                                                     ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 8 && max_step == 4)
+            i = clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 12 && max_step == 4)
+            i = clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 12, max_p, 4, n,
+                                                     ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 4 && max_step == 8)
+            i = clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 4 && max_step == 12)
+            i = clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p, 12, n,
+                                                     ctx);
+        else if (out_step == 8 && self_step == 4 && min_step == 4 && max_step == 4)
+            i = clamp_tensor_stepped_row_f32_max_min(out, 8, self_p, 4, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 4 && max_step == 4)
+            i = clamp_tensor_stepped_row_f32_max_min(out, 8, self_p, 8, min_p, 4, max_p, 4, n, ctx);
+        else
+            i = clamp_tensor_stepped_row_f32_max_min(out, out_step, self_p, self_step, min_p,
+                                                     min_step, max_p, max_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -6639,11 +7040,34 @@ clamp_tensor_blocks_f64_no_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f64_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_stepped_row_f64_no_max(char *out, int64_t out_step, const char *self_p,
+                                    int64_t self_step, const char *min_p, int64_t min_step,
+                                    int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double out_value = yt__pw_maximum_d(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -6652,21 +7076,22 @@ clamp_tensor_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *min_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double min = min_lanes[lane];
-                const double out_value = yt__pw_maximum_d(self, min);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && min_step == 8)
+            i = clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 16, min_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && min_step == 8)
+            i = clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 24, min_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 16)
+            i = clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 8, min_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 24)
+            i = clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 8, min_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_stepped_row_f64_no_max(out, 16, self_p, 8, min_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && min_step == 8)
+            i = clamp_tensor_stepped_row_f64_no_max(out, 16, self_p, 16, min_p, 8, n, ctx);
+        else
+            i = clamp_tensor_stepped_row_f64_no_max(out, out_step, self_p, self_step, min_p,
+                                                    min_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -6752,11 +7177,34 @@ clamp_tensor_blocks_f64_max_no_min(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f64_max_no_min, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_stepped_row_f64_max_no_min(char *out, int64_t out_step, const char *self_p,
+                                        int64_t self_step, const char *max_p, int64_t max_step,
+                                        int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = yt__pw_minimum_d(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
                                     const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -6765,21 +7213,22 @@ clamp_tensor_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *max_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double max = max_lanes[lane];
-                const double out_value = yt__pw_minimum_d(self, max);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && max_step == 8)
+            i = clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && max_step == 8)
+            i = clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && max_step == 16)
+            i = clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && max_step == 24)
+            i = clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_stepped_row_f64_max_no_min(out, 16, self_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && max_step == 8)
+            i = clamp_tensor_stepped_row_f64_max_no_min(out, 16, self_p, 16, max_p, 8, n, ctx);
+        else
+            i = clamp_tensor_stepped_row_f64_max_no_min(out, out_step, self_p, self_step, max_p,
+                                                        max_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -6871,11 +7320,37 @@ clamp_tensor_blocks_f64_max_min(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 4, esize, clamp_tensor_rows_f64_max_min, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_stepped_row_f64_max_min(char *out, int64_t out_step, const char *self_p,
+                                     int64_t self_step, const char *min_p, int64_t min_step,
+                                     const char *max_p, int64_t max_step, int64_t n,
+                                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
+            max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
                                  const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -6886,23 +7361,34 @@ clamp_tensor_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         const char *min_p = data[2] + r * row_strides[2];
         const char *max_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
-                max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
-            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double min = min_lanes[lane];
-                const double max = max_lanes[lane];
-                const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && min_step == 8 && max_step == 8)
+            i = clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 16, min_p, 8, max_p, 8, n,
+                                                     ctx);
+        else if (out_step == 8 && self_step == 24 && min_step == 8 && max_step == 8)
+            i = clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 24, min_p, 8, max_p, 8, n,
+                                                     ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 16 && max_step == 8)
+            i = clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 16, max_p, 8, n,
+                                                     ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 24 && max_step == 8)
+            i = clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 24, max_p, 8, n,
+                                                     ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 8 && max_step == 16)
+            i = clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p, 16, n,
+                                                     ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 8 && max_step == 24)
+            i = clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p, 24, n,
+                                                     ctx);
+        else if (out_step == 16 && self_step == 8 && min_step == 8 && max_step == 8)
+            i = clamp_tensor_stepped_row_f64_max_min(out, 16, self_p, 8, min_p, 8, max_p, 8, n,
+                                                     ctx);
+        else if (out_step == 16 && self_step == 16 && min_step == 8 && max_step == 8)
+            i = clamp_tensor_stepped_row_f64_max_min(out, 16, self_p, 16, min_p, 8, max_p, 8, n,
+                                                     ctx);
+        else
+            i = clamp_tensor_stepped_row_f64_max_min(out, out_step, self_p, self_step, min_p,
+                                                     min_step, max_p, max_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -7574,12 +8060,40 @@ clamp_tensor_backward_min_blocks_f32_no_max(const yt__block_strip *s, const void
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f32_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_min_stepped_row_f32_no_max(char *out, int64_t out_step,
+                                                 const char *grad_output_p,
+                                                 int64_t grad_output_step, const char *self_p,
+                                                 int64_t self_step, const char *min_p,
+                                                 int64_t min_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            min_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_min_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows,
                                              const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -7590,24 +8104,35 @@ clamp_tensor_backward_min_stepped_f32_no_max(char **data, const int64_t *strides
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
         const char *min_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                min_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float min = min_lanes[lane];
-                const float out_value = ((self < min) && 1) ? grad_output : (float)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 4, grad_output_p, 8, self_p,
+                                                                 4, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 4, grad_output_p, 12, self_p,
+                                                                 4, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 4, grad_output_p, 4, self_p,
+                                                                 8, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 4, grad_output_p, 4, self_p,
+                                                                 12, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 4, grad_output_p, 4, self_p,
+                                                                 4, min_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12)
+            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 4, grad_output_p, 4, self_p,
+                                                                 4, min_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 8, grad_output_p, 4, self_p,
+                                                                 4, min_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                 4, min_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_min_stepped_row_f32_no_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7725,11 +8250,43 @@ clamp_tensor_backward_min_blocks_f32_max(const yt__block_strip *s, const void *c
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f32_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_min_stepped_row_f32_max(char *out, int64_t out_step,
+                                              const char *grad_output_p, int64_t grad_output_step,
+                                              const char *self_p, int64_t self_step,
+                                              const char *min_p, int64_t min_step,
+                                              const char *max_p, int64_t max_step, int64_t n,
+                                              const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_min_stepped_f32_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -7742,28 +8299,51 @@ clamp_tensor_backward_min_stepped_f32_max(char **data, const int64_t *strides, i
         const char *self_p = data[2] + r * row_strides[2];
         const char *min_p = data[3] + r * row_strides[3];
         const char *max_p = data[4] + r * row_strides[4];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
-            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float min = min_lanes[lane];
-                const float max = max_lanes[lane];
-                const float out_value =
-                    ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
+            max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 8, self_p, 4,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 12, self_p, 4,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4, self_p, 8,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4, self_p, 12,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4, self_p, 4,
+                                                              min_p, 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4, self_p, 4,
+                                                              min_p, 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4, self_p, 4,
+                                                              min_p, 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 12)
+            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4, self_p, 4,
+                                                              min_p, 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 8, grad_output_p, 4, self_p, 4,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 8, grad_output_p, 8, self_p, 4,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_min_stepped_row_f32_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                max_p, max_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7869,12 +8449,40 @@ clamp_tensor_backward_min_blocks_f64_no_max(const yt__block_strip *s, const void
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f64_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_min_stepped_row_f64_no_max(char *out, int64_t out_step,
+                                                 const char *grad_output_p,
+                                                 int64_t grad_output_step, const char *self_p,
+                                                 int64_t self_step, const char *min_p,
+                                                 int64_t min_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            min_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double out_value = ((self < min) && 1) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_min_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows,
                                              const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -7885,24 +8493,35 @@ clamp_tensor_backward_min_stepped_f64_no_max(char **data, const int64_t *strides
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
         const char *min_p = data[3] + r * row_strides[3];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                min_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double min = min_lanes[lane];
-                const double out_value = ((self < min) && 1) ? grad_output : (double)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 8, grad_output_p, 16, self_p,
+                                                                 8, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 8, grad_output_p, 24, self_p,
+                                                                 8, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                 16, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                 24, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16)
+            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                 8, min_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24)
+            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                 8, min_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 16, grad_output_p, 8, self_p,
+                                                                 8, min_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 16, grad_output_p, 16, self_p,
+                                                                 8, min_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_min_stepped_row_f64_no_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8020,11 +8639,43 @@ clamp_tensor_backward_min_blocks_f64_max(const yt__block_strip *s, const void *c
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_min_rows_f64_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_min_stepped_row_f64_max(char *out, int64_t out_step,
+                                              const char *grad_output_p, int64_t grad_output_step,
+                                              const char *self_p, int64_t self_step,
+                                              const char *min_p, int64_t min_step,
+                                              const char *max_p, int64_t max_step, int64_t n,
+                                              const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = ((self < min) && (0 || (min < max))) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_min_stepped_f64_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -8037,28 +8688,51 @@ clamp_tensor_backward_min_stepped_f64_max(char **data, const int64_t *strides, i
         const char *self_p = data[2] + r * row_strides[2];
         const char *min_p = data[3] + r * row_strides[3];
         const char *max_p = data[4] + r * row_strides[4];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
-            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double min = min_lanes[lane];
-                const double max = max_lanes[lane];
-                const double out_value =
-                    ((self < min) && (0 || (min < max))) ? grad_output : (double)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
+            max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 16, self_p, 8,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 24, self_p, 8,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8, self_p, 16,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8, self_p, 24,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8, self_p, 8,
+                                                              min_p, 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8, self_p, 8,
+                                                              min_p, 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 16)
+            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8, self_p, 8,
+                                                              min_p, 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 24)
+            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8, self_p, 8,
+                                                              min_p, 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 16, grad_output_p, 8, self_p, 8,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 16, grad_output_p, 16, self_p, 8,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_min_stepped_row_f64_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                max_p, max_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8443,29 +9117,47 @@ abs_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, abs_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+abs_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_abs_f(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 abs_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = yt__pw_abs_f(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = abs_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = abs_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = abs_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = abs_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = abs_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8513,29 +9205,47 @@ abs_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, abs_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+abs_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_abs_d(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 abs_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = yt__pw_abs_d(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = abs_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = abs_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = abs_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = abs_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = abs_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8939,29 +9649,47 @@ sign_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sign_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+sign_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_sign_f(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 sign_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = yt__pw_sign_f(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = sign_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = sign_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = sign_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = sign_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = sign_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9009,29 +9737,47 @@ sign_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sign_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+sign_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_sign_d(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 sign_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = yt__pw_sign_d(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = sign_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = sign_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = sign_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = sign_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = sign_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9204,29 +9950,47 @@ rsqrt_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsqrt_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+rsqrt_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (float)1 / sqrtf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 rsqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = (float)1 / sqrtf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = rsqrt_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = rsqrt_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = rsqrt_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = rsqrt_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = rsqrt_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9274,29 +10038,47 @@ rsqrt_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, rsqrt_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+rsqrt_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (double)1 / sqrt(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 rsqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = (double)1 / sqrt(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = rsqrt_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = rsqrt_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = rsqrt_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = rsqrt_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = rsqrt_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9457,29 +10239,47 @@ log2_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log2_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+log2_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = log2f(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 log2_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = log2f(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = log2_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = log2_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = log2_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = log2_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = log2_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9529,29 +10329,47 @@ log2_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log2_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+log2_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = log2(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 log2_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = log2(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = log2_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = log2_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = log2_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = log2_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = log2_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9712,29 +10530,47 @@ sin_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sin_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+sin_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = sinf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 sin_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = sinf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = sin_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = sin_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = sin_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = sin_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = sin_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9784,29 +10620,47 @@ sin_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sin_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+sin_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = sin(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 sin_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = sin(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = sin_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = sin_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = sin_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = sin_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = sin_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10156,29 +11010,47 @@ floor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, floor_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+floor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = floorf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 floor_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = floorf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = floor_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = floor_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = floor_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = floor_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = floor_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10226,29 +11098,47 @@ floor_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, floor_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+floor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = floor(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 floor_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = floor(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = floor_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = floor_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = floor_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = floor_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = floor_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10421,30 +11311,48 @@ leaky_relu_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, leaky_relu_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+leaky_relu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float negative_slope = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (self > (float)0) ? self : (self * negative_slope);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 leaky_relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float negative_slope = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = (self > (float)0) ? self : (self * negative_slope);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = leaky_relu_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = leaky_relu_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = leaky_relu_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = leaky_relu_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = leaky_relu_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10493,30 +11401,48 @@ leaky_relu_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, leaky_relu_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+leaky_relu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double negative_slope = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (self > (double)0) ? self : (self * negative_slope);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 leaky_relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                        int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double negative_slope = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = (self > (double)0) ? self : (self * negative_slope);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = leaky_relu_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = leaky_relu_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = leaky_relu_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = leaky_relu_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = leaky_relu_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11517,9 +12443,9 @@ nan_to_num_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, nan_to_num_rows_f32, ctx);
 }
 
-YT__STEPPED_TARGET static void
-nan_to_num_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+nan_to_num_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float nan = (float)scalars[0].f;
@@ -11528,31 +12454,48 @@ nan_to_num_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
     const bool posinf_given = scalars[1].given;
     const float neginf = (float)scalars[2].f;
     const bool neginf_given = scalars[2].given;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value =
+                (isfinite(self) != 0)
+                    ? self
+                    : ((isnan(self) != 0)
+                           ? ((!nan_given) ? (float)0 : nan)
+                           : ((self > (float)0) ? ((!posinf_given) ? (float)FLT_MAX : posinf)
+                                                : ((!neginf_given) ? (float)-FLT_MAX : neginf)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+nan_to_num_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value =
-                    (isfinite(self) != 0)
-                        ? self
-                        : ((isnan(self) != 0)
-                               ? ((!nan_given) ? (float)0 : nan)
-                               : ((self > (float)0)
-                                      ? ((!posinf_given) ? (float)FLT_MAX : posinf)
-                                      : ((!neginf_given) ? (float)-FLT_MAX : neginf)));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = nan_to_num_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = nan_to_num_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = nan_to_num_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = nan_to_num_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = nan_to_num_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11619,9 +12562,9 @@ nan_to_num_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, nan_to_num_rows_f64, ctx);
 }
 
-YT__STEPPED_TARGET static void
-nan_to_num_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+nan_to_num_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double nan = (double)scalars[0].f;
@@ -11630,31 +12573,48 @@ nan_to_num_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
     const bool posinf_given = scalars[1].given;
     const double neginf = (double)scalars[2].f;
     const bool neginf_given = scalars[2].given;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value =
+                (isfinite(self) != 0)
+                    ? self
+                    : ((isnan(self) != 0)
+                           ? ((!nan_given) ? (double)0 : nan)
+                           : ((self > (double)0) ? ((!posinf_given) ? (double)DBL_MAX : posinf)
+                                                 : ((!neginf_given) ? (double)-DBL_MAX : neginf)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+nan_to_num_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value =
-                    (isfinite(self) != 0)
-                        ? self
-                        : ((isnan(self) != 0)
-                               ? ((!nan_given) ? (double)0 : nan)
-                               : ((self > (double)0)
-                                      ? ((!posinf_given) ? (double)DBL_MAX : posinf)
-                                      : ((!neginf_given) ? (double)-DBL_MAX : neginf)));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = nan_to_num_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = nan_to_num_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = nan_to_num_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = nan_to_num_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = nan_to_num_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)

@@ -15,7 +15,10 @@
  * path remains. f32 and f64 loops whose operands all have the loop's dtype have a stepped form
  * as well (OP_stepped_DTYPE): rows in which operands step 2 or 3 elements apart (x[:, ::2]), a
  * 512-bit vector at a time through registers (runtime/stepped_lanes.h), where otherwise the
- * runtime copies such operands through buffers. */
+ * runtime copies such operands through buffers. Its rows run in OP_stepped_row_DTYPE, inlined once
+ * per common set of steps (one input 2 or 3 elements apart, the output 2 apart, or both in place,
+ * the rest contiguous: codegen/lower.py, _step_cases) with those steps as constants, so that
+ * the lanes' tests of each operand's step fold away, and once more for any other steps. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -620,12 +623,34 @@ add_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, add_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+add_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = self + (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 add_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float alpha = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -634,21 +659,21 @@ add_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float other = other_lanes[lane];
-                const float out_value = self + (alpha * other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = add_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = add_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = add_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = add_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = add_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = add_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = add_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -721,12 +746,34 @@ add_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, add_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+add_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double alpha = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = self + (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 add_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double alpha = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -735,21 +782,21 @@ add_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *other_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(other_lanes, other_p + i * other_step, other_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double other = other_lanes[lane];
-                const double out_value = self + (alpha * other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = add_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = add_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = add_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = add_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = add_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = add_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = add_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1178,31 +1225,49 @@ add_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, add_scalar_rows_f32, ctx);
 }
 
-YT__STEPPED_TARGET static void
-add_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+add_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
     const float alpha = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self + (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+add_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = self + (alpha * other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = add_scalar_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = add_scalar_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = add_scalar_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = add_scalar_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = add_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1252,31 +1317,49 @@ add_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, add_scalar_rows_f64, ctx);
 }
 
-YT__STEPPED_TARGET static void
-add_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+add_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
     const double alpha = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self + (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+add_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = self + (alpha * other);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = add_scalar_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = add_scalar_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = add_scalar_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = add_scalar_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = add_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1657,30 +1740,48 @@ clamp_min_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_min_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_min_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_maximum_uniform_f(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_min_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float min = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = yt__pw_maximum_uniform_f(self, min);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = clamp_min_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = clamp_min_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = clamp_min_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = clamp_min_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = clamp_min_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1729,30 +1830,48 @@ clamp_min_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, clamp_min_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_min_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_maximum_uniform_d(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_min_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double min = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = yt__pw_maximum_uniform_d(self, min);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = clamp_min_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = clamp_min_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = clamp_min_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = clamp_min_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = clamp_min_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2315,11 +2434,33 @@ clamp_min_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_min_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                 const char *min_p, int64_t min_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float out_value = yt__pw_maximum_f(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_min_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -2328,21 +2469,22 @@ clamp_min_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *min_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float min = min_lanes[lane];
-                const float out_value = yt__pw_maximum_f(self, min);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && min_step == 4)
+            i = clamp_min_tensor_stepped_row_f32(out, 4, self_p, 8, min_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && min_step == 4)
+            i = clamp_min_tensor_stepped_row_f32(out, 4, self_p, 12, min_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 8)
+            i = clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 12)
+            i = clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && min_step == 4)
+            i = clamp_min_tensor_stepped_row_f32(out, 8, self_p, 4, min_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 4)
+            i = clamp_min_tensor_stepped_row_f32(out, 8, self_p, 8, min_p, 4, n, ctx);
+        else
+            i = clamp_min_tensor_stepped_row_f32(out, out_step, self_p, self_step, min_p, min_step,
+                                                 n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2414,11 +2556,33 @@ clamp_min_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_min_tensor_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_min_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                 const char *min_p, int64_t min_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double out_value = yt__pw_maximum_d(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_min_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
@@ -2427,21 +2591,22 @@ clamp_min_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
         const char *min_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double min = min_lanes[lane];
-                const double out_value = yt__pw_maximum_d(self, min);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && min_step == 8)
+            i = clamp_min_tensor_stepped_row_f64(out, 8, self_p, 16, min_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && min_step == 8)
+            i = clamp_min_tensor_stepped_row_f64(out, 8, self_p, 24, min_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 16)
+            i = clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 24)
+            i = clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && min_step == 8)
+            i = clamp_min_tensor_stepped_row_f64(out, 16, self_p, 8, min_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && min_step == 8)
+            i = clamp_min_tensor_stepped_row_f64(out, 16, self_p, 16, min_p, 8, n, ctx);
+        else
+            i = clamp_min_tensor_stepped_row_f64(out, out_step, self_p, self_step, min_p, min_step,
+                                                 n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3077,30 +3242,49 @@ clamp_backward_blocks_f32_no_min_no_max(const yt__block_strip *s, const void *ct
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f32_no_min_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_f32_no_min_no_max(char *out, int64_t out_step, const char *grad_output_p,
+                                             int64_t grad_output_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float out_value = grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                          const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float out_value = grad_output;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8)
+            i = clamp_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12)
+            i = clamp_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4)
+            i = clamp_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8)
+            i = clamp_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 8, n, ctx);
+        else
+            i = clamp_backward_stepped_row_f32_no_min_no_max(out, out_step, grad_output_p,
+                                                             grad_output_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3174,12 +3358,36 @@ clamp_backward_blocks_f32_no_min_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f32_no_min_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_f32_no_min_max(char *out, int64_t out_step, const char *grad_output_p,
+                                          int64_t grad_output_step, const char *self_p,
+                                          int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float max = (float)scalars[1].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -3188,22 +3396,28 @@ clamp_backward_stepped_f32_no_min_max(char **data, const int64_t *strides, int64
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                          ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                          ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                          ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                          ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = clamp_backward_stepped_row_f32_no_min_max(out, 8, grad_output_p, 4, self_p, 4, n,
+                                                          ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = clamp_backward_stepped_row_f32_no_min_max(out, 8, grad_output_p, 8, self_p, 4, n,
+                                                          ctx);
+        else
+            i = clamp_backward_stepped_row_f32_no_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3277,12 +3491,36 @@ clamp_backward_blocks_f32_min_no_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f32_min_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_f32_min_no_max(char *out, int64_t out_step, const char *grad_output_p,
+                                          int64_t grad_output_step, const char *self_p,
+                                          int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float min = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -3291,22 +3529,28 @@ clamp_backward_stepped_f32_min_no_max(char **data, const int64_t *strides, int64
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                          ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                          ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                          ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                          ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = clamp_backward_stepped_row_f32_min_no_max(out, 8, grad_output_p, 4, self_p, 4, n,
+                                                          ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = clamp_backward_stepped_row_f32_min_no_max(out, 8, grad_output_p, 8, self_p, 4, n,
+                                                          ctx);
+        else
+            i = clamp_backward_stepped_row_f32_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3385,13 +3629,38 @@ clamp_backward_blocks_f32_min_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f32_min_max, ctx);
 }
 
-YT__STEPPED_TARGET static void
-clamp_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_f32_min_max(char *out, int64_t out_step, const char *grad_output_p,
+                                       int64_t grad_output_step, const char *self_p,
+                                       int64_t self_step, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
     const float max = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value =
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+clamp_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -3400,23 +3669,24 @@ clamp_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t 
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float out_value =
-                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                       ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                       ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = clamp_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = clamp_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+        else
+            i = clamp_backward_stepped_row_f32_min_max(out, out_step, grad_output_p,
+                                                       grad_output_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3484,30 +3754,49 @@ clamp_backward_blocks_f64_no_min_no_max(const yt__block_strip *s, const void *ct
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f64_no_min_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_f64_no_min_no_max(char *out, int64_t out_step, const char *grad_output_p,
+                                             int64_t grad_output_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double out_value = grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                          const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double out_value = grad_output;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16)
+            i = clamp_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24)
+            i = clamp_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8)
+            i = clamp_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16)
+            i = clamp_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 16, n, ctx);
+        else
+            i = clamp_backward_stepped_row_f64_no_min_no_max(out, out_step, grad_output_p,
+                                                             grad_output_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3581,12 +3870,36 @@ clamp_backward_blocks_f64_no_min_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f64_no_min_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_f64_no_min_max(char *out, int64_t out_step, const char *grad_output_p,
+                                          int64_t grad_output_step, const char *self_p,
+                                          int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double max = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double max = (double)scalars[1].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -3595,22 +3908,28 @@ clamp_backward_stepped_f64_no_min_max(char **data, const int64_t *strides, int64
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                          ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                          ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                          ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                          ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = clamp_backward_stepped_row_f64_no_min_max(out, 16, grad_output_p, 8, self_p, 8, n,
+                                                          ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = clamp_backward_stepped_row_f64_no_min_max(out, 16, grad_output_p, 16, self_p, 8, n,
+                                                          ctx);
+        else
+            i = clamp_backward_stepped_row_f64_no_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3684,12 +4003,36 @@ clamp_backward_blocks_f64_min_no_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f64_min_no_max, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_f64_min_no_max(char *out, int64_t out_step, const char *grad_output_p,
+                                          int64_t grad_output_step, const char *self_p,
+                                          int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double min = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -3698,22 +4041,28 @@ clamp_backward_stepped_f64_min_no_max(char **data, const int64_t *strides, int64
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                          ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                          ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                          ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                          ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = clamp_backward_stepped_row_f64_min_no_max(out, 16, grad_output_p, 8, self_p, 8, n,
+                                                          ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = clamp_backward_stepped_row_f64_min_no_max(out, 16, grad_output_p, 16, self_p, 8, n,
+                                                          ctx);
+        else
+            i = clamp_backward_stepped_row_f64_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3792,13 +4141,38 @@ clamp_backward_blocks_f64_min_max(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, clamp_backward_rows_f64_min_max, ctx);
 }
 
-YT__STEPPED_TARGET static void
-clamp_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_f64_min_max(char *out, int64_t out_step, const char *grad_output_p,
+                                       int64_t grad_output_step, const char *self_p,
+                                       int64_t self_step, int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
     const double max = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value =
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+clamp_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -3807,23 +4181,28 @@ clamp_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t 
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double out_value =
-                    ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                       ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                       ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                       ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                       ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = clamp_backward_stepped_row_f64_min_max(out, 16, grad_output_p, 8, self_p, 8, n,
+                                                       ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = clamp_backward_stepped_row_f64_min_max(out, 16, grad_output_p, 16, self_p, 8, n,
+                                                       ctx);
+        else
+            i = clamp_backward_stepped_row_f64_min_max(out, out_step, grad_output_p,
+                                                       grad_output_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4452,12 +4831,40 @@ clamp_tensor_backward_max_blocks_f32_no_min(const yt__block_strip *s, const void
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f32_no_min, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_max_stepped_row_f32_no_min(char *out, int64_t out_step,
+                                                 const char *grad_output_p,
+                                                 int64_t grad_output_step, const char *self_p,
+                                                 int64_t self_step, const char *max_p,
+                                                 int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_max_stepped_f32_no_min(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows,
                                              const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -4468,24 +4875,35 @@ clamp_tensor_backward_max_stepped_f32_no_min(char **data, const int64_t *strides
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
         const char *max_p = data[4] + r * row_strides[4];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float max = max_lanes[lane];
-                const float out_value = ((self > max) || 0) ? grad_output : (float)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 4, grad_output_p, 8, self_p,
+                                                                 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 4, grad_output_p, 12, self_p,
+                                                                 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 4, grad_output_p, 4, self_p,
+                                                                 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 4, grad_output_p, 4, self_p,
+                                                                 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 4, grad_output_p, 4, self_p,
+                                                                 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 12)
+            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 4, grad_output_p, 4, self_p,
+                                                                 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 8, grad_output_p, 4, self_p,
+                                                                 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 8, grad_output_p, 8, self_p,
+                                                                 4, max_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_max_stepped_row_f32_no_min(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
+                n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -4603,11 +5021,43 @@ clamp_tensor_backward_max_blocks_f32_min(const yt__block_strip *s, const void *c
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f32_min, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_max_stepped_row_f32_min(char *out, int64_t out_step,
+                                              const char *grad_output_p, int64_t grad_output_step,
+                                              const char *self_p, int64_t self_step,
+                                              const char *min_p, int64_t min_step,
+                                              const char *max_p, int64_t max_step, int64_t n,
+                                              const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_max_stepped_f32_min(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -4620,28 +5070,51 @@ clamp_tensor_backward_max_stepped_f32_min(char **data, const int64_t *strides, i
         const char *self_p = data[2] + r * row_strides[2];
         const char *min_p = data[3] + r * row_strides[3];
         const char *max_p = data[4] + r * row_strides[4];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f32(min_lanes, min_p + i * min_step, min_step);
-            yt__lanes_load_f32(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float min = min_lanes[lane];
-                const float max = max_lanes[lane];
-                const float out_value =
-                    ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
+            max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 8, self_p, 4,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 12, self_p, 4,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4, self_p, 8,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4, self_p, 12,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4, self_p, 4,
+                                                              min_p, 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4, self_p, 4,
+                                                              min_p, 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4, self_p, 4,
+                                                              min_p, 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 12)
+            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4, self_p, 4,
+                                                              min_p, 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 8, grad_output_p, 4, self_p, 4,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 8, grad_output_p, 8, self_p, 4,
+                                                              min_p, 4, max_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_max_stepped_row_f32_min(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                max_p, max_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -4747,12 +5220,40 @@ clamp_tensor_backward_max_blocks_f64_no_min(const yt__block_strip *s, const void
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f64_no_min, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_max_stepped_row_f64_no_min(char *out, int64_t out_step,
+                                                 const char *grad_output_p,
+                                                 int64_t grad_output_step, const char *self_p,
+                                                 int64_t self_step, const char *max_p,
+                                                 int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = ((self > max) || 0) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_max_stepped_f64_no_min(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows,
                                              const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -4763,24 +5264,35 @@ clamp_tensor_backward_max_stepped_f64_no_min(char **data, const int64_t *strides
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
         const char *max_p = data[4] + r * row_strides[4];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double max = max_lanes[lane];
-                const double out_value = ((self > max) || 0) ? grad_output : (double)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 8, grad_output_p, 16, self_p,
+                                                                 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 8, grad_output_p, 24, self_p,
+                                                                 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 8, grad_output_p, 8, self_p,
+                                                                 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 8, grad_output_p, 8, self_p,
+                                                                 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 16)
+            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 8, grad_output_p, 8, self_p,
+                                                                 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 24)
+            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 8, grad_output_p, 8, self_p,
+                                                                 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 16, grad_output_p, 8, self_p,
+                                                                 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 16, grad_output_p, 16, self_p,
+                                                                 8, max_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_max_stepped_row_f64_no_min(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
+                n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -4898,11 +5410,43 @@ clamp_tensor_backward_max_blocks_f64_min(const yt__block_strip *s, const void *c
     yt__run_blocks(s, 5, esize, clamp_tensor_backward_max_rows_f64_min, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_max_stepped_row_f64_min(char *out, int64_t out_step,
+                                              const char *grad_output_p, int64_t grad_output_step,
+                                              const char *self_p, int64_t self_step,
+                                              const char *min_p, int64_t min_step,
+                                              const char *max_p, int64_t max_step, int64_t n,
+                                              const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = ((self > max) || (1 && (max < min))) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_max_stepped_f64_min(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -4915,28 +5459,51 @@ clamp_tensor_backward_max_stepped_f64_min(char **data, const int64_t *strides, i
         const char *self_p = data[2] + r * row_strides[2];
         const char *min_p = data[3] + r * row_strides[3];
         const char *max_p = data[4] + r * row_strides[4];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-            yt__lanes_load_f64(min_lanes, min_p + i * min_step, min_step);
-            yt__lanes_load_f64(max_lanes, max_p + i * max_step, max_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double min = min_lanes[lane];
-                const double max = max_lanes[lane];
-                const double out_value =
-                    ((self > max) || (1 && (max < min))) ? grad_output : (double)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
+            max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 16, self_p, 8,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 24, self_p, 8,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8, self_p, 16,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8, self_p, 24,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8, self_p, 8,
+                                                              min_p, 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8, self_p, 8,
+                                                              min_p, 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 16)
+            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8, self_p, 8,
+                                                              min_p, 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 24)
+            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8, self_p, 8,
+                                                              min_p, 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 16, grad_output_p, 8, self_p, 8,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 16, grad_output_p, 16, self_p, 8,
+                                                              min_p, 8, max_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_max_stepped_row_f64_min(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                max_p, max_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -5199,30 +5766,49 @@ div_rounding_backward_blocks_f32_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f32_none, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_rounding_backward_stepped_row_f32_none(char *out, int64_t out_step, const char *grad_output_p,
+                                           int64_t grad_output_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float out_value = grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_rounding_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float out_value = grad_output;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8)
+            i = div_rounding_backward_stepped_row_f32_none(out, 4, grad_output_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12)
+            i = div_rounding_backward_stepped_row_f32_none(out, 4, grad_output_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4)
+            i = div_rounding_backward_stepped_row_f32_none(out, 8, grad_output_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8)
+            i = div_rounding_backward_stepped_row_f32_none(out, 8, grad_output_p, 8, n, ctx);
+        else
+            i = div_rounding_backward_stepped_row_f32_none(out, out_step, grad_output_p,
+                                                           grad_output_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5267,25 +5853,36 @@ div_rounding_backward_blocks_f32_trunc(const yt__block_strip *s, const void *ctx
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f32_trunc, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_rounding_backward_stepped_row_f32_trunc(char *out, int64_t out_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float out_lanes[YT__STEPPED_LANES_F32];
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float out_value = (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_rounding_backward_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                         const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float out_lanes[YT__STEPPED_LANES_F32];
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float out_value = (float)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8)
+            i = div_rounding_backward_stepped_row_f32_trunc(out, 8, n, ctx);
+        else
+            i = div_rounding_backward_stepped_row_f32_trunc(out, out_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5334,30 +5931,49 @@ div_rounding_backward_blocks_f64_none(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f64_none, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_rounding_backward_stepped_row_f64_none(char *out, int64_t out_step, const char *grad_output_p,
+                                           int64_t grad_output_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double out_value = grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_rounding_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double out_value = grad_output;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16)
+            i = div_rounding_backward_stepped_row_f64_none(out, 8, grad_output_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24)
+            i = div_rounding_backward_stepped_row_f64_none(out, 8, grad_output_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8)
+            i = div_rounding_backward_stepped_row_f64_none(out, 16, grad_output_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16)
+            i = div_rounding_backward_stepped_row_f64_none(out, 16, grad_output_p, 16, n, ctx);
+        else
+            i = div_rounding_backward_stepped_row_f64_none(out, out_step, grad_output_p,
+                                                           grad_output_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5402,25 +6018,36 @@ div_rounding_backward_blocks_f64_trunc(const yt__block_strip *s, const void *ctx
     yt__run_blocks(s, 2, esize, div_rounding_backward_rows_f64_trunc, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+div_rounding_backward_stepped_row_f64_trunc(char *out, int64_t out_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double out_lanes[YT__STEPPED_LANES_F64];
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double out_value = (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 div_rounding_backward_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                         const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double out_lanes[YT__STEPPED_LANES_F64];
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double out_value = (double)0;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 16)
+            i = div_rounding_backward_stepped_row_f64_trunc(out, 16, n, ctx);
+        else
+            i = div_rounding_backward_stepped_row_f64_trunc(out, out_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5617,29 +6244,47 @@ exp_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, exp_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+exp_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = expf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 exp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = expf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = exp_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = exp_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = exp_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = exp_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = exp_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5689,29 +6334,47 @@ exp_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, exp_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+exp_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                    const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = exp(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 exp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = exp(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = exp_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = exp_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = exp_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = exp_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = exp_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6269,12 +6932,36 @@ threshold_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, threshold_backward_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+threshold_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_output_p,
+                                   int64_t grad_output_step, const char *self_p, int64_t self_step,
+                                   int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float threshold = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value = (self <= threshold) ? (float)0 : grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 threshold_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float threshold = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -6283,22 +6970,22 @@ threshold_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float out_value = (self <= threshold) ? (float)0 : grad_output;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = threshold_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = threshold_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = threshold_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = threshold_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = threshold_backward_stepped_row_f32(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = threshold_backward_stepped_row_f32(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+        else
+            i = threshold_backward_stepped_row_f32(out, out_step, grad_output_p, grad_output_step,
+                                                   self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -6372,12 +7059,36 @@ threshold_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, threshold_backward_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+threshold_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_output_p,
+                                   int64_t grad_output_step, const char *self_p, int64_t self_step,
+                                   int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double threshold = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value = (self <= threshold) ? (double)0 : grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 threshold_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double threshold = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -6386,22 +7097,22 @@ threshold_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double out_value = (self <= threshold) ? (double)0 : grad_output;
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = threshold_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = threshold_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = threshold_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = threshold_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = threshold_backward_stepped_row_f64(out, 16, grad_output_p, 8, self_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = threshold_backward_stepped_row_f64(out, 16, grad_output_p, 16, self_p, 8, n, ctx);
+        else
+            i = threshold_backward_stepped_row_f64(out, out_step, grad_output_p, grad_output_step,
+                                                   self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -6582,29 +7293,47 @@ sigmoid_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sigmoid_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+sigmoid_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                        int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (float)1 / ((float)1 + expf(-self));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 sigmoid_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = (float)1 / ((float)1 + expf(-self));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = sigmoid_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = sigmoid_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = sigmoid_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = sigmoid_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = sigmoid_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6654,29 +7383,47 @@ sigmoid_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, sigmoid_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+sigmoid_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                        int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (double)1 / ((double)1 + exp(-self));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 sigmoid_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = (double)1 / ((double)1 + exp(-self));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = sigmoid_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = sigmoid_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = sigmoid_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = sigmoid_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = sigmoid_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6837,29 +7584,47 @@ tanh_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, tanh_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+tanh_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = tanhf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 tanh_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = tanhf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = tanh_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = tanh_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = tanh_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = tanh_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = tanh_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6909,29 +7674,47 @@ tanh_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, tanh_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+tanh_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = tanh(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 tanh_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = tanh(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = tanh_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = tanh_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = tanh_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = tanh_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = tanh_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7104,32 +7887,50 @@ softplus_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, softplus_rows_f32, ctx);
 }
 
-YT__STEPPED_TARGET static void
-softplus_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+softplus_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float beta = (float)scalars[0].f;
     const float threshold = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value =
+                ((self * beta) > threshold) ? self : (log1pf(expf(self * beta)) / beta);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+softplus_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value =
-                    ((self * beta) > threshold) ? self : (log1pf(expf(self * beta)) / beta);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = softplus_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = softplus_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = softplus_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = softplus_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = softplus_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7183,32 +7984,50 @@ softplus_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, softplus_rows_f64, ctx);
 }
 
-YT__STEPPED_TARGET static void
-softplus_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+softplus_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double beta = (double)scalars[0].f;
     const double threshold = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value =
+                ((self * beta) > threshold) ? self : (log1p(exp(self * beta)) / beta);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+softplus_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value =
-                    ((self * beta) > threshold) ? self : (log1p(exp(self * beta)) / beta);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = softplus_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = softplus_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = softplus_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = softplus_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = softplus_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7372,29 +8191,47 @@ expm1_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, expm1_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+expm1_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = expm1f(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 expm1_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = expm1f(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = expm1_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = expm1_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = expm1_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = expm1_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = expm1_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7444,29 +8281,47 @@ expm1_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, expm1_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+expm1_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = expm1(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 expm1_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = expm1(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = expm1_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = expm1_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = expm1_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = expm1_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = expm1_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7627,29 +8482,47 @@ log1p_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log1p_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+log1p_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = log1pf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 log1p_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = log1pf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = log1p_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = log1p_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = log1p_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = log1p_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = log1p_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7699,29 +8572,47 @@ log1p_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, log1p_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+log1p_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                      const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = log1p(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 log1p_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = log1p(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = log1p_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = log1p_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = log1p_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = log1p_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = log1p_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8071,29 +8962,47 @@ ceil_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ceil_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+ceil_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = ceilf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 ceil_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float self = self_lanes[lane];
-                const float out_value = ceilf(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = ceil_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = ceil_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = ceil_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = ceil_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = ceil_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8141,29 +9050,47 @@ ceil_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 2, esize, ceil_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+ceil_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
+                     const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = ceil(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 ceil_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
 {
-    (void)ctx;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t self_step = strides[1];
     for (int64_t r = 0; r < rows; r++) {
         char *out = data[0] + r * row_strides[0];
         const char *self_p = data[1] + r * row_strides[1];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double self = self_lanes[lane];
-                const double out_value = ceil(self);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = ceil_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = ceil_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = ceil_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = ceil_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = ceil_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8423,12 +9350,37 @@ leaky_relu_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, leaky_relu_backward_rows_f32, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+leaky_relu_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_output_p,
+                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
+                                    int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float negative_slope = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value =
+                (self > (float)0) ? grad_output : (grad_output * negative_slope);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 leaky_relu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const float negative_slope = (float)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -8437,23 +9389,22 @@ leaky_relu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float out_value =
-                    (self > (float)0) ? grad_output : (grad_output * negative_slope);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = leaky_relu_backward_stepped_row_f32(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = leaky_relu_backward_stepped_row_f32(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+        else
+            i = leaky_relu_backward_stepped_row_f32(out, out_step, grad_output_p, grad_output_step,
+                                                    self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8531,12 +9482,37 @@ leaky_relu_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, leaky_relu_backward_rows_f64, ctx);
 }
 
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+leaky_relu_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_output_p,
+                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
+                                    int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double negative_slope = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value =
+                (self > (double)0) ? grad_output : (grad_output * negative_slope);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
 YT__STEPPED_TARGET static void
 leaky_relu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
-    const pointwise_scalar *scalars = ctx;
-    const double negative_slope = (double)scalars[0].f;
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -8545,23 +9521,22 @@ leaky_relu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double out_value =
-                    (self > (double)0) ? grad_output : (grad_output * negative_slope);
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = leaky_relu_backward_stepped_row_f64(out, 16, grad_output_p, 8, self_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = leaky_relu_backward_stepped_row_f64(out, 16, grad_output_p, 16, self_p, 8, n, ctx);
+        else
+            i = leaky_relu_backward_stepped_row_f64(out, out_step, grad_output_p, grad_output_step,
+                                                    self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8847,14 +9822,41 @@ elu_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, elu_backward_rows_f32, ctx);
 }
 
-YT__STEPPED_TARGET static void
-elu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+elu_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_output_p,
+                             int64_t grad_output_step, const char *self_p, int64_t self_step,
+                             int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
     const float scale = (float)scalars[1].f;
     const float input_scale = (float)scalars[2].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value =
+                (self > (float)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+elu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -8863,25 +9865,22 @@ elu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n, const i
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
-            float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
-                out_lanes[YT__STEPPED_LANES_F32];
-            yt__lanes_load_f32(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f32(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
-                const float grad_output = grad_output_lanes[lane];
-                const float self = self_lanes[lane];
-                const float out_value = (self > (float)0)
-                                            ? (grad_output * scale)
-                                            : ((((grad_output * scale) * alpha) * input_scale) *
-                                               expf(self * input_scale));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = elu_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = elu_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = elu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = elu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = elu_backward_stepped_row_f32(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = elu_backward_stepped_row_f32(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+        else
+            i = elu_backward_stepped_row_f32(out, out_step, grad_output_p, grad_output_step, self_p,
+                                             self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8971,14 +9970,41 @@ elu_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
     yt__run_blocks(s, 3, esize, elu_backward_rows_f64, ctx);
 }
 
-YT__STEPPED_TARGET static void
-elu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
+elu_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_output_p,
+                             int64_t grad_output_step, const char *self_p, int64_t self_step,
+                             int64_t n, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
     const double scale = (double)scalars[1].f;
     const double input_scale = (double)scalars[2].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
+                           grad_output_step);
+        yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value =
+                (self > (double)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * exp(self * input_scale));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_TARGET static void
+elu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
     const int64_t grad_output_step = strides[1];
@@ -8987,25 +10013,22 @@ elu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n, const i
         char *out = data[0] + r * row_strides[0];
         const char *grad_output_p = data[1] + r * row_strides[1];
         const char *self_p = data[2] + r * row_strides[2];
-        int64_t i = 0;
-        for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
-            double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
-                out_lanes[YT__STEPPED_LANES_F64];
-            yt__lanes_load_f64(grad_output_lanes, grad_output_p + i * grad_output_step,
-                               grad_output_step);
-            yt__lanes_load_f64(self_lanes, self_p + i * self_step, self_step);
-#pragma omp simd
-            for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
-                const double grad_output = grad_output_lanes[lane];
-                const double self = self_lanes[lane];
-                const double out_value = (self > (double)0)
-                                             ? (grad_output * scale)
-                                             : ((((grad_output * scale) * alpha) * input_scale) *
-                                                exp(self * input_scale));
-                out_lanes[lane] = out_value;
-            }
-            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
-        }
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = elu_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = elu_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = elu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = elu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = elu_backward_stepped_row_f64(out, 16, grad_output_p, 8, self_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = elu_backward_stepped_row_f64(out, 16, grad_output_p, 16, self_p, 8, n, ctx);
+        else
+            i = elu_backward_stepped_row_f64(out, out_step, grad_output_p, grad_output_step, self_p,
+                                             self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
