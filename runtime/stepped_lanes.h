@@ -4,11 +4,13 @@
  * such as x[:, ::2] and x[..., ::3] in registers, with no buffers between a gather, the loop and a
  * scatter (runtime/pointwise.c, takes_stepped).
  *
- * Inlined, the lanes arrays stay in registers; each operand's step is tested per vector (a branch
- * that never changes along a row). 512-bit vectors, so that a vector of 16 elements pays those
- * branches once: with 8 f32 a vector the taken branches bounded the loop (a[:, ::2] *= 1 on
- * [65, 1000] f32, one thread: 22-24 us, against 20-22 through buffers and 12-15 with these), and
- * 4 vectors of 8 to a test went through the stack. A step of 2 is one two-source permute; of 3,
+ * Inlined, the lanes arrays stay in registers; each operand's step is tested per vector, a test
+ * that folds away where the step is a constant (the generated loops pass the common ones so:
+ * codegen/lower.py, _step_cases) and is otherwise a branch that never changes along a row.
+ * 512-bit vectors, so that a vector of 16 elements pays those branches once: with 8 f32 a vector
+ * the taken branches bounded the loop (a[:, ::2] *= 1 on [65, 1000] f32, one thread: 22-24 us,
+ * against 20-22 through buffers and 12-15 with these), and 4 vectors of 8 to a test went through
+ * the stack. A step of 2 is one two-source permute; of 3,
  * two; a store to a stepped row is a permute and a store masked to its elements' lanes per
  * vector of the row, so the elements between are neither read for the store nor written
  * (another thread may own them). That needs AVX-512 (F, VL, BW, DQ as in
