@@ -497,9 +497,12 @@ gather_piece_bytes(const iter *it, int64_t bytes)
 }
 
 /* Whether the loop's stepped form takes the rows in place of run_gathered: the CPU has its
- * AVX-512 stores, every operand steps 1 to 3 elements apart (an input 0 too), and the output is
- * stored plainly (run_gathered streams a contiguous output around the caches, which the stepped
- * form does not). In registers there is no buffer to store and load again: one thread,
+ * AVX-512 stores, and every operand steps 1 to 3 elements apart (an input 0 too). It stores its
+ * output plainly, even one that run_gathered would stream around the caches (nontemporal_output),
+ * which did worse from memory: [10000, 1000] f32, one thread, bench/strided, stepped form against
+ * run_gathered streaming, two alternations: a[:, ::2] + b 10.0-10.3 against 11.6-15.5 ms, f64
+ * 20-25 against 30-31, -a[:, ::2] 9.0-9.9 against 11.6-11.8, -a[:, ::3] 11.6-12.6 against
+ * 13.5-16.2. In registers there is no buffer to store and load again: one thread,
  * bench/strided, ratio to contiguous at 65K / 1M / 10M f32 elements, old and new alternating
  * twice: a[:, ::2] *= 1 0.28-0.29 / 0.32-0.34 / 0.27-0.30 -> 0.43-0.50 / 0.48-0.50 / 0.33-0.42,
  * -a[:, ::3] 0.43-0.44 / 0.49-0.50 / 0.34-0.39 -> 0.55-0.68 / 0.51-0.52 / 0.49-0.53, out=
@@ -508,7 +511,7 @@ gather_piece_bytes(const iter *it, int64_t bytes)
 static bool
 takes_stepped(const iter *it, yt__loop_fn stepped)
 {
-    if (stepped == NULL || it->gathered == 0 || it->nontemporal || !yt__has_masked_stores())
+    if (stepped == NULL || it->gathered == 0 || !yt__has_masked_stores())
         return false;
     for (int k = 0; k < it->n_ops; k++) {
         const int64_t step = it->strides[0][k], es = it->esize[k];
@@ -1191,6 +1194,8 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
                      (it.staged || it.sizes[0] * it.esize[0] >= MIN_STREAMED_ROW_BYTES);
     it.gather_piece = gather_piece_bytes(&it, bytes) / widest_element(&it);
     it.stepped = takes_stepped(&it, stepped) ? stepped : NULL;
+    if (it.stepped != NULL)
+        it.nontemporal = false; /* stored plainly (takes_stepped) */
     it.streams = bytes > cached_bytes() && !it.staged && !it.gathered ? row_streams(&it) : 0;
     if (it.nontemporal)
         it.streams &= ~1u; /* not fetched into cache */

@@ -4,12 +4,14 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
 #include "test_util.h"
 
 void yt__set_cache_bytes(int64_t bytes); /* runtime/internal.h */
+int64_t yt__cache_bytes(void);           /* runtime/internal.h */
 
 static yt_tensor *
 vec(const double *v, int64_t n, yt_dtype dtype)
@@ -1750,7 +1752,8 @@ compared(yt_tensor *const *o, yt_tensor *buffer)
 
 /* Each traversal that can store its output around the caches, for 1- to 8-byte elements: flat
  * (the output starting at, or 1 or 15 elements past, a line's start, a length that ends mid-line),
- * beside a broadcast row, in short staged rows, beside a stepped input, in blocks with a
+ * beside a broadcast row, in short staged rows, beside a stepped input (gathered, for 1- and
+ * 2-byte elements; f32 and f64 take the loops' stepped form, stored plainly), in blocks with a
  * transposed input (rows of 1024 bytes for f32, whole lines a row; of 520 for [130, 130] f32,
  * not); and beside them, in place and a comparison (a bool output), which do not stream. */
 static void
@@ -1795,4 +1798,16 @@ Test(pointwise, outputs_past_the_cache_stored_around_it)
 {
     at_1_and_2_threads(all_streamed);
     YT_ASSERT_NO_LEAKS();
+}
+
+/* The last-level cache that decides streaming is at most 16 MiB a CPU, whatever a guest's sysfs
+ * reports (runtime/cache_size.c), and some cache. */
+Test(pointwise, last_level_cache_taken_as_at_most_16_mib_a_cpu)
+{
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const int64_t bytes = yt__cache_bytes();
+    cr_assert_gt(cpus, 0);
+    cr_assert_gt(bytes, 0);
+    cr_assert_leq(bytes, (int64_t)cpus * (16 << 20), "%lld bytes for %ld CPUs", (long long)bytes,
+                  cpus);
 }
