@@ -497,12 +497,13 @@ gather_piece_bytes(const iter *it, int64_t bytes)
 }
 
 /* Whether the loop's stepped form takes the rows in place of run_gathered: the CPU has its
- * AVX-512 stores, and every operand steps 1 to 3 elements apart (an input 0 too). It stores its
- * output plainly, even one that run_gathered would stream around the caches (nontemporal_output),
- * which did worse from memory: [10000, 1000] f32, one thread, bench/strided, stepped form against
+ * AVX-512 stores, and every operand steps 1 to 3 elements apart (an input 0 too). An output that
+ * streams around the caches (nontemporal_output) it computes into a buffer, STREAMED_STEPPED_BYTES
+ * at a time, stored from there (run_stepped): from memory that beat run_gathered's streaming
+ * ([10000, 1000] f32, one thread, bench/strided, the stepped form storing plainly against
  * run_gathered streaming, two alternations: a[:, ::2] + b 10.0-10.3 against 11.6-15.5 ms, f64
  * 20-25 against 30-31, -a[:, ::2] 9.0-9.9 against 11.6-11.8, -a[:, ::3] 11.6-12.6 against
- * 13.5-16.2. In registers there is no buffer to store and load again: one thread,
+ * 13.5-16.2). In registers there is no buffer to store and load again: one thread,
  * bench/strided, ratio to contiguous at 65K / 1M / 10M f32 elements, old and new alternating
  * twice: a[:, ::2] *= 1 0.28-0.29 / 0.32-0.34 / 0.27-0.30 -> 0.43-0.50 / 0.48-0.50 / 0.33-0.42,
  * -a[:, ::3] 0.43-0.44 / 0.49-0.50 / 0.34-0.39 -> 0.55-0.68 / 0.51-0.52 / 0.49-0.53, out=
@@ -519,6 +520,34 @@ takes_stepped(const iter *it, yt__loop_fn stepped)
             return false;
     }
     return true;
+}
+
+/* Bytes of output the stepped form computes into a buffer at a time when it streams. */
+enum { STREAMED_STEPPED_BYTES = STAGE_BYTES };
+
+/* Runs `rows` rows of n elements through the loop's stepped form (takes_stepped); an output that
+ * streams around the caches is computed into a buffer a piece at a time and stored from there. */
+static void
+run_stepped(const iter *it, char **data, int64_t n, const int64_t *row_strides, int64_t rows,
+            const void *ctx)
+{
+    if (!it->nontemporal) {
+        it->stepped(data, it->strides[0], n, row_strides, rows, ctx);
+        return;
+    }
+    _Alignas(64) char stage[STREAMED_STEPPED_BYTES];
+    const int64_t piece = STREAMED_STEPPED_BYTES / it->esize[0];
+    char *at[MAX_OPERANDS];
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < n; j += piece) {
+            const int64_t len = n - j < piece ? n - j : piece;
+            for (int k = 0; k < it->n_ops; k++)
+                at[k] = data[k] + r * row_strides[k] + j * it->strides[0][k];
+            char *out = at[0];
+            at[0] = stage; /* the output is contiguous along the row (nontemporal_output) */
+            it->stepped(at, it->strides[0], len, row_strides, 1, ctx);
+            yt__store_streaming(out, stage, len * it->esize[0]);
+        }
 }
 
 /* Runs `rows` rows of n elements with the operands in it->gathered gathered (inputs) or scattered
@@ -594,7 +623,7 @@ run_range(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
         if (it->staged && n == n0 && rows > 1)
             run_staged(it, data, rows, loop, ctx);
         else if (it->stepped != NULL)
-            it->stepped(data, it->strides[0], n, row_strides, rows, ctx);
+            run_stepped(it, data, n, row_strides, rows, ctx);
         else if (it->gathered)
             run_gathered(it, data, n, row_strides, rows, loop, ctx);
         else
@@ -1194,8 +1223,6 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
                      (it.staged || it.sizes[0] * it.esize[0] >= MIN_STREAMED_ROW_BYTES);
     it.gather_piece = gather_piece_bytes(&it, bytes) / widest_element(&it);
     it.stepped = takes_stepped(&it, stepped) ? stepped : NULL;
-    if (it.stepped != NULL)
-        it.nontemporal = false; /* stored plainly (takes_stepped) */
     it.streams = bytes > cached_bytes() && !it.staged && !it.gathered ? row_streams(&it) : 0;
     if (it.nontemporal)
         it.streams &= ~1u; /* not fetched into cache */

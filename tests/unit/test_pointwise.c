@@ -1733,6 +1733,17 @@ stepped_input(yt_tensor *const *o, yt_tensor *buffer)
     return sum;
 }
 
+/* every other element of o[0], rows of 1101: several of the stepped form's streamed pieces */
+static yt_tensor *
+long_stepped_rows(yt_tensor *const *o, yt_tensor *buffer)
+{
+    (void)buffer;
+    yt_tensor *every_other = yt_slice_ex(o[0], 1, 0, 2 * 1101, 2);
+    yt_tensor *sum = yt_maximum(every_other, every_other);
+    yt_release(every_other);
+    return sum;
+}
+
 static yt_tensor *
 transposed(yt_tensor *const *o, yt_tensor *buffer)
 {
@@ -1752,10 +1763,11 @@ compared(yt_tensor *const *o, yt_tensor *buffer)
 
 /* Each traversal that can store its output around the caches, for 1- to 8-byte elements: flat
  * (the output starting at, or 1 or 15 elements past, a line's start, a length that ends mid-line),
- * beside a broadcast row, in short staged rows, beside a stepped input (gathered, for 1- and
- * 2-byte elements; f32 and f64 take the loops' stepped form, stored plainly), in blocks with a
- * transposed input (rows of 1024 bytes for f32, whole lines a row; of 520 for [130, 130] f32,
- * not); and beside them, in place and a comparison (a bool output), which do not stream. */
+ * beside a broadcast row, in short staged rows, beside a stepped input (gathered for 1- and
+ * 2-byte elements; f32 and f64 take the loops' stepped form, through a buffer of up to 4 KiB:
+ * rows of 1101 take several), in blocks with a transposed input (rows of 1024 bytes for f32,
+ * whole lines a row; of 520 for [130, 130] f32, not); and beside them, in place and a comparison
+ * (a bool output), which do not stream. */
 static void
 all_streamed(void)
 {
@@ -1788,6 +1800,14 @@ all_streamed(void)
                     expect_same_streamed(&cases[c], o, c < 4 ? &flat_n : grid, c < 4 ? 1 : 2, dt);
             const streamed_case blocks = {"transposed", transposed};
             expect_same_streamed(&blocks, o, sq2, 2, dt);
+            if (s == 0) {
+                const int64_t wide[2] = {7, 2 * 1101}, half[2] = {7, 1101};
+                yt_tensor *w = yt_randint_ex(100, wide, 2, NULL, dt, YT_DEVICE_CPU);
+                cr_assert_not_null(w, "%s", yt_errmsg());
+                const streamed_case long_rows = {"long stepped rows", long_stepped_rows};
+                expect_same_streamed(&long_rows, &w, half, 2, dt);
+                yt_release(w);
+            }
             for (int k = 0; k < 6; k++)
                 yt_release(o[k]);
         }
