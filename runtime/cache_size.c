@@ -7,9 +7,10 @@
  * Some guests' sysfs reports the host's whole cache as well: 300 MiB "shared by" the 2 vCPUs of
  * an Intel Xeon guest, where a read of a buffer over and over ran at 17 GB/s up to 32 MiB, 10 at
  * 64 and 7 from 128 MiB on (one thread), so operands of 80 MiB came from memory; taken at its
- * word, the cache kept their outputs out of streaming stores, and [10000, 1000] f32 a + b, -a and
- * relu(a) took 1.2-1.6x as long as streamed. Today's parts give a core 2 to 12 MiB of their last
- * level (5 on a 64-core Xeon, 4 to 12 on AMD's), so the size is taken as at most
+ * word, the cache kept their outputs out of streaming stores ([10000, 1000] f32, one thread, a
+ * process each, best of 10, plain against streamed: a + b 7.5-8.3 against 6.0-6.4 ms, -a 5.5-5.9
+ * against 4.2-5.0, relu(a) 5.5-6.1 against 3.8-5.0). Today's parts give a core 2 to 12 MiB of
+ * their last level (5 on a 64-core Xeon, 4 to 12 on AMD's), so the size is taken as at most
  * MAX_BYTES_PER_CPU for each CPU online. */
 #include <pthread.h>
 #include <stdio.h>
