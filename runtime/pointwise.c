@@ -6,7 +6,7 @@
  * other. Contiguous operands collapse to a single dim and `loop` runs once over everything;
  * otherwise `loop` runs once per block of rows along dim 1 (run_range; short rows many at a time
  * through a buffer, run_staged; an operand that steps over elements through the loop's stepped
- * form, takes_stepped, or through buffers it is gathered into or scattered from, run_gathered),
+ * form, takes_stepped, or through buffers it is gathered into or scattered from, run_pieces),
  * or, when an operand is transposed against the others, once per strip of rows in blocks (the
  * loop's block form) or in packed panels (run_strips). Above YT_PARALLEL_GRAIN elements the flat
  * range is split into chunks on the kernel pool, each starting mid-row where its share begins.
@@ -43,8 +43,8 @@ typedef struct iter {
     unsigned streams;            /* rows: bit k set when run_row_in_chunks fetches operand k */
     bool staged;                 /* rows: short ones, run many at a time through run_staged */
     unsigned gathered;           /* rows: bit k set when operand k steps over elements */
-    int64_t gather_piece;        /* rows: elements run_gathered takes at a time */
-    yt__loop_fn stepped;         /* rows: the loop's stepped form, run in place of run_gathered */
+    int64_t gather_piece;        /* rows: elements run_pieces takes at a time */
+    yt__loop_fn stepped;         /* rows: the loop's stepped form, run in place of run_pieces */
 } iter;
 
 /* PyTorch's should_swap: > 0 when dim `a` (now inner of the two) should move outward because
@@ -276,7 +276,7 @@ widest_element(const iter *it)
     return widest;
 }
 
-/* Bit k set when operand k steps over elements along the rows (see run_gathered). */
+/* Bit k set when operand k steps over elements along the rows (see run_pieces). */
 static unsigned
 stepping_operands(const iter *it)
 {
@@ -480,7 +480,7 @@ run_staged(const iter *it, char *const *data, int64_t rows, yt__loop_fn loop, co
  * costs a few calls a row. */
 enum { MIN_GATHERED_ROW = 128 };
 
-/* Bytes of the widest operand run_gathered takes at a time: STAGE_BYTES, but half that when it
+/* Bytes of the widest operand run_pieces takes at a time: STAGE_BYTES, but half that when it
  * scatters an output that comes from memory (a[:, ::2] *= 1 on [10000, 2000] f32: 0.27-0.30x of
  * contiguous -> 0.40-0.41x; 1 KiB 0.40-0.42x; on [65, 2000] 4 KiB pieces are faster, 0.165x
  * against 0.154x for 2 KiB and 0.131x for 1 KiB) or stores one around the caches (see
@@ -496,11 +496,11 @@ gather_piece_bytes(const iter *it, int64_t bytes)
     return from_memory ? OUTPUT_FROM_MEMORY_BYTES : STAGE_BYTES;
 }
 
-/* Whether the loop's stepped form takes the rows in place of run_gathered: the CPU has its AVX-512
+/* Whether the loop's stepped form takes the rows in place of run_pieces: the CPU has its AVX-512
  * stores, and every operand steps 1 to 3 elements apart (an input 0 too). Where the output streams
  * around the caches (nontemporal_output), the stepped form computes it into a buffer that is then
  * streamed out (run_stepped). From memory, [10000, 1000] f32, one thread, bench/strided, two
- * alternations each: run_gathered streaming against the stepped form storing plainly, a[:, ::2] + b
+ * alternations each: run_pieces streaming against the stepped form storing plainly, a[:, ::2] + b
  * 11.6-15.5 against 10.0-10.3 ms, f64 30-31 against 20-25, -a[:, ::2] 11.6-11.8 against 9.0-9.9,
  * -a[:, ::3] 13.5-16.2 against 11.6-12.6; then the stepped form streaming through the buffer
  * against storing plainly, ratio to contiguous, -a[:, ::2] 0.67-0.69x -> 0.75-0.79x, a[:, ::2] + b
@@ -523,8 +523,42 @@ takes_stepped(const iter *it, yt__loop_fn stepped)
     return true;
 }
 
-/* Bytes of output the stepped form computes into a buffer at a time when it streams. */
-enum { STREAMED_STEPPED_BYTES = STAGE_BYTES };
+/* Runs `rows` rows of n elements `piece` at a time with the operands in `gathered` gathered
+ * (inputs) or scattered (the output) through buffers (see stepping_operands), and an output that
+ * streams around the caches computed into its buffer and streamed out from there. An input that is
+ * the output itself (an in-place op on a stepped view) is read into its buffer before the output's
+ * is stored. */
+static void
+run_pieces(const iter *it, char *const *data, int64_t n, const int64_t *row_strides, int64_t rows,
+           yt__loop_fn loop, unsigned gathered, int64_t piece, const void *ctx)
+{
+    _Alignas(64) char stage[MAX_OPERANDS][STAGE_BYTES];
+    const int64_t *s0 = it->strides[0];
+    const bool scatters = gathered & 1;
+    int64_t strides[MAX_OPERANDS];
+    for (int k = 0; k < it->n_ops; k++)
+        strides[k] = (gathered >> k) & 1 ? it->esize[k] : s0[k];
+    char *at[MAX_OPERANDS];
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < n; j += piece) {
+            const int64_t len = n - j < piece ? n - j : piece;
+            for (int k = 0; k < it->n_ops; k++) {
+                at[k] = data[k] + r * row_strides[k] + j * s0[k];
+                if (k > 0 && (gathered >> k) & 1) {
+                    yt__gather_elements(stage[k], at[k], s0[k], it->esize[k], len);
+                    at[k] = stage[k];
+                }
+            }
+            char *out = at[0];
+            if (scatters || it->nontemporal)
+                at[0] = stage[0]; /* a streamed output is contiguous along the row */
+            loop(at, strides, len, strides, 1, ctx);
+            if (scatters)
+                yt__scatter_elements(out, s0[0], stage[0], it->esize[0], len);
+            else if (it->nontemporal)
+                yt__store_streaming(out, stage[0], len * it->esize[0]);
+        }
+}
 
 /* Runs `rows` rows of n elements through the loop's stepped form (takes_stepped); an output that
  * streams around the caches is computed into a buffer a piece at a time and stored from there. */
@@ -532,58 +566,10 @@ static void
 run_stepped(const iter *it, char **data, int64_t n, const int64_t *row_strides, int64_t rows,
             const void *ctx)
 {
-    if (!it->nontemporal) {
+    if (it->nontemporal)
+        run_pieces(it, data, n, row_strides, rows, it->stepped, 0, STAGE_BYTES / it->esize[0], ctx);
+    else
         it->stepped(data, it->strides[0], n, row_strides, rows, ctx);
-        return;
-    }
-    _Alignas(64) char stage[STREAMED_STEPPED_BYTES];
-    const int64_t piece = STREAMED_STEPPED_BYTES / it->esize[0];
-    char *at[MAX_OPERANDS];
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t j = 0; j < n; j += piece) {
-            const int64_t len = n - j < piece ? n - j : piece;
-            for (int k = 0; k < it->n_ops; k++)
-                at[k] = data[k] + r * row_strides[k] + j * it->strides[0][k];
-            char *out = at[0];
-            at[0] = stage; /* the output is contiguous along the row (nontemporal_output) */
-            it->stepped(at, it->strides[0], len, row_strides, 1, ctx);
-            yt__store_streaming(out, stage, len * it->esize[0]);
-        }
-}
-
-/* Runs `rows` rows of n elements with the operands in it->gathered gathered (inputs) or scattered
- * (the output) piece by piece (see stepping_operands). An input that is the output itself (an
- * in-place op on a stepped view) is read into its buffer before the output's is stored. */
-static void
-run_gathered(const iter *it, char *const *data, int64_t n, const int64_t *row_strides, int64_t rows,
-             yt__loop_fn loop, const void *ctx)
-{
-    _Alignas(64) char stage[MAX_OPERANDS][STAGE_BYTES];
-    const int64_t *s0 = it->strides[0], piece = it->gather_piece;
-    const bool scatters = it->gathered & 1;
-    int64_t strides[MAX_OPERANDS];
-    for (int k = 0; k < it->n_ops; k++)
-        strides[k] = (it->gathered >> k) & 1 ? it->esize[k] : s0[k];
-    char *at[MAX_OPERANDS];
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t j = 0; j < n; j += piece) {
-            const int64_t len = n - j < piece ? n - j : piece;
-            for (int k = 0; k < it->n_ops; k++) {
-                at[k] = data[k] + r * row_strides[k] + j * s0[k];
-                if (k > 0 && (it->gathered >> k) & 1) {
-                    yt__gather_elements(stage[k], at[k], s0[k], it->esize[k], len);
-                    at[k] = stage[k];
-                }
-            }
-            char *out = at[0];
-            if (scatters || it->nontemporal)
-                at[0] = stage[0];
-            loop(at, strides, len, strides, 1, ctx);
-            if (scatters)
-                yt__scatter_elements(out, s0[0], stage[0], it->esize[0], len);
-            else if (it->nontemporal)
-                yt__store_streaming(out, stage[0], len * it->esize[0]);
-        }
 }
 
 /* Runs `loop` over flat elements [begin, end) of the iteration space: a first row that a chunk
@@ -626,7 +612,7 @@ run_range(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
         else if (it->stepped != NULL)
             run_stepped(it, data, n, row_strides, rows, ctx);
         else if (it->gathered)
-            run_gathered(it, data, n, row_strides, rows, loop, ctx);
+            run_pieces(it, data, n, row_strides, rows, loop, it->gathered, it->gather_piece, ctx);
         else
             run_block(it, data, n, row_strides, rows, loop, ctx);
         pos += n * rows;
@@ -1222,8 +1208,8 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
                       : stepping_operands(&it) & (writes_out ? ~0u : ~1u);
     it.nontemporal = writes_out && nontemporal_output(&it, bytes, bound) &&
                      (it.staged || it.sizes[0] * it.esize[0] >= MIN_STREAMED_ROW_BYTES);
-    it.gather_piece = gather_piece_bytes(&it, bytes) / widest_element(&it);
     it.stepped = takes_stepped(&it, stepped) ? stepped : NULL;
+    it.gather_piece = it.stepped != NULL ? 0 : gather_piece_bytes(&it, bytes) / widest_element(&it);
     it.streams = bytes > cached_bytes() && !it.staged && !it.gathered ? row_streams(&it) : 0;
     if (it.nontemporal)
         it.streams &= ~1u; /* not fetched into cache */

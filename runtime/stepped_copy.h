@@ -1,6 +1,6 @@
 /* Copies between a row of elements a fixed step apart (x[:, ::2], x[..., ::3], a column) and a
  * buffer of the same elements back to back: how yt__pointwise runs its loops' vector path over
- * an operand that steps over elements (runtime/pointwise.c, run_gathered). */
+ * an operand that steps over elements (runtime/pointwise.c, run_pieces). */
 #ifndef YT_RUNTIME_STEPPED_COPY_H
 #define YT_RUNTIME_STEPPED_COPY_H
 
