@@ -288,7 +288,7 @@ class OpLowering:
     def error_context(self, b: "Body", variant: str):
         """In a failure branch after the op's composite or kernel: a message from another op that
         it called gets this op's name in front (yt__error_context)."""
-        b(f'    yt__error_context("{self.s.name}", "{self.msg_name(variant)}");')
+        b(f'    yt__error_context("{self.s.name}", "{VARIANT_SUFFIX[variant]}");')
 
     @property
     def has_defaults(self) -> bool:
@@ -1284,7 +1284,7 @@ class OpLowering:
             "fn": f"{op.c_name}_loop_{suffix}", "blocks": f"{op.c_name}_blocks_{suffix}",
             "stepped": f"{op.c_name}_stepped_{suffix}" if stepped else None, "lanes": lanes,
             "stepped_row": f"{op.c_name}_stepped_row_{suffix}", "step_names": step_names,
-            "step_cases": _step_cases(step_names, STEPPED_ELEMENT_BYTES.get(d, 0)),
+            "step_cases": _step_cases(step_names, STEPPED_ELEMENT_BYTES.get(d, 0)) if stepped else [],
             "n_ops": len(sizes), "esizes": ", ".join(sizes),
             "out_storage": ost, "store": ostore.format("out_value"), "compute": ctype,
             "operands": operands, "scalar_lines": scal, "value": value,

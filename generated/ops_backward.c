@@ -794,7 +794,7 @@ yt_gelu_double_backward(yt_tensor *grad_grad, yt_tensor *grad_output, yt_tensor 
         yt__composite_gelu_double_backward(grad_grad, grad_output, self, approximate);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("gelu_double_backward", "gelu_double_backward");
+        yt__error_context("gelu_double_backward", "");
     return yt__scope_track(result);
 }
 
@@ -836,7 +836,7 @@ yt_evenly_distribute_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *value
     yt_tensor *result = yt__composite_evenly_distribute_backward(grad, self, value);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("evenly_distribute_backward", "evenly_distribute_backward");
+        yt__error_context("evenly_distribute_backward", "");
     return yt__scope_track(result);
 }
 
@@ -873,7 +873,7 @@ yt_prod_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output)
     yt_tensor *result = yt__composite_prod_backward(grad, self, output);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("prod_backward", "prod_backward");
+        yt__error_context("prod_backward", "");
     return yt__scope_track(result);
 }
 
@@ -910,7 +910,7 @@ yt_prod_dim_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, int64_
     yt_tensor *result = yt__composite_prod_dim_backward(grad, self, output, dim, keepdim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("prod_dim_backward", "prod_dim_backward");
+        yt__error_context("prod_dim_backward", "");
     return yt__scope_track(result);
 }
 
@@ -942,7 +942,7 @@ yt_cumsum_backward(yt_tensor *grad_output, int64_t dim)
         yt__empty_named("cumsum_backward", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, dim);
     if (status != YT_OK) {
-        yt__error_context("cumsum_backward", "cumsum_backward");
+        yt__error_context("cumsum_backward", "");
         yt_release(result);
         return NULL;
     }
@@ -994,7 +994,7 @@ yt_norm_backward(yt_tensor *grad, yt_tensor *self, yt_scalar ord, yt_tensor *out
     yt_tensor *result = yt__composite_norm_backward(grad, self, ord, output, dim, dim_len, keepdim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("norm_backward", "norm_backward");
+        yt__error_context("norm_backward", "");
     return yt__scope_track(result);
 }
 
@@ -1034,8 +1034,7 @@ yt_value_selecting_reduction_backward(yt_tensor *grad, int64_t dim, yt_tensor *i
                                                                          sizes_len, keepdim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("value_selecting_reduction_backward",
-                          "value_selecting_reduction_backward");
+        yt__error_context("value_selecting_reduction_backward", "");
     return yt__scope_track(result);
 }
 
@@ -1078,7 +1077,7 @@ yt_logsumexp_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const
     yt_tensor *result = yt__composite_logsumexp_backward(grad, self, output, dim, dim_len, keepdim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("logsumexp_backward", "logsumexp_backward");
+        yt__error_context("logsumexp_backward", "");
     return yt__scope_track(result);
 }
 
@@ -1111,7 +1110,7 @@ yt_var_backward(yt_tensor *grad, yt_tensor *self, const int64_t *dim, int dim_le
     yt_tensor *result = yt__composite_var_backward(grad, self, dim, dim_len, correction, keepdim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("var_backward", "var_backward");
+        yt__error_context("var_backward", "");
     return yt__scope_track(result);
 }
 
@@ -1154,7 +1153,7 @@ yt_std_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int64
         yt__composite_std_backward(grad, self, output, dim, dim_len, correction, keepdim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("std_backward", "std_backward");
+        yt__error_context("std_backward", "");
     return yt__scope_track(result);
 }
 
@@ -1223,7 +1222,7 @@ yt_mm_mat1_backward_ex(yt_tensor *grad, yt_tensor *mat2, yt_tensor *mat1, yt_sca
     yt_tensor *result = yt__composite_mm_mat1_backward(grad, mat2, mat1, alpha);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("mm_mat1_backward", "mm_mat1_backward");
+        yt__error_context("mm_mat1_backward", "");
     return yt__scope_track(result);
 }
 
@@ -1292,7 +1291,7 @@ yt_mm_mat2_backward_ex(yt_tensor *grad, yt_tensor *mat1, yt_tensor *mat2, yt_sca
     yt_tensor *result = yt__composite_mm_mat2_backward(grad, mat1, mat2, alpha);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("mm_mat2_backward", "mm_mat2_backward");
+        yt__error_context("mm_mat2_backward", "");
     return yt__scope_track(result);
 }
 
@@ -1316,7 +1315,7 @@ yt_roll_backward(yt_tensor *grad, const int64_t *shifts, int shifts_len, const i
     yt_tensor *result = yt__composite_roll_backward(grad, shifts, shifts_len, dims, dims_len);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("roll_backward", "roll_backward");
+        yt__error_context("roll_backward", "");
     return yt__scope_track(result);
 }
 
@@ -1352,7 +1351,7 @@ yt_cat_backward(yt_tensor *grad, int64_t dim, yt_tensor *const *tensors, int ten
     int64_t count = yt__composite_cat_backward(grad, dim, tensors, tensors_len, out, out_capacity);
     yt__scope_resume();
     if (count < 0)
-        yt__error_context("cat_backward", "cat_backward");
+        yt__error_context("cat_backward", "");
     for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
         yt__scope_track(out[i]);
     return count;
@@ -1386,7 +1385,7 @@ yt_index_select_backward(yt_tensor *grad, const int64_t *self_sizes, int self_si
         yt__composite_index_select_backward(grad, self_sizes, self_sizes_len, dim, index);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("index_select_backward", "index_select_backward");
+        yt__error_context("index_select_backward", "");
     return yt__scope_track(result);
 }
 
@@ -1417,7 +1416,7 @@ yt_gather_backward(yt_tensor *grad, const int64_t *self_sizes, int self_sizes_le
     yt_tensor *result = yt__composite_gather_backward(grad, self_sizes, self_sizes_len, dim, index);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("gather_backward", "gather_backward");
+        yt__error_context("gather_backward", "");
     return yt__scope_track(result);
 }
 
@@ -1448,7 +1447,7 @@ yt_scatter_src_backward(yt_tensor *grad, const int64_t *src_sizes, int src_sizes
         yt__composite_scatter_src_backward(grad, src_sizes, src_sizes_len, dim, index);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("scatter_src_backward", "scatter_src_backward");
+        yt__error_context("scatter_src_backward", "");
     return yt__scope_track(result);
 }
 
@@ -1490,7 +1489,7 @@ yt_embedding_dense_backward(yt_tensor *grad_output, yt_tensor *indices, int64_t 
                                       : kernel(result, grad_output, indices, num_weights,
                                                padding_idx, scale_grad_by_freq);
     if (status != YT_OK) {
-        yt__error_context("embedding_dense_backward", "embedding_dense_backward");
+        yt__error_context("embedding_dense_backward", "");
         yt_release(result);
         return NULL;
     }
@@ -1532,7 +1531,7 @@ yt_embedding_weight_backward(yt_tensor *grad, yt_tensor *indices, const int64_t 
         grad, indices, weight_sizes, weight_sizes_len, padding_idx, scale_grad_by_freq);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("embedding_weight_backward", "embedding_weight_backward");
+        yt__error_context("embedding_weight_backward", "");
     return yt__scope_track(result);
 }
 
@@ -1561,7 +1560,7 @@ yt_embedding_dense_double_backward(yt_tensor *grad, yt_tensor *indices, int64_t 
                                                                       scale_grad_by_freq);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("embedding_dense_double_backward", "embedding_dense_double_backward");
+        yt__error_context("embedding_dense_double_backward", "");
     return yt__scope_track(result);
 }
 
@@ -1630,7 +1629,7 @@ yt_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const int64_t *k
             : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
                      padding, padding_len, ceil_mode, count_include_pad, divisor_override);
     if (status != YT_OK) {
-        yt__error_context("avg_pool2d_backward", "avg_pool2d_backward");
+        yt__error_context("avg_pool2d_backward", "");
         yt_release(result);
         return NULL;
     }
@@ -1699,7 +1698,7 @@ yt_adaptive_avg_pool2d_backward(yt_tensor *grad_output, yt_tensor *self, const i
                            ? yt_errcode()
                            : kernel(result, grad_output, self, output_size, output_size_len);
     if (status != YT_OK) {
-        yt__error_context("adaptive_avg_pool2d_backward", "adaptive_avg_pool2d_backward");
+        yt__error_context("adaptive_avg_pool2d_backward", "");
         yt_release(result);
         return NULL;
     }
@@ -1800,7 +1799,7 @@ yt_max_pool2d_with_indices_backward(yt_tensor *grad_output, yt_tensor *self,
             : kernel(result, grad_output, self, kernel_size, kernel_size_len, stride, stride_len,
                      padding, padding_len, dilation, dilation_len, ceil_mode, indices);
     if (status != YT_OK) {
-        yt__error_context("max_pool2d_with_indices_backward", "max_pool2d_with_indices_backward");
+        yt__error_context("max_pool2d_with_indices_backward", "");
         yt_release(result);
         return NULL;
     }
@@ -1850,7 +1849,7 @@ yt_max_pool2d_index_gather(yt_tensor *self, yt_tensor *indices)
         yt__empty_named("max_pool2d_index_gather", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, indices);
     if (status != YT_OK) {
-        yt__error_context("max_pool2d_index_gather", "max_pool2d_index_gather");
+        yt__error_context("max_pool2d_index_gather", "");
         yt_release(result);
         return NULL;
     }
@@ -1907,7 +1906,7 @@ yt_max_pool2d_index_scatter(yt_tensor *grad, const int64_t *self_size, int self_
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, grad, self_size, self_size_len, indices);
     if (status != YT_OK) {
-        yt__error_context("max_pool2d_index_scatter", "max_pool2d_index_scatter");
+        yt__error_context("max_pool2d_index_scatter", "");
         yt_release(result);
         return NULL;
     }
@@ -1988,7 +1987,7 @@ yt_conv2d_backward_input(yt_tensor *grad_output, yt_tensor *weight, const int64_
                        : kernel(result, grad_output, weight, input_size, input_size_len, stride,
                                 stride_len, padding, padding_len, dilation, dilation_len, groups);
     if (status != YT_OK) {
-        yt__error_context("conv2d_backward_input", "conv2d_backward_input");
+        yt__error_context("conv2d_backward_input", "");
         yt_release(result);
         return NULL;
     }
@@ -2071,7 +2070,7 @@ yt_conv2d_backward_weight(yt_tensor *grad_output, yt_tensor *input, const int64_
                        : kernel(result, grad_output, input, weight_size, weight_size_len, stride,
                                 stride_len, padding, padding_len, dilation, dilation_len, groups);
     if (status != YT_OK) {
-        yt__error_context("conv2d_backward_weight", "conv2d_backward_weight");
+        yt__error_context("conv2d_backward_weight", "");
         yt_release(result);
         return NULL;
     }
@@ -2105,7 +2104,7 @@ yt_conv2d_backward_bias(yt_tensor *grad_output)
     yt_tensor *result = yt__composite_conv2d_backward_bias(grad_output);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("conv2d_backward_bias", "conv2d_backward_bias");
+        yt__error_context("conv2d_backward_bias", "");
     return yt__scope_track(result);
 }
 
@@ -2169,7 +2168,7 @@ yt_row_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *wei
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, grad_out, input, weight, center, eps);
     if (status != YT_OK) {
-        yt__error_context("row_norm_backward_input", "row_norm_backward_input");
+        yt__error_context("row_norm_backward_input", "");
         yt_release(result);
         return NULL;
     }
@@ -2229,7 +2228,7 @@ yt_row_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, bool center, 
         yt__empty_named("row_norm_backward_weight", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, center, eps);
     if (status != YT_OK) {
-        yt__error_context("row_norm_backward_weight", "row_norm_backward_weight");
+        yt__error_context("row_norm_backward_weight", "");
         yt_release(result);
         return NULL;
     }
@@ -2272,7 +2271,7 @@ yt_row_norm_backward_bias(yt_tensor *grad_out)
         yt__empty_named("row_norm_backward_bias", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out);
     if (status != YT_OK) {
-        yt__error_context("row_norm_backward_bias", "row_norm_backward_bias");
+        yt__error_context("row_norm_backward_bias", "");
         yt_release(result);
         return NULL;
     }
@@ -2366,7 +2365,7 @@ yt_row_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight, b
                            : kernel(new_d_input, new_d_weight, new_d_bias, grad_out, input, weight,
                                     center, eps, input_grad, weight_grad, bias_grad);
     if (status != YT_OK) {
-        yt__error_context("row_norm_backward", "row_norm_backward");
+        yt__error_context("row_norm_backward", "");
         yt_release(new_d_input);
         yt_release(new_d_weight);
         yt_release(new_d_bias);
@@ -2444,7 +2443,7 @@ yt_row_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_tenso
         yt__composite_row_norm_double_backward_input(grad, grad_out, input, weight, center, eps);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("row_norm_double_backward_input", "row_norm_double_backward_input");
+        yt__error_context("row_norm_double_backward_input", "");
     return yt__scope_track(result);
 }
 
@@ -2502,7 +2501,7 @@ yt_row_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_tenso
         yt__composite_row_norm_double_backward_grad_out(grad, input, weight, center, eps);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("row_norm_double_backward_grad_out", "row_norm_double_backward_grad_out");
+        yt__error_context("row_norm_double_backward_grad_out", "");
     return yt__scope_track(result);
 }
 
@@ -2566,7 +2565,7 @@ yt_batch_norm_backward_input(yt_tensor *grad_out, yt_tensor *input, yt_tensor *w
         yt__empty_named("batch_norm_backward_input", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, weight, eps);
     if (status != YT_OK) {
-        yt__error_context("batch_norm_backward_input", "batch_norm_backward_input");
+        yt__error_context("batch_norm_backward_input", "");
         yt_release(result);
         return NULL;
     }
@@ -2626,7 +2625,7 @@ yt_batch_norm_backward_weight(yt_tensor *grad_out, yt_tensor *input, double eps)
         yt__empty_named("batch_norm_backward_weight", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out, input, eps);
     if (status != YT_OK) {
-        yt__error_context("batch_norm_backward_weight", "batch_norm_backward_weight");
+        yt__error_context("batch_norm_backward_weight", "");
         yt_release(result);
         return NULL;
     }
@@ -2669,7 +2668,7 @@ yt_batch_norm_backward_bias(yt_tensor *grad_out)
         yt__empty_named("batch_norm_backward_bias", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_out);
     if (status != YT_OK) {
-        yt__error_context("batch_norm_backward_bias", "batch_norm_backward_bias");
+        yt__error_context("batch_norm_backward_bias", "");
         yt_release(result);
         return NULL;
     }
@@ -2762,7 +2761,7 @@ yt_batch_norm_backward(yt_tensor *grad_out, yt_tensor *input, yt_tensor *weight,
                            : kernel(new_d_input, new_d_weight, new_d_bias, grad_out, input, weight,
                                     eps, input_grad, weight_grad, bias_grad);
     if (status != YT_OK) {
-        yt__error_context("batch_norm_backward", "batch_norm_backward");
+        yt__error_context("batch_norm_backward", "");
         yt_release(new_d_input);
         yt_release(new_d_weight);
         yt_release(new_d_bias);
@@ -2804,7 +2803,7 @@ yt_batch_norm_backward_bias_backward(yt_tensor *grad, const int64_t *sizes, int 
     yt_tensor *result = yt__composite_batch_norm_backward_bias_backward(grad, sizes, sizes_len);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("batch_norm_backward_bias_backward", "batch_norm_backward_bias_backward");
+        yt__error_context("batch_norm_backward_bias_backward", "");
     return yt__scope_track(result);
 }
 
@@ -2879,7 +2878,7 @@ yt_batch_norm_double_backward_input(yt_tensor *grad, yt_tensor *grad_out, yt_ten
         yt__composite_batch_norm_double_backward_input(grad, grad_out, input, weight, eps);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("batch_norm_double_backward_input", "batch_norm_double_backward_input");
+        yt__error_context("batch_norm_double_backward_input", "");
     return yt__scope_track(result);
 }
 
@@ -2936,8 +2935,7 @@ yt_batch_norm_double_backward_grad_out(yt_tensor *grad, yt_tensor *input, yt_ten
     yt_tensor *result = yt__composite_batch_norm_double_backward_grad_out(grad, input, weight, eps);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("batch_norm_double_backward_grad_out",
-                          "batch_norm_double_backward_grad_out");
+        yt__error_context("batch_norm_double_backward_grad_out", "");
     return yt__scope_track(result);
 }
 
@@ -2988,7 +2986,7 @@ yt_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t dim)
         yt__empty_named("softmax_backward_data", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, output, dim);
     if (status != YT_OK) {
-        yt__error_context("softmax_backward_data", "softmax_backward_data");
+        yt__error_context("softmax_backward_data", "");
         yt_release(result);
         return NULL;
     }
@@ -3051,7 +3049,7 @@ yt_log_softmax_backward_data(yt_tensor *grad_output, yt_tensor *output, int64_t 
         yt__empty_named("log_softmax_backward_data", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, grad_output, output, dim);
     if (status != YT_OK) {
-        yt__error_context("log_softmax_backward_data", "log_softmax_backward_data");
+        yt__error_context("log_softmax_backward_data", "");
         yt_release(result);
         return NULL;
     }
@@ -3099,7 +3097,7 @@ yt_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tensor *o
     yt_tensor *result = yt__composite_softmax_double_backward(grad, grad_output, output, dim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("softmax_double_backward", "softmax_double_backward");
+        yt__error_context("softmax_double_backward", "");
     return yt__scope_track(result);
 }
 
@@ -3143,7 +3141,7 @@ yt_log_softmax_double_backward(yt_tensor *grad, yt_tensor *grad_output, yt_tenso
     yt_tensor *result = yt__composite_log_softmax_double_backward(grad, grad_output, output, dim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("log_softmax_double_backward", "log_softmax_double_backward");
+        yt__error_context("log_softmax_double_backward", "");
     return yt__scope_track(result);
 }
 
@@ -3176,7 +3174,7 @@ yt_log_softmax_backward_data_adjoint(yt_tensor *grad, yt_tensor *output, int64_t
     yt_tensor *result = yt__composite_log_softmax_backward_data_adjoint(grad, output, dim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("log_softmax_backward_data_adjoint", "log_softmax_backward_data_adjoint");
+        yt__error_context("log_softmax_backward_data_adjoint", "");
     return yt__scope_track(result);
 }
 
@@ -3250,7 +3248,7 @@ yt_cross_entropy_index_backward(yt_tensor *grad_output, yt_tensor *self, yt_tens
         grad_output, self, target, weight, reduction, ignore_index, label_smoothing);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("cross_entropy_index_backward", "cross_entropy_index_backward");
+        yt__error_context("cross_entropy_index_backward", "");
     return yt__scope_track(result);
 }
 
@@ -3398,8 +3396,7 @@ yt_scaled_dot_product_attention_math_backward(yt_tensor *grad_output, yt_tensor 
                            : kernel(new_d_query, new_d_key, new_d_value, grad_output, query, key,
                                     value, attn, scale, query_grad, key_grad, value_grad);
     if (status != YT_OK) {
-        yt__error_context("scaled_dot_product_attention_math_backward",
-                          "scaled_dot_product_attention_math_backward");
+        yt__error_context("scaled_dot_product_attention_math_backward", "");
         yt_release(new_d_query);
         yt_release(new_d_key);
         yt_release(new_d_value);
@@ -3429,7 +3426,7 @@ yt_maybe_multiply(yt_tensor *self, yt_scalar other)
     yt_tensor *result = yt__composite_maybe_multiply(self, other);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("maybe_multiply", "maybe_multiply");
+        yt__error_context("maybe_multiply", "");
     return yt__scope_track(result);
 }
 
@@ -3451,7 +3448,7 @@ yt_sum_to(yt_tensor *self, const int64_t *size, int size_len)
     yt_tensor *result = yt__composite_sum_to(self, size, size_len);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("sum_to", "sum_to");
+        yt__error_context("sum_to", "");
     return yt__scope_track(result);
 }
 
@@ -3475,7 +3472,7 @@ yt_sum_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int6
     yt_tensor *result = yt__composite_sum_backward(grad, sizes, sizes_len, dim, dim_len, keepdim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("sum_backward", "sum_backward");
+        yt__error_context("sum_backward", "");
     return yt__scope_track(result);
 }
 
@@ -3503,7 +3500,7 @@ yt_mean_backward(yt_tensor *grad, const int64_t *sizes, int sizes_len, const int
     yt_tensor *result = yt__composite_mean_backward(grad, sizes, sizes_len, dim, dim_len, keepdim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("mean_backward", "mean_backward");
+        yt__error_context("mean_backward", "");
     return yt__scope_track(result);
 }
 
@@ -3545,7 +3542,7 @@ yt_amax_backward(yt_tensor *grad, yt_tensor *self, yt_tensor *output, const int6
     yt_tensor *result = yt__composite_amax_backward(grad, self, output, dim, dim_len, keepdim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("amax_backward", "amax_backward");
+        yt__error_context("amax_backward", "");
     return yt__scope_track(result);
 }
 
@@ -3564,7 +3561,7 @@ yt_permute_backward(yt_tensor *grad, const int64_t *dims, int dims_len)
     yt_tensor *result = yt__composite_permute_backward(grad, dims, dims_len);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("permute_backward", "permute_backward");
+        yt__error_context("permute_backward", "");
     return yt__scope_track(result);
 }
 
@@ -3595,7 +3592,7 @@ yt_pow_backward(yt_tensor *grad, yt_tensor *self, yt_scalar exponent)
     yt_tensor *result = yt__composite_pow_backward(grad, self, exponent);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("pow_backward", "pow_backward");
+        yt__error_context("pow_backward", "");
     return yt__scope_track(result);
 }
 
@@ -3633,7 +3630,7 @@ yt_pow_backward_self(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent)
     yt_tensor *result = yt__composite_pow_backward_self(grad, self, exponent);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("pow_backward_self", "pow_backward_self");
+        yt__error_context("pow_backward_self", "");
     return yt__scope_track(result);
 }
 
@@ -3681,7 +3678,7 @@ yt_pow_backward_exponent(yt_tensor *grad, yt_tensor *self, yt_tensor *exponent, 
     yt_tensor *result = yt__composite_pow_backward_exponent(grad, self, exponent, output);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("pow_backward_exponent", "pow_backward_exponent");
+        yt__error_context("pow_backward_exponent", "");
     return yt__scope_track(result);
 }
 
@@ -3717,7 +3714,7 @@ yt_slice_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input_
                                       : kernel(result, grad_output, input_sizes, input_sizes_len,
                                                dim, start, end, step);
     if (status != YT_OK) {
-        yt__error_context("slice_backward", "slice_backward");
+        yt__error_context("slice_backward", "");
         yt_release(result);
         return NULL;
     }
@@ -3761,7 +3758,7 @@ yt_select_backward(yt_tensor *grad_output, const int64_t *input_sizes, int input
                            ? yt_errcode()
                            : kernel(result, grad_output, input_sizes, input_sizes_len, dim, index);
     if (status != YT_OK) {
-        yt__error_context("select_backward", "select_backward");
+        yt__error_context("select_backward", "");
         yt_release(result);
         return NULL;
     }

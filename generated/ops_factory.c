@@ -45,7 +45,7 @@ yt_empty_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
     if (status != YT_OK) {
-        yt__error_context("empty", "empty");
+        yt__error_context("empty", "");
         yt_release(result);
         return NULL;
     }
@@ -86,7 +86,7 @@ yt_zeros_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
     if (status != YT_OK) {
-        yt__error_context("zeros", "zeros");
+        yt__error_context("zeros", "");
         yt_release(result);
         return NULL;
     }
@@ -127,7 +127,7 @@ yt_ones_ex(const int64_t *size, int size_len, yt_dtype dtype, yt_device device)
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, dtype, device);
     if (status != YT_OK) {
-        yt__error_context("ones", "ones");
+        yt__error_context("ones", "");
         yt_release(result);
         return NULL;
     }
@@ -172,7 +172,7 @@ yt_full_ex(const int64_t *size, int size_len, yt_scalar fill_value, yt_dtype dty
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, fill_value, dtype, device);
     if (status != YT_OK) {
-        yt__error_context("full", "full");
+        yt__error_context("full", "");
         yt_release(result);
         return NULL;
     }
@@ -200,7 +200,7 @@ yt_empty_like_ex(yt_tensor *self, yt_dtype dtype)
     yt_tensor *result = yt__composite_empty_like(self, dtype);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("empty_like", "empty_like");
+        yt__error_context("empty_like", "");
     return yt__scope_track(result);
 }
 
@@ -223,7 +223,7 @@ yt_zeros_like(yt_tensor *self)
     yt_tensor *result = yt__empty_named("zeros_like", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
-        yt__error_context("zeros_like", "zeros_like");
+        yt__error_context("zeros_like", "");
         yt_release(result);
         return NULL;
     }
@@ -251,7 +251,7 @@ yt_ones_like_ex(yt_tensor *self, yt_dtype dtype)
     yt_tensor *result = yt__composite_ones_like(self, dtype);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("ones_like", "ones_like");
+        yt__error_context("ones_like", "");
     return yt__scope_track(result);
 }
 
@@ -279,7 +279,7 @@ yt_full_like_ex(yt_tensor *self, yt_scalar fill_value, yt_dtype dtype)
     yt_tensor *result = yt__composite_full_like(self, fill_value, dtype);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("full_like", "full_like");
+        yt__error_context("full_like", "");
     return yt__scope_track(result);
 }
 
@@ -320,7 +320,7 @@ yt_arange_ex(yt_scalar start, yt_scalar end, yt_scalar step, yt_dtype dtype, yt_
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, start, end, step, dtype, device);
     if (status != YT_OK) {
-        yt__error_context("arange", "arange");
+        yt__error_context("arange", "");
         yt_release(result);
         return NULL;
     }
@@ -362,7 +362,7 @@ yt_linspace_ex(yt_scalar start, yt_scalar end, int64_t steps, yt_dtype dtype, yt
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, start, end, steps, dtype, device);
     if (status != YT_OK) {
-        yt__error_context("linspace", "linspace");
+        yt__error_context("linspace", "");
         yt_release(result);
         return NULL;
     }
@@ -398,7 +398,7 @@ yt_eye_ex(int64_t n, yt_dtype dtype, yt_device device)
     yt_tensor *result = yt__empty_named("eye", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, n, dtype, device);
     if (status != YT_OK) {
-        yt__error_context("eye", "eye");
+        yt__error_context("eye", "");
         yt_release(result);
         return NULL;
     }
@@ -434,7 +434,7 @@ yt_eye_m_ex(int64_t n, int64_t m, yt_dtype dtype, yt_device device)
     yt_tensor *result = yt__empty_named("eye", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, n, m, dtype, device);
     if (status != YT_OK) {
-        yt__error_context("eye", "eye");
+        yt__error_context("eye", "");
         yt_release(result);
         return NULL;
     }
@@ -480,7 +480,7 @@ yt_rand_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype 
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
-        yt__error_context("rand", "rand");
+        yt__error_context("rand", "");
         yt_release(result);
         return NULL;
     }
@@ -526,7 +526,7 @@ yt_randn_ex(const int64_t *size, int size_len, yt_generator *generator, yt_dtype
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
-        yt__error_context("randn", "randn");
+        yt__error_context("randn", "");
         yt_release(result);
         return NULL;
     }
@@ -554,7 +554,7 @@ yt_rand_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
     yt_tensor *result = yt__composite_rand_like(self, generator, dtype);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("rand_like", "rand_like");
+        yt__error_context("rand_like", "");
     return yt__scope_track(result);
 }
 
@@ -579,7 +579,7 @@ yt_randn_like_ex(yt_tensor *self, yt_generator *generator, yt_dtype dtype)
     yt_tensor *result = yt__composite_randn_like(self, generator, dtype);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("randn_like", "randn_like");
+        yt__error_context("randn_like", "");
     return yt__scope_track(result);
 }
 
@@ -619,7 +619,7 @@ yt_randint_ex(int64_t high, const int64_t *size, int size_len, yt_generator *gen
                            ? yt_errcode()
                            : kernel(result, high, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
-        yt__error_context("randint", "randint");
+        yt__error_context("randint", "");
         yt_release(result);
         return NULL;
     }
@@ -662,7 +662,7 @@ yt_randint_low_ex(int64_t low, int64_t high, const int64_t *size, int size_len,
                            ? yt_errcode()
                            : kernel(result, low, high, size, size_len, generator, dtype, device);
     if (status != YT_OK) {
-        yt__error_context("randint", "randint");
+        yt__error_context("randint", "");
         yt_release(result);
         return NULL;
     }
@@ -698,7 +698,7 @@ yt_randperm_ex(int64_t n, yt_generator *generator, yt_dtype dtype, yt_device dev
     yt_tensor *result = yt__empty_named("randperm", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, n, generator, dtype, device);
     if (status != YT_OK) {
-        yt__error_context("randperm", "randperm");
+        yt__error_context("randperm", "");
         yt_release(result);
         return NULL;
     }
@@ -735,7 +735,7 @@ yt_bernoulli_ex(yt_tensor *self, yt_generator *generator)
     yt_tensor *result = yt__empty_named("bernoulli", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, generator);
     if (status != YT_OK) {
-        yt__error_context("bernoulli", "bernoulli");
+        yt__error_context("bernoulli", "");
         yt_release(result);
         return NULL;
     }
@@ -769,7 +769,7 @@ yt_bernoulli_p_ex(yt_tensor *self, double p, yt_generator *generator)
     yt_tensor *result = yt__empty_named("bernoulli", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, p, generator);
     if (status != YT_OK) {
-        yt__error_context("bernoulli", "bernoulli");
+        yt__error_context("bernoulli", "");
         yt_release(result);
         return NULL;
     }
@@ -812,7 +812,7 @@ yt_bernoulli_p_ex_(yt_tensor *self, double p, yt_generator *generator)
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, p, generator);
     if (status != YT_OK)
-        yt__error_context("bernoulli", "bernoulli_");
+        yt__error_context("bernoulli", "_");
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -855,7 +855,7 @@ yt_normal_ex(yt_tensor *self, double mean, double std, yt_generator *generator)
     yt_tensor *result = yt__empty_named("normal", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mean, std, generator);
     if (status != YT_OK) {
-        yt__error_context("normal", "normal");
+        yt__error_context("normal", "");
         yt_release(result);
         return NULL;
     }
@@ -901,7 +901,7 @@ yt_normal_ex_(yt_tensor *self, double mean, double std, yt_generator *generator)
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mean, std, generator);
     if (status != YT_OK)
-        yt__error_context("normal", "normal_");
+        yt__error_context("normal", "_");
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);
@@ -944,7 +944,7 @@ yt_uniform_ex(yt_tensor *self, double from, double to, yt_generator *generator)
     yt_tensor *result = yt__empty_named("uniform", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, from, to, generator);
     if (status != YT_OK) {
-        yt__error_context("uniform", "uniform");
+        yt__error_context("uniform", "");
         yt_release(result);
         return NULL;
     }
@@ -991,7 +991,7 @@ yt_uniform_ex_(yt_tensor *self, double from, double to, yt_generator *generator)
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, from, to, generator);
     if (status != YT_OK)
-        yt__error_context("uniform", "uniform_");
+        yt__error_context("uniform", "_");
     if (target != self) {
         if (status == YT_OK)
             status = yt__copy_into(self, target);

@@ -43,7 +43,7 @@ yt_index_select(yt_tensor *self, int64_t dim, yt_tensor *index)
     yt_tensor *result = yt__empty_named("index_select", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index);
     if (status != YT_OK) {
-        yt__error_context("index_select", "index_select");
+        yt__error_context("index_select", "");
         yt_release(result);
         return NULL;
     }
@@ -102,7 +102,7 @@ yt_index_select_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index);
     if (status != YT_OK)
-        yt__error_context("index_select", "index_select_out");
+        yt__error_context("index_select", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -165,7 +165,7 @@ yt_index_add_ex(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *sourc
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, index, source, alpha);
     if (status != YT_OK) {
-        yt__error_context("index_add", "index_add");
+        yt__error_context("index_add", "");
         yt_release(result);
         return NULL;
     }
@@ -245,7 +245,7 @@ yt_index_add_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *ind
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self, dim, index, source, alpha);
     if (status != YT_OK)
-        yt__error_context("index_add", "index_add_out");
+        yt__error_context("index_add", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -296,7 +296,7 @@ yt_index_copy(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *source)
     yt_tensor *result = yt__empty_named("index_copy", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index, source);
     if (status != YT_OK) {
-        yt__error_context("index_copy", "index_copy");
+        yt__error_context("index_copy", "");
         yt_release(result);
         return NULL;
     }
@@ -363,7 +363,7 @@ yt_index_copy_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index, source);
     if (status != YT_OK)
-        yt__error_context("index_copy", "index_copy_out");
+        yt__error_context("index_copy", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -414,7 +414,7 @@ yt_gather_ex(yt_tensor *self, int64_t dim, yt_tensor *index, bool sparse_grad)
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, index, sparse_grad);
     if (status != YT_OK) {
-        yt__error_context("gather", "gather");
+        yt__error_context("gather", "");
         yt_release(result);
         return NULL;
     }
@@ -482,7 +482,7 @@ yt_gather_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index,
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self, dim, index, sparse_grad);
     if (status != YT_OK)
-        yt__error_context("gather", "gather_out");
+        yt__error_context("gather", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -532,7 +532,7 @@ yt_scatter(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
     yt_tensor *result = yt__empty_named("scatter", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index, src);
     if (status != YT_OK) {
-        yt__error_context("scatter", "scatter");
+        yt__error_context("scatter", "");
         yt_release(result);
         return NULL;
     }
@@ -598,7 +598,7 @@ yt_scatter_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *index, y
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index, src);
     if (status != YT_OK)
-        yt__error_context("scatter", "scatter_out");
+        yt__error_context("scatter", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -642,7 +642,7 @@ yt_scatter_value(yt_tensor *self, int64_t dim, yt_tensor *index, yt_scalar value
     yt_tensor *result = yt__empty_named("scatter", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index, value);
     if (status != YT_OK) {
-        yt__error_context("scatter", "scatter");
+        yt__error_context("scatter", "");
         yt_release(result);
         return NULL;
     }
@@ -704,7 +704,7 @@ yt_scatter_value_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *in
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index, value);
     if (status != YT_OK)
-        yt__error_context("scatter", "scatter_out");
+        yt__error_context("scatter", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -755,7 +755,7 @@ yt_scatter_add(yt_tensor *self, int64_t dim, yt_tensor *index, yt_tensor *src)
     yt_tensor *result = yt__empty_named("scatter_add", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, index, src);
     if (status != YT_OK) {
-        yt__error_context("scatter_add", "scatter_add");
+        yt__error_context("scatter_add", "");
         yt_release(result);
         return NULL;
     }
@@ -822,7 +822,7 @@ yt_scatter_add_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_tensor *inde
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, index, src);
     if (status != YT_OK)
-        yt__error_context("scatter_add", "scatter_add_out");
+        yt__error_context("scatter_add", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -879,7 +879,7 @@ yt_embedding_ex(yt_tensor *weight, yt_tensor *indices, int64_t padding_idx, bool
         result == NULL ? yt_errcode()
                        : kernel(result, weight, indices, padding_idx, scale_grad_by_freq, sparse);
     if (status != YT_OK) {
-        yt__error_context("embedding", "embedding");
+        yt__error_context("embedding", "");
         yt_release(result);
         return NULL;
     }
@@ -913,7 +913,7 @@ yt_one_hot_ex(yt_tensor *self, int64_t num_classes)
     yt_tensor *result = yt__composite_one_hot(self, num_classes);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("one_hot", "one_hot");
+        yt__error_context("one_hot", "");
     return yt__scope_track(result);
 }
 
@@ -928,7 +928,7 @@ yt_nonzero(yt_tensor *self)
     yt_tensor *result = yt__composite_nonzero(self);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("nonzero", "nonzero");
+        yt__error_context("nonzero", "");
     return yt__scope_track(result);
 }
 
@@ -951,7 +951,7 @@ yt_masked_select(yt_tensor *self, yt_tensor *mask)
     yt_tensor *result = yt__composite_masked_select(self, mask);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("masked_select", "masked_select");
+        yt__error_context("masked_select", "");
     return yt__scope_track(result);
 }
 
@@ -983,7 +983,7 @@ yt_argsort_ex(yt_tensor *self, int64_t dim, bool descending)
     yt_tensor *result = yt__empty_named("argsort", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, descending);
     if (status != YT_OK) {
-        yt__error_context("argsort", "argsort");
+        yt__error_context("argsort", "");
         yt_release(result);
         return NULL;
     }
@@ -1019,7 +1019,7 @@ yt_argsort_stable_ex(yt_tensor *self, bool stable, int64_t dim, bool descending)
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, stable, dim, descending);
     if (status != YT_OK) {
-        yt__error_context("argsort", "argsort");
+        yt__error_context("argsort", "");
         yt_release(result);
         return NULL;
     }
@@ -1048,7 +1048,7 @@ yt_index(yt_tensor *self, yt_tensor *const *indices, int indices_len)
     yt_tensor *result = yt__composite_index(self, indices, indices_len);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("index", "index");
+        yt__error_context("index", "");
     return yt__scope_track(result);
 }
 
@@ -1091,7 +1091,7 @@ yt_index_put_ex(yt_tensor *self, yt_tensor *const *indices, int indices_len, yt_
     yt_tensor *result = yt__composite_index_put(self, indices, indices_len, values, accumulate);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("index_put", "index_put");
+        yt__error_context("index_put", "");
     return yt__scope_track(result);
 }
 
@@ -1139,7 +1139,7 @@ yt_sort_ex(yt_tensor *self, int64_t dim, bool descending, yt_tensor **values, yt
     if (status == YT_OK && recording)
         status = yt__record_sort(new_values, new_indices, self, dim);
     if (status != YT_OK) {
-        yt__error_context("sort", "sort");
+        yt__error_context("sort", "");
         yt_release(new_values);
         yt_release(new_indices);
         return status;
@@ -1195,7 +1195,7 @@ yt_sort_stable_ex(yt_tensor *self, const bool *stable, int64_t dim, bool descend
     if (status == YT_OK && recording)
         status = yt__record_sort_stable(new_values, new_indices, self, dim);
     if (status != YT_OK) {
-        yt__error_context("sort", "sort");
+        yt__error_context("sort", "");
         yt_release(new_values);
         yt_release(new_indices);
         return status;
@@ -1252,7 +1252,7 @@ yt_topk_ex(yt_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted, y
     if (status == YT_OK && recording)
         status = yt__record_topk(new_values, new_indices, self, dim);
     if (status != YT_OK) {
-        yt__error_context("topk", "topk");
+        yt__error_context("topk", "");
         yt_release(new_values);
         yt_release(new_indices);
         return status;

@@ -58,7 +58,7 @@ yt_mm(yt_tensor *self, yt_tensor *mat2)
     yt_tensor *result = yt__empty_named("mm", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mat2);
     if (status != YT_OK) {
-        yt__error_context("mm", "mm");
+        yt__error_context("mm", "");
         yt_release(result);
         return NULL;
     }
@@ -132,7 +132,7 @@ yt_mm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mat2);
     if (status != YT_OK)
-        yt__error_context("mm", "mm_out");
+        yt__error_context("mm", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -176,7 +176,7 @@ yt_matmul(yt_tensor *self, yt_tensor *other)
     yt_tensor *result = yt__composite_matmul(self, other);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("matmul", "matmul");
+        yt__error_context("matmul", "");
     return yt__scope_track(result);
 }
 
@@ -232,7 +232,7 @@ yt_bmm(yt_tensor *self, yt_tensor *mat2)
     yt_tensor *result = yt__empty_named("bmm", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, mat2);
     if (status != YT_OK) {
-        yt__error_context("bmm", "bmm");
+        yt__error_context("bmm", "");
         yt_release(result);
         return NULL;
     }
@@ -311,7 +311,7 @@ yt_bmm_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat2)
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, mat2);
     if (status != YT_OK)
-        yt__error_context("bmm", "bmm_out");
+        yt__error_context("bmm", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -411,7 +411,7 @@ yt_addmm_ex(yt_tensor *self, yt_tensor *mat1, yt_tensor *mat2, yt_scalar beta, y
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, mat1, mat2, beta, alpha);
     if (status != YT_OK) {
-        yt__error_context("addmm", "addmm");
+        yt__error_context("addmm", "");
         yt_release(result);
         return NULL;
     }
@@ -529,7 +529,7 @@ yt_addmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *mat1, yt_tensor *mat
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self, mat1, mat2, beta, alpha);
     if (status != YT_OK)
-        yt__error_context("addmm", "addmm_out");
+        yt__error_context("addmm", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -642,7 +642,7 @@ yt_baddbmm_ex(yt_tensor *self, yt_tensor *batch1, yt_tensor *batch2, yt_scalar b
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, batch1, batch2, beta, alpha);
     if (status != YT_OK) {
-        yt__error_context("baddbmm", "baddbmm");
+        yt__error_context("baddbmm", "");
         yt_release(result);
         return NULL;
     }
@@ -775,7 +775,7 @@ yt_baddbmm_ex_out(yt_tensor *out, yt_tensor *self, yt_tensor *batch1, yt_tensor 
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self, batch1, batch2, beta, alpha);
     if (status != YT_OK)
-        yt__error_context("baddbmm", "baddbmm_out");
+        yt__error_context("baddbmm", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -822,7 +822,7 @@ yt_dot(yt_tensor *self, yt_tensor *tensor)
     yt_tensor *result = yt__composite_dot(self, tensor);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("dot", "dot");
+        yt__error_context("dot", "");
     return yt__scope_track(result);
 }
 
@@ -859,7 +859,7 @@ yt_outer(yt_tensor *self, yt_tensor *vec2)
     yt_tensor *result = yt__composite_outer(self, vec2);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("outer", "outer");
+        yt__error_context("outer", "");
     return yt__scope_track(result);
 }
 
@@ -925,6 +925,6 @@ yt_linear_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias)
     yt_tensor *result = yt__composite_linear(input, weight, bias);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("linear", "linear");
+        yt__error_context("linear", "");
     return yt__scope_track(result);
 }

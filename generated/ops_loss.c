@@ -53,7 +53,7 @@ yt_mse_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
     yt_tensor *result = yt__composite_mse_loss(self, target, reduction);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("mse_loss", "mse_loss");
+        yt__error_context("mse_loss", "");
     return yt__scope_track(result);
 }
 
@@ -99,7 +99,7 @@ yt_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction)
     yt_tensor *result = yt__composite_l1_loss(self, target, reduction);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("l1_loss", "l1_loss");
+        yt__error_context("l1_loss", "");
     return yt__scope_track(result);
 }
 
@@ -147,7 +147,7 @@ yt_smooth_l1_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, 
     yt_tensor *result = yt__composite_smooth_l1_loss(self, target, reduction, beta);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("smooth_l1_loss", "smooth_l1_loss");
+        yt__error_context("smooth_l1_loss", "");
     return yt__scope_track(result);
 }
 
@@ -194,7 +194,7 @@ yt_huber_loss_ex(yt_tensor *self, yt_tensor *target, const char *reduction, doub
     yt_tensor *result = yt__composite_huber_loss(self, target, reduction, delta);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("huber_loss", "huber_loss");
+        yt__error_context("huber_loss", "");
     return yt__scope_track(result);
 }
 
@@ -321,7 +321,7 @@ yt_binary_cross_entropy_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight
     yt_tensor *result = yt__composite_binary_cross_entropy(self, target, weight, reduction);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("binary_cross_entropy", "binary_cross_entropy");
+        yt__error_context("binary_cross_entropy", "");
     return yt__scope_track(result);
 }
 
@@ -403,7 +403,7 @@ yt_binary_cross_entropy_with_logits_ex(yt_tensor *self, yt_tensor *target, yt_te
         yt__composite_binary_cross_entropy_with_logits(self, target, weight, pos_weight, reduction);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("binary_cross_entropy_with_logits", "binary_cross_entropy_with_logits");
+        yt__error_context("binary_cross_entropy_with_logits", "");
     return yt__scope_track(result);
 }
 
@@ -468,7 +468,7 @@ yt_nll_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight, const char
     yt_tensor *result = yt__composite_nll_loss(self, target, weight, reduction, ignore_index);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("nll_loss", "nll_loss");
+        yt__error_context("nll_loss", "");
     return yt__scope_track(result);
 }
 
@@ -537,7 +537,7 @@ yt_cross_entropy_loss_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                                          ignore_index, label_smoothing);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("cross_entropy_loss", "cross_entropy_loss");
+        yt__error_context("cross_entropy_loss", "");
     return yt__scope_track(result);
 }
 
@@ -616,7 +616,7 @@ yt_cross_entropy_index_ex(yt_tensor *self, yt_tensor *target, yt_tensor *weight,
                                       : kernel(result, self, target, weight, reduction,
                                                ignore_index, label_smoothing);
     if (status != YT_OK) {
-        yt__error_context("cross_entropy_index", "cross_entropy_index");
+        yt__error_context("cross_entropy_index", "");
         yt_release(result);
         return NULL;
     }

@@ -74,7 +74,7 @@ yt_avg_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_le
                                                stride_len, padding, padding_len, ceil_mode,
                                                count_include_pad, divisor_override);
     if (status != YT_OK) {
-        yt__error_context("avg_pool2d", "avg_pool2d");
+        yt__error_context("avg_pool2d", "");
         yt_release(result);
         return NULL;
     }
@@ -131,7 +131,7 @@ yt_adaptive_avg_pool2d(yt_tensor *self, const int64_t *output_size, int output_s
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, output_size, output_size_len);
     if (status != YT_OK) {
-        yt__error_context("adaptive_avg_pool2d", "adaptive_avg_pool2d");
+        yt__error_context("adaptive_avg_pool2d", "");
         yt_release(result);
         return NULL;
     }
@@ -223,7 +223,7 @@ yt_conv2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t
                            : kernel(result, input, weight, bias, stride, stride_len, padding,
                                     padding_len, dilation, dilation_len, groups);
     if (status != YT_OK) {
-        yt__error_context("conv2d", "conv2d");
+        yt__error_context("conv2d", "");
         yt_release(result);
         return NULL;
     }
@@ -303,7 +303,7 @@ yt_conv2d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const
                                                      padding, dilation, dilation_len, groups);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("conv2d", "conv2d");
+        yt__error_context("conv2d", "");
     return yt__scope_track(result);
 }
 
@@ -375,7 +375,7 @@ yt_conv1d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const int64_t
                                              padding_len, dilation, dilation_len, groups);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("conv1d", "conv1d");
+        yt__error_context("conv1d", "");
     return yt__scope_track(result);
 }
 
@@ -447,7 +447,7 @@ yt_conv1d_padding_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, const
                                                      padding, dilation, dilation_len, groups);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("conv1d", "conv1d");
+        yt__error_context("conv1d", "");
     return yt__scope_track(result);
 }
 
@@ -534,7 +534,7 @@ yt_conv_transpose2d_ex(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, con
         output_padding_len, groups, dilation, dilation_len);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("conv_transpose2d", "conv_transpose2d");
+        yt__error_context("conv_transpose2d", "");
     return yt__scope_track(result);
 }
 
@@ -631,7 +631,7 @@ yt_max_pool2d_with_indices_ex(yt_tensor *self, const int64_t *kernel_size, int k
                                                     kernel_size_len, stride, stride_len, padding,
                                                     padding_len, dilation, dilation_len, ceil_mode);
     if (status != YT_OK) {
-        yt__error_context("max_pool2d_with_indices", "max_pool2d_with_indices");
+        yt__error_context("max_pool2d_with_indices", "");
         yt_release(new_values);
         yt_release(new_indices);
         return status;
@@ -694,7 +694,7 @@ yt_max_pool2d_ex(yt_tensor *self, const int64_t *kernel_size, int kernel_size_le
                                  padding_len, dilation, dilation_len, ceil_mode);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("max_pool2d", "max_pool2d");
+        yt__error_context("max_pool2d", "");
     return yt__scope_track(result);
 }
 
@@ -766,7 +766,7 @@ yt_layer_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normaliz
                                                  weight, bias, eps, cudnn_enable);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("layer_norm", "layer_norm");
+        yt__error_context("layer_norm", "");
     return yt__scope_track(result);
 }
 
@@ -832,7 +832,7 @@ yt_group_norm_ex(yt_tensor *input, int64_t num_groups, yt_tensor *weight, yt_ten
         yt__composite_group_norm(input, num_groups, weight, bias, eps, cudnn_enabled);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("group_norm", "group_norm");
+        yt__error_context("group_norm", "");
     return yt__scope_track(result);
 }
 
@@ -889,7 +889,7 @@ yt_rms_norm_ex(yt_tensor *input, const int64_t *normalized_shape, int normalized
         yt__composite_rms_norm(input, normalized_shape, normalized_shape_len, weight, eps);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("rms_norm", "rms_norm");
+        yt__error_context("rms_norm", "");
     return yt__scope_track(result);
 }
 
@@ -988,7 +988,7 @@ yt_batch_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, yt_tensor *r
                                                  training, momentum, eps, cudnn_enabled);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("batch_norm", "batch_norm");
+        yt__error_context("batch_norm", "");
     return yt__scope_track(result);
 }
 
@@ -1057,7 +1057,7 @@ yt_row_norm(yt_tensor *input, yt_tensor *weight, yt_tensor *bias, bool center, d
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, input, weight, bias, center, eps);
     if (status != YT_OK) {
-        yt__error_context("row_norm", "row_norm");
+        yt__error_context("row_norm", "");
         yt_release(result);
         return NULL;
     }
@@ -1186,7 +1186,7 @@ yt_batch_norm_training(yt_tensor *input, yt_tensor *weight, yt_tensor *bias,
                                       : kernel(result, input, weight, bias, running_mean,
                                                running_var, momentum, eps);
     if (status != YT_OK) {
-        yt__error_context("batch_norm_training", "batch_norm_training");
+        yt__error_context("batch_norm_training", "");
         yt_release(result);
         return NULL;
     }
@@ -1219,7 +1219,7 @@ yt_dropout_ex(yt_tensor *input, double p, bool train, yt_generator *generator)
     yt_tensor *result = yt__composite_dropout(input, p, train, generator);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("dropout", "dropout");
+        yt__error_context("dropout", "");
     return yt__scope_track(result);
 }
 
@@ -1306,7 +1306,7 @@ yt_scaled_dot_product_attention_ex(yt_tensor *query, yt_tensor *key, yt_tensor *
                                                                    dropout_p, is_causal, generator);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("scaled_dot_product_attention", "scaled_dot_product_attention");
+        yt__error_context("scaled_dot_product_attention", "");
     return yt__scope_track(result);
 }
 
@@ -1415,7 +1415,7 @@ yt_scaled_dot_product_attention_math(yt_tensor *query, yt_tensor *key, yt_tensor
         status = yt__record_scaled_dot_product_attention_math(new_output, new_attn, query, key,
                                                               value, scale);
     if (status != YT_OK) {
-        yt__error_context("scaled_dot_product_attention_math", "scaled_dot_product_attention_math");
+        yt__error_context("scaled_dot_product_attention_math", "");
         yt_release(new_output);
         yt_release(new_attn);
         return status;

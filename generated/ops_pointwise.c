@@ -6674,7 +6674,7 @@ yt_to(yt_tensor *self, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("to", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dtype);
     if (status != YT_OK) {
-        yt__error_context("to", "to");
+        yt__error_context("to", "");
         yt_release(result);
         return NULL;
     }

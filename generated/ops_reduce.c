@@ -40,7 +40,7 @@ yt_sum_ex(yt_tensor *self, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("sum", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dtype);
     if (status != YT_OK) {
-        yt__error_context("sum", "sum");
+        yt__error_context("sum", "");
         yt_release(result);
         return NULL;
     }
@@ -91,7 +91,7 @@ yt_sum_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, yt
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim, dtype);
     if (status != YT_OK) {
-        yt__error_context("sum", "sum");
+        yt__error_context("sum", "");
         yt_release(result);
         return NULL;
     }
@@ -158,7 +158,7 @@ yt_sum_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_l
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim, dtype);
     if (status != YT_OK)
-        yt__error_context("sum", "sum_out");
+        yt__error_context("sum", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -202,7 +202,7 @@ yt_mean_ex(yt_tensor *self, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("mean", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dtype);
     if (status != YT_OK) {
-        yt__error_context("mean", "mean");
+        yt__error_context("mean", "");
         yt_release(result);
         return NULL;
     }
@@ -258,7 +258,7 @@ yt_mean_dim_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim, y
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim, dtype);
     if (status != YT_OK) {
-        yt__error_context("mean", "mean");
+        yt__error_context("mean", "");
         yt_release(result);
         return NULL;
     }
@@ -329,7 +329,7 @@ yt_mean_dim_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_
     yt_status status =
         target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim, dtype);
     if (status != YT_OK)
-        yt__error_context("mean", "mean_out");
+        yt__error_context("mean", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -379,7 +379,7 @@ yt_amax_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
     yt_tensor *result = yt__empty_named("amax", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim);
     if (status != YT_OK) {
-        yt__error_context("amax", "amax");
+        yt__error_context("amax", "");
         yt_release(result);
         return NULL;
     }
@@ -443,7 +443,7 @@ yt_amax_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim);
     if (status != YT_OK)
-        yt__error_context("amax", "amax_out");
+        yt__error_context("amax", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -493,7 +493,7 @@ yt_amin_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
     yt_tensor *result = yt__empty_named("amin", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim);
     if (status != YT_OK) {
-        yt__error_context("amin", "amin");
+        yt__error_context("amin", "");
         yt_release(result);
         return NULL;
     }
@@ -557,7 +557,7 @@ yt_amin_ex_out(yt_tensor *out, yt_tensor *self, const int64_t *dim, int dim_len,
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dim_len, keepdim);
     if (status != YT_OK)
-        yt__error_context("amin", "amin_out");
+        yt__error_context("amin", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -588,7 +588,7 @@ yt_max(yt_tensor *self)
     yt_tensor *result = yt__empty_named("max", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
-        yt__error_context("max", "max");
+        yt__error_context("max", "");
         yt_release(result);
         return NULL;
     }
@@ -619,7 +619,7 @@ yt_min(yt_tensor *self)
     yt_tensor *result = yt__empty_named("min", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
-        yt__error_context("min", "min");
+        yt__error_context("min", "");
         yt_release(result);
         return NULL;
     }
@@ -675,7 +675,7 @@ yt_max_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
     if (status == YT_OK && recording)
         status = yt__record_max_dim(new_values, new_indices, self, dim, keepdim);
     if (status != YT_OK) {
-        yt__error_context("max", "max");
+        yt__error_context("max", "");
         yt_release(new_values);
         yt_release(new_indices);
         return status;
@@ -747,7 +747,7 @@ yt_max_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
                            ? yt_errcode()
                            : kernel(values_target, indices_target, self, dim, keepdim);
     if (status != YT_OK)
-        yt__error_context("max", "max_out");
+        yt__error_context("max", "_out");
     if (values_target != values) {
         if (status == YT_OK)
             status = yt__copy_into(values, values_target);
@@ -810,7 +810,7 @@ yt_min_dim_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_tensor **values, yt
     if (status == YT_OK && recording)
         status = yt__record_min_dim(new_values, new_indices, self, dim, keepdim);
     if (status != YT_OK) {
-        yt__error_context("min", "min");
+        yt__error_context("min", "");
         yt_release(new_values);
         yt_release(new_indices);
         return status;
@@ -882,7 +882,7 @@ yt_min_dim_ex_out(yt_tensor *values, yt_tensor *indices, yt_tensor *self, int64_
                            ? yt_errcode()
                            : kernel(values_target, indices_target, self, dim, keepdim);
     if (status != YT_OK)
-        yt__error_context("min", "min_out");
+        yt__error_context("min", "_out");
     if (values_target != values) {
         if (status == YT_OK)
             status = yt__copy_into(values, values_target);
@@ -932,7 +932,7 @@ yt_argmax_ex(yt_tensor *self, int64_t dim, bool keepdim)
     yt_tensor *result = yt__empty_named("argmax", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
     if (status != YT_OK) {
-        yt__error_context("argmax", "argmax");
+        yt__error_context("argmax", "");
         yt_release(result);
         return NULL;
     }
@@ -987,7 +987,7 @@ yt_argmax_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
     if (status != YT_OK)
-        yt__error_context("argmax", "argmax_out");
+        yt__error_context("argmax", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -1030,7 +1030,7 @@ yt_argmin_ex(yt_tensor *self, int64_t dim, bool keepdim)
     yt_tensor *result = yt__empty_named("argmin", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
     if (status != YT_OK) {
-        yt__error_context("argmin", "argmin");
+        yt__error_context("argmin", "");
         yt_release(result);
         return NULL;
     }
@@ -1085,7 +1085,7 @@ yt_argmin_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
     if (status != YT_OK)
-        yt__error_context("argmin", "argmin_out");
+        yt__error_context("argmin", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -1125,7 +1125,7 @@ yt_prod_ex(yt_tensor *self, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("prod", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dtype);
     if (status != YT_OK) {
-        yt__error_context("prod", "prod");
+        yt__error_context("prod", "");
         yt_release(result);
         return NULL;
     }
@@ -1168,7 +1168,7 @@ yt_prod_dim_int_ex(yt_tensor *self, int64_t dim, bool keepdim, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("prod", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim, dtype);
     if (status != YT_OK) {
-        yt__error_context("prod", "prod");
+        yt__error_context("prod", "");
         yt_release(result);
         return NULL;
     }
@@ -1225,7 +1225,7 @@ yt_prod_dim_int_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdi
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim, dtype);
     if (status != YT_OK)
-        yt__error_context("prod", "prod_out");
+        yt__error_context("prod", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -1254,7 +1254,7 @@ yt_all(yt_tensor *self)
     yt_tensor *result = yt__empty_named("all", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
-        yt__error_context("all", "all");
+        yt__error_context("all", "");
         yt_release(result);
         return NULL;
     }
@@ -1290,7 +1290,7 @@ yt_all_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
     yt_tensor *result = yt__empty_named("all", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
     if (status != YT_OK) {
-        yt__error_context("all", "all");
+        yt__error_context("all", "");
         yt_release(result);
         return NULL;
     }
@@ -1341,7 +1341,7 @@ yt_all_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
     if (status != YT_OK)
-        yt__error_context("all", "all_out");
+        yt__error_context("all", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -1370,7 +1370,7 @@ yt_any(yt_tensor *self)
     yt_tensor *result = yt__empty_named("any", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self);
     if (status != YT_OK) {
-        yt__error_context("any", "any");
+        yt__error_context("any", "");
         yt_release(result);
         return NULL;
     }
@@ -1406,7 +1406,7 @@ yt_any_dim_ex(yt_tensor *self, int64_t dim, bool keepdim)
     yt_tensor *result = yt__empty_named("any", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, keepdim);
     if (status != YT_OK) {
-        yt__error_context("any", "any");
+        yt__error_context("any", "");
         yt_release(result);
         return NULL;
     }
@@ -1457,7 +1457,7 @@ yt_any_dim_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, bool keepdim)
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, keepdim);
     if (status != YT_OK)
-        yt__error_context("any", "any_out");
+        yt__error_context("any", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -1499,7 +1499,7 @@ yt_cumsum_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("cumsum", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
     if (status != YT_OK) {
-        yt__error_context("cumsum", "cumsum");
+        yt__error_context("cumsum", "");
         yt_release(result);
         return NULL;
     }
@@ -1557,7 +1557,7 @@ yt_cumsum_ex_out(yt_tensor *out, yt_tensor *self, int64_t dim, yt_dtype dtype)
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, self, dim, dtype);
     if (status != YT_OK)
-        yt__error_context("cumsum", "cumsum_out");
+        yt__error_context("cumsum", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -1608,7 +1608,7 @@ yt_logsumexp_ex(yt_tensor *self, const int64_t *dim, int dim_len, bool keepdim)
     yt_tensor *result = yt__empty_named("logsumexp", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, keepdim);
     if (status != YT_OK) {
-        yt__error_context("logsumexp", "logsumexp");
+        yt__error_context("logsumexp", "");
         yt_release(result);
         return NULL;
     }
@@ -1661,7 +1661,7 @@ yt_var_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, correction, keepdim);
     if (status != YT_OK) {
-        yt__error_context("var", "var");
+        yt__error_context("var", "");
         yt_release(result);
         return NULL;
     }
@@ -1714,7 +1714,7 @@ yt_std_ex(yt_tensor *self, const int64_t *dim, int dim_len, int64_t correction, 
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, dim, dim_len, correction, keepdim);
     if (status != YT_OK) {
-        yt__error_context("std", "std");
+        yt__error_context("std", "");
         yt_release(result);
         return NULL;
     }
@@ -1782,7 +1782,7 @@ yt_linalg_vector_norm_ex(yt_tensor *self, yt_scalar ord, const int64_t *dim, int
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, ord, dim, dim_len, keepdim, dtype);
     if (status != YT_OK) {
-        yt__error_context("linalg_vector_norm", "linalg_vector_norm");
+        yt__error_context("linalg_vector_norm", "");
         yt_release(result);
         return NULL;
     }
@@ -1829,7 +1829,7 @@ yt_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("softmax", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
     if (status != YT_OK) {
-        yt__error_context("softmax", "softmax");
+        yt__error_context("softmax", "");
         yt_release(result);
         return NULL;
     }
@@ -1875,7 +1875,7 @@ yt_log_softmax_ex(yt_tensor *self, int64_t dim, yt_dtype dtype)
     yt_tensor *result = yt__empty_named("log_softmax", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dim, dtype);
     if (status != YT_OK) {
-        yt__error_context("log_softmax", "log_softmax");
+        yt__error_context("log_softmax", "");
         yt_release(result);
         return NULL;
     }

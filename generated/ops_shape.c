@@ -121,7 +121,7 @@ yt_reshape(yt_tensor *self, const int64_t *shape, int shape_len)
     yt_tensor *result = yt__composite_reshape(self, shape, shape_len);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("reshape", "reshape");
+        yt__error_context("reshape", "");
     return yt__scope_track(result);
 }
 
@@ -266,7 +266,7 @@ yt_contiguous(yt_tensor *self)
     yt_tensor *result = yt__composite_contiguous(self);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("contiguous", "contiguous");
+        yt__error_context("contiguous", "");
     return yt__scope_track(result);
 }
 
@@ -297,7 +297,7 @@ yt_flatten_ex(yt_tensor *self, int64_t start_dim, int64_t end_dim)
     yt_tensor *result = yt__composite_flatten(self, start_dim, end_dim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("flatten", "flatten");
+        yt__error_context("flatten", "");
     return yt__scope_track(result);
 }
 
@@ -323,7 +323,7 @@ yt_unflatten(yt_tensor *self, int64_t dim, const int64_t *sizes, int sizes_len)
     yt_tensor *result = yt__composite_unflatten(self, dim, sizes, sizes_len);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("unflatten", "unflatten");
+        yt__error_context("unflatten", "");
     return yt__scope_track(result);
 }
 
@@ -342,7 +342,7 @@ yt_broadcast_to(yt_tensor *self, const int64_t *size, int size_len)
     yt_tensor *result = yt__composite_broadcast_to(self, size, size_len);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("broadcast_to", "broadcast_to");
+        yt__error_context("broadcast_to", "");
     return yt__scope_track(result);
 }
 
@@ -364,7 +364,7 @@ yt_narrow(yt_tensor *self, int64_t dim, int64_t start, int64_t length)
     yt_tensor *result = yt__composite_narrow(self, dim, start, length);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("narrow", "narrow");
+        yt__error_context("narrow", "");
     return yt__scope_track(result);
 }
 
@@ -388,7 +388,7 @@ yt_repeat(yt_tensor *self, const int64_t *repeats, int repeats_len)
     yt_tensor *result = yt__composite_repeat(self, repeats, repeats_len);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("repeat", "repeat");
+        yt__error_context("repeat", "");
     return yt__scope_track(result);
 }
 
@@ -422,7 +422,7 @@ yt_flip(yt_tensor *self, const int64_t *dims, int dims_len)
     yt_tensor *result = yt__empty_named("flip", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, dims, dims_len);
     if (status != YT_OK) {
-        yt__error_context("flip", "flip");
+        yt__error_context("flip", "");
         yt_release(result);
         return NULL;
     }
@@ -480,7 +480,7 @@ yt_roll_ex(yt_tensor *self, const int64_t *shifts, int shifts_len, const int64_t
     yt_status status =
         result == NULL ? yt_errcode() : kernel(result, self, shifts, shifts_len, dims, dims_len);
     if (status != YT_OK) {
-        yt__error_context("roll", "roll");
+        yt__error_context("roll", "");
         yt_release(result);
         return NULL;
     }
@@ -521,7 +521,7 @@ yt_tril_ex(yt_tensor *self, int64_t diagonal)
     yt_tensor *result = yt__empty_named("tril", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, diagonal);
     if (status != YT_OK) {
-        yt__error_context("tril", "tril");
+        yt__error_context("tril", "");
         yt_release(result);
         return NULL;
     }
@@ -562,7 +562,7 @@ yt_triu_ex(yt_tensor *self, int64_t diagonal)
     yt_tensor *result = yt__empty_named("triu", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, self, diagonal);
     if (status != YT_OK) {
-        yt__error_context("triu", "triu");
+        yt__error_context("triu", "");
         yt_release(result);
         return NULL;
     }
@@ -607,7 +607,7 @@ yt_pad_ex(yt_tensor *self, const int64_t *pad, int pad_len, const char *mode, co
     yt_tensor *result = yt__composite_pad(self, pad, pad_len, mode, value);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("pad", "pad");
+        yt__error_context("pad", "");
     return yt__scope_track(result);
 }
 
@@ -652,7 +652,7 @@ yt_cat_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
     yt_tensor *result = yt__empty_named("cat", &result_shape, result_dtype, result_device);
     yt_status status = result == NULL ? yt_errcode() : kernel(result, tensors, tensors_len, dim);
     if (status != YT_OK) {
-        yt__error_context("cat", "cat");
+        yt__error_context("cat", "");
         yt_release(result);
         return NULL;
     }
@@ -722,7 +722,7 @@ yt_cat_ex_out(yt_tensor *out, yt_tensor *const *tensors, int tensors_len, int64_
                             : yt__empty(&result_shape, result_dtype, result_device);
     yt_status status = target == NULL ? yt_errcode() : kernel(target, tensors, tensors_len, dim);
     if (status != YT_OK)
-        yt__error_context("cat", "cat_out");
+        yt__error_context("cat", "_out");
     if (target != out) {
         if (status == YT_OK)
             status = yt__copy_into(out, target);
@@ -764,7 +764,7 @@ yt_stack_ex(yt_tensor *const *tensors, int tensors_len, int64_t dim)
     yt_tensor *result = yt__composite_stack(tensors, tensors_len, dim);
     yt__scope_resume();
     if (result == NULL)
-        yt__error_context("stack", "stack");
+        yt__error_context("stack", "");
     return yt__scope_track(result);
 }
 
@@ -794,7 +794,7 @@ yt_split_ex(yt_tensor *self, int64_t split_size, int64_t dim, yt_tensor **out, i
     int64_t count = yt__composite_split(self, split_size, dim, out, out_capacity);
     yt__scope_resume();
     if (count < 0)
-        yt__error_context("split", "split");
+        yt__error_context("split", "");
     for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
         yt__scope_track(out[i]);
     return count;
@@ -836,7 +836,7 @@ yt_split_with_sizes_ex(yt_tensor *self, const int64_t *split_sizes, int split_si
         yt__composite_split_with_sizes(self, split_sizes, split_sizes_len, dim, out, out_capacity);
     yt__scope_resume();
     if (count < 0)
-        yt__error_context("split_with_sizes", "split_with_sizes");
+        yt__error_context("split_with_sizes", "");
     for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
         yt__scope_track(out[i]);
     return count;
@@ -868,7 +868,7 @@ yt_chunk_ex(yt_tensor *self, int64_t chunks, int64_t dim, yt_tensor **out, int64
     int64_t count = yt__composite_chunk(self, chunks, dim, out, out_capacity);
     yt__scope_resume();
     if (count < 0)
-        yt__error_context("chunk", "chunk");
+        yt__error_context("chunk", "");
     for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
         yt__scope_track(out[i]);
     return count;
@@ -900,7 +900,7 @@ yt_unbind_ex(yt_tensor *self, int64_t dim, yt_tensor **out, int64_t out_capacity
     int64_t count = yt__composite_unbind(self, dim, out, out_capacity);
     yt__scope_resume();
     if (count < 0)
-        yt__error_context("unbind", "unbind");
+        yt__error_context("unbind", "");
     for (int64_t i = 0; out != NULL && i < count && i < out_capacity; i++)
         yt__scope_track(out[i]);
     return count;

@@ -51,27 +51,28 @@ yt__fail_status(yt_status code, const char *fmt, ...)
     return last_error.code;
 }
 
-/* Whether msg starts with "name:". */
+/* Whether msg starts with name and suffix, then a colon. */
 static bool
-names_op(const char *msg, const char *name)
+names_op(const char *msg, const char *name, const char *suffix)
 {
-    const size_t len = strlen(name);
-    return strncmp(msg, name, len) == 0 && msg[len] == ':';
+    const size_t len = strlen(name), suffix_len = strlen(suffix);
+    return strncmp(msg, name, len) == 0 && strncmp(msg + len, suffix, suffix_len) == 0 &&
+           msg[len + suffix_len] == ':';
 }
 
 void
-yt__error_context(const char *base, const char *name)
+yt__error_context(const char *base, const char *suffix)
 {
-    if (last_error.code == YT_OK || names_op(last_error.msg, base) ||
-        names_op(last_error.msg, name))
+    if (last_error.code == YT_OK || names_op(last_error.msg, base, "") ||
+        names_op(last_error.msg, base, suffix))
         return;
-    yt__fail_status(last_error.code, "%s: %s", name, last_error.msg);
+    yt__fail_status(last_error.code, "%s%s: %s", base, suffix, last_error.msg);
 }
 
 void
 yt__error_rename(const char *from, const char *to)
 {
-    if (last_error.code != YT_OK && names_op(last_error.msg, from))
+    if (last_error.code != YT_OK && names_op(last_error.msg, from, ""))
         yt__fail_status(last_error.code, "%s%s", to, last_error.msg + strlen(from));
 }
 

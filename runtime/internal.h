@@ -63,10 +63,10 @@ YT_INTERNAL yt_status yt__fail_status(yt_status code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Called by an op whose composite or kernel just failed inside another public op: the message
  * then named that op ("sub: self.size(0)=6 cannot broadcast with other.size(0)=3" from
- * huber_loss), so it is prefixed with the op the caller called, `name` (its variant: "add_",
- * "conv1d_out"), unless it already starts with `name` or with `base` (the op without the variant's
- * suffix) and a colon. The code stays. */
-YT_INTERNAL void yt__error_context(const char *base, const char *name);
+ * huber_loss), so it is prefixed with the op the caller called, `base` and its variant's `suffix`
+ * ("add" and "_", "conv1d" and "_out", "huber_loss" and ""), unless it already starts with that
+ * name or with `base` and a colon. The code stays. */
+YT_INTERNAL void yt__error_context(const char *base, const char *suffix);
 /* For a composite that hands its arguments, names unchanged, to another op: a message that starts
  * with "from: " is made to start with "to: " instead. */
 YT_INTERNAL void yt__error_rename(const char *from, const char *to);

@@ -10,6 +10,10 @@
 
 #include "test_util.h"
 
+/* runtime/internal.h */
+yt_status yt__fail_status(yt_status code, const char *fmt, ...);
+void yt__error_context(const char *base, const char *suffix);
+
 Test(errors, first_error_survives_a_chain)
 {
     const int64_t sa[2] = {2, 3}, sb[2] = {4, 5};
@@ -277,4 +281,23 @@ Test(errors, failures_inside_an_op_name_the_op_called)
     yt_release(x), yt_release(w), yt_release(b7), yt_release(a), yt_release(q), yt_release(k);
     yt_release(t), yt_release(x4);
     YT_ASSERT_NO_LEAKS();
+}
+
+/* What the generated out= and in-place variants do with a message from an op they called: the
+ * variant's full name goes in front, unless the message already names it or the base op. */
+Test(errors, failures_inside_a_variant_name_the_variant)
+{
+    yt__fail_status(YT_ERR_SHAPE, "sub: self.size(0)=6 cannot broadcast with other.size(0)=3");
+    yt__error_context("huber_loss", "_out");
+    YT_ASSERT_ERROR(YT_ERR_SHAPE, "huber_loss_out: sub: self.size(0)=6 cannot broadcast");
+    yt__fail_status(YT_ERR_VALUE, "add_: self is a leaf that requires grad");
+    yt__error_context("add", "_");
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "add_: self is a leaf that requires grad");
+    yt__fail_status(YT_ERR_VALUE, "add: alpha must be finite");
+    yt__error_context("add", "_out");
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "add: alpha must be finite");
+    yt__fail_status(YT_ERR_VALUE, "addmm: beta must be finite");
+    yt__error_context("add", "_out"); /* a longer name that begins with the base is another op */
+    YT_ASSERT_ERROR(YT_ERR_VALUE, "add_out: addmm: beta must be finite");
+    yt_clear_error();
 }
