@@ -7,12 +7,11 @@
  * identically on both sides so the ratio is what matters.
  *
  * Most cases are [N / 1000, 1000] (add_step2 reads every other column of [N / 1000, 2000]);
- * the *_short_rows ones are [N / 4, 4] (the same elements),
+ * the *_short_rows ones are [N / 4, 4] (the same elements), from a narrowed [N / 4, 8] input (4
+ * of every 8 elements) or with a [N / 4, 1] column, where a traversal that pays per row shows.
  * logical_not and where read bools, and the to_* casts allocate their result (no out=, on either
  * side; the allocator hands the same block back). Every operand counts 4 bytes, as on the torch
  * side, so for bool and half types GB/s is nominal and only the ratio means something.
- * from a narrowed [N / 4, 8] input (4 of every 8 elements) or with a [N / 4, 1] column, where a
- * traversal that pays per row shows.
  *
  * Usage: pointwise [CASE...]   (default: every case) */
 #define _POSIX_C_SOURCE 199309L
