@@ -3,7 +3,8 @@
  *   conv2  [64, 8, 13, 13] * [16, 8, 3, 3] + bias     backward: input, weight and bias
  *   pool1  max_pool2d(2) of [64, 8, 26, 26]           backward: input
  *   pool2  max_pool2d(2) of [64, 16, 11, 11]
- * Prints "yaten_<case>_<fwd|bwd|fwdbwd> <ms> ms" (medians); bench/conv_torch.py prints the same
+ * Prints "yaten_<case>_<fwd|bwd|fwdbwd> <ms> ms" (medians; bwd timed alone, each call after an
+ * untimed forward pass that records the graph); bench/conv_torch.py prints the same
  * for PyTorch and bench/conv.sh runs both interleaved. Threads: OMP_NUM_THREADS. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
@@ -40,22 +41,37 @@ check(const void *p, const char *what)
     }
 }
 
-/* Median ms per call of fn over 7 batches of at least 20 ms. */
+/* Median ms per call of fn over 7 batches of at least 20 ms. With `before` set, each call of fn
+ * follows a call of before(ctx) that is not timed (the forward pass a backward one needs). */
 static double
-median_ms(void (*fn)(void *), void *ctx)
+median_ms(void (*before)(void *), void (*fn)(void *), void *ctx)
 {
-    fn(ctx);
-    fn(ctx);
-    double t0 = now_ms();
-    fn(ctx);
-    double per = now_ms() - t0;
+    double per = 0;
+    for (int warm = 0; warm < 3; warm++) {
+        if (before != NULL)
+            before(ctx);
+        double t0 = now_ms();
+        fn(ctx);
+        per = now_ms() - t0;
+    }
     int inner = (int)(20.0 / (per > 1e-3 ? per : 1e-3)) + 1;
     double v[7];
     for (int r = 0; r < 7; r++) {
-        double s = now_ms();
-        for (int i = 0; i < inner; i++)
-            fn(ctx);
-        v[r] = (now_ms() - s) / inner;
+        double spent = 0;
+        if (before == NULL) {
+            double s = now_ms();
+            for (int i = 0; i < inner; i++)
+                fn(ctx);
+            spent = now_ms() - s;
+        } else {
+            for (int i = 0; i < inner; i++) {
+                before(ctx);
+                double s = now_ms();
+                fn(ctx);
+                spent += now_ms() - s;
+            }
+        }
+        v[r] = spent / inner;
     }
     qsort(v, 7, sizeof *v, cmp_double);
     return v[3];
@@ -63,6 +79,7 @@ median_ms(void (*fn)(void *), void *ctx)
 
 typedef struct conv_case {
     yt_tensor *x, *w, *b, *g;
+    yt_tensor *y; /* the forward pass's output, recorded for backward */
 } conv_case;
 
 static void
@@ -77,17 +94,11 @@ conv_fwd(void *ctx)
 }
 
 static void
-conv_fwdbwd(void *ctx)
+conv_record(void *ctx)
 {
     conv_case *c = ctx;
-    yt_tensor *y = yt_conv2d_ex(c->x, c->w, c->b, NULL, 0, NULL, 0, NULL, 0, 1);
-    check(y, "conv2d");
-    if (yt_backward(y, c->g, NULL) != YT_OK)
-        check(NULL, "backward");
-    yt_release(y);
-    yt_tensor *leaves[3] = {c->x, c->w, c->b};
-    for (int i = 0; i < 3; i++)
-        yt_zero_grad(leaves[i]);
+    c->y = yt_conv2d_ex(c->x, c->w, c->b, NULL, 0, NULL, 0, NULL, 0, 1);
+    check(c->y, "conv2d");
 }
 
 static void
@@ -103,16 +114,27 @@ pool_fwd(void *ctx)
 }
 
 static void
-pool_fwdbwd(void *ctx)
+pool_record(void *ctx)
 {
     conv_case *c = ctx;
     static const int64_t k[] = {2};
-    yt_tensor *y = yt_max_pool2d(c->x, k, 1);
-    check(y, "max_pool2d");
-    if (yt_backward(y, c->g, NULL) != YT_OK)
+    c->y = yt_max_pool2d(c->x, k, 1);
+    check(c->y, "max_pool2d");
+}
+
+/* The backward pass of the output conv_record or pool_record left, then the gradients zeroed. */
+static void
+bwd(void *ctx)
+{
+    conv_case *c = ctx;
+    if (yt_backward(c->y, c->g, NULL) != YT_OK)
         check(NULL, "backward");
-    yt_release(y);
-    yt_zero_grad(c->x);
+    yt_release(c->y);
+    c->y = NULL;
+    yt_tensor *leaves[3] = {c->x, c->w, c->b};
+    for (int i = 0; i < 3; i++)
+        if (leaves[i] != NULL)
+            yt_zero_grad(leaves[i]);
 }
 
 static yt_tensor *
@@ -126,12 +148,35 @@ randn(int64_t a, int64_t b, int64_t c, int64_t d, int dim, bool grad)
     return t;
 }
 
+/* fwdbwd: a forward pass recorded for backward and the backward pass, timed together */
 static void
-report(const char *name, void (*fwd)(void *), void (*fwdbwd)(void *), conv_case *c)
+fwdbwd(void (*record)(void *), conv_case *c)
 {
-    double f = median_ms(fwd, c), fb = median_ms(fwdbwd, c);
+    record(c);
+    bwd(c);
+}
+
+static void
+conv_fwdbwd(void *ctx)
+{
+    fwdbwd(conv_record, ctx);
+}
+
+static void
+pool_fwdbwd(void *ctx)
+{
+    fwdbwd(pool_record, ctx);
+}
+
+/* Forward alone (no graph), backward alone (after an untimed recorded forward), and both. */
+static void
+report(const char *name, void (*fwd)(void *), void (*record)(void *), void (*both)(void *),
+       conv_case *c)
+{
+    const double f = median_ms(NULL, fwd, c), b = median_ms(record, bwd, c);
+    const double fb = median_ms(NULL, both, c);
     printf("yaten_%s_fwd %.4f ms\nyaten_%s_bwd %.4f ms\nyaten_%s_fwdbwd %.4f ms\n", name, f, name,
-           fb - f, name, fb);
+           b, name, fb);
     fflush(stdout);
 }
 
@@ -140,16 +185,17 @@ conv_bench(const char *name, int64_t n, int64_t ci, int64_t h, int64_t co, int64
            bool input_grad)
 {
     conv_case c = {randn(n, ci, h, h, 4, input_grad), randn(co, ci, k, k, 4, true),
-                   randn(co, 0, 0, 0, 1, true), randn(n, co, h - k + 1, h - k + 1, 4, false)};
-    report(name, conv_fwd, conv_fwdbwd, &c);
+                   randn(co, 0, 0, 0, 1, true), randn(n, co, h - k + 1, h - k + 1, 4, false), NULL};
+    report(name, conv_fwd, conv_record, conv_fwdbwd, &c);
     yt_release(c.x), yt_release(c.w), yt_release(c.b), yt_release(c.g);
 }
 
 static void
 pool_bench(const char *name, int64_t n, int64_t ch, int64_t h)
 {
-    conv_case c = {randn(n, ch, h, h, 4, true), NULL, NULL, randn(n, ch, h / 2, h / 2, 4, false)};
-    report(name, pool_fwd, pool_fwdbwd, &c);
+    conv_case c = {randn(n, ch, h, h, 4, true), NULL, NULL, randn(n, ch, h / 2, h / 2, 4, false),
+                   NULL};
+    report(name, pool_fwd, pool_record, pool_fwdbwd, &c);
     yt_release(c.x), yt_release(c.g);
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """PyTorch side of bench/conv.sh: conv2d and max_pool2d forward / backward of the benchmark CNN
-shapes (f32). Prints "torch_<case>_<fwd|bwd|fwdbwd> <ms> ms" lines, medians as in
+shapes (f32). Prints "torch_<case>_<fwd|bwd|fwdbwd> <ms> ms" lines (bwd timed alone, after an
+untimed forward that records the graph), medians as in
 /work/shared/reference-bench (anchors_util.time_batches).
 
 Usage: /usr/bin/python3 bench/conv_torch.py THREADS"""
@@ -24,19 +25,24 @@ torch.manual_seed(0)
 clock = time.process_time if os.environ.get("BENCH_CLOCK", "").startswith("c") else time.perf_counter
 
 
-def median_ms(fn, reps=7, min_s=0.02):
-    fn()
-    fn()
-    t0 = clock()
-    fn()
-    per = max(clock() - t0, 1e-6)
-    inner = int(min_s / per) + 1
-    vals = []
-    for _ in range(reps):
-        s = clock()
-        for _ in range(inner):
+def median_ms(fn, before=None, reps=7, min_s=0.02):
+    """Median ms per call of fn over `reps` batches of at least min_s seconds; with `before`, each
+    call follows an untimed before() whose result it takes (the forward pass for a backward)."""
+    def timed():
+        if before is None:
+            s = clock()
             fn()
-        vals.append((clock() - s) / inner)
+            return clock() - s
+        arg = before()
+        s = clock()
+        fn(arg)
+        return clock() - s
+
+    for _ in range(2):
+        timed()
+    per = max(timed(), 1e-6)
+    inner = int(min_s / per) + 1
+    vals = [sum(timed() for _ in range(inner)) / inner for _ in range(reps)]
     return 1e3 * statistics.median(vals)
 
 
@@ -50,11 +56,10 @@ def conv_case(name, n, c, h, o, k, input_grad):
         with torch.no_grad():
             F.conv2d(x, w, b)
 
-    def fwdbwd():
-        y = F.conv2d(x, w, b)
-        y.backward(g)
+    def record():
+        return F.conv2d(x, w, b)
 
-    report(name, fwd, fwdbwd)
+    report(name, fwd, record, g)
 
 
 def pool_case(name, n, c, h):
@@ -65,18 +70,25 @@ def pool_case(name, n, c, h):
         with torch.no_grad():
             F.max_pool2d(x, 2)
 
-    def fwdbwd():
-        y = F.max_pool2d(x, 2)
+    def record():
+        return F.max_pool2d(x, 2)
+
+    report(name, fwd, record, g)
+
+
+def report(name, fwd, record, g):
+    """Forward alone (no graph), backward alone (after an untimed recorded forward), and both."""
+    def bwd(y):
         y.backward(g)
 
-    report(name, fwd, fwdbwd)
+    def fwdbwd():
+        bwd(record())
 
-
-def report(name, fwd, fwdbwd):
     f = median_ms(fwd)
+    b = median_ms(bwd, before=record)
     fb = median_ms(fwdbwd)
     print(f"torch_{name}_fwd {f:.4f} ms")
-    print(f"torch_{name}_bwd {fb - f:.4f} ms")
+    print(f"torch_{name}_bwd {b:.4f} ms")
     print(f"torch_{name}_fwdbwd {fb:.4f} ms", flush=True)
 
 
