@@ -906,7 +906,7 @@ Test(pointwise, short_rows_through_a_flat_buffer)
     YT_ASSERT_NO_LEAKS();
 }
 
-/* Operands that step over elements (runtime/pointwise.c, run_gathered and, for f32 and f64 steps
+/* Operands that step over elements (runtime/pointwise.c, run_pieces and, for f32 and f64 steps
  * of 2 and 3 on AVX-512, the loops' stepped forms; runtime/stepped_copy.c):
  * [R, n] against every step-th element of a [R, step * n] tensor from its (step - 1)-th on, so
  * that the last row's last element is the storage's last (a vector loop reading past it trips
