@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from formula import c_default, compile_derivative
 from model import DTYPE_SETS, DTYPES, LIST_KINDS, VARIANT_SUFFIX, Op, SpecError
-from pointwise import DTYPE_C, STEPPED_ELEMENT_BYTES, STEPPED_LANES, NoForm, PointwiseExpr
+from pointwise import DTYPE_C, STEPPED_ELEMENT_BYTES, STEPPED_ISAS, STEPPED_LANES, NoForm, PointwiseExpr
 
 C_DTYPE = {d: f"YT_DTYPE_{d.upper()}" for d in DTYPES}
 DOC_WIDTH = 96  # doc comment text, after " * ", within clang-format's 100 columns
@@ -1222,7 +1222,7 @@ class OpLowering:
                 loops[-1]["clones"] = expr.heavy
                 bound = "YT__PW_COMPUTE_BOUND" if expr.compute_bound else "YT__PW_MEMORY_BOUND"
                 variants.append({"fn": loops[-1]["fn"], "blocks": loops[-1]["blocks"],
-                                 "stepped": loops[-1]["stepped"] or "NULL", "bound": bound,
+                                 "stepped": _stepped_choice(loops[-1]), "bound": bound,
                                  "alternatives": [parts], "value": value})
             for v in variants:
                 v["cond"] = _any_of(v.pop("alternatives"))
@@ -1245,8 +1245,9 @@ class OpLowering:
     def _pointwise_loop(self, d, suffix, value, used, promoted, ctx_args):
         """One loop, in its three functions (OP_rows_SUFFIX, the body; OP_loop_SUFFIX and
         OP_blocks_SUFFIX, its row and block forms), and for f32 and f64 loops whose operands all
-        have the loop's dtype a fourth (OP_stepped_SUFFIX, its stepped form): dtype `d`, the
-        element expression `value` reading the names `used`."""
+        have the loop's dtype its stepped form (OP_stepped_SUFFIX, and OP_stepped_avx2_SUFFIX
+        for CPUs without AVX-512): dtype `d`, the element expression `value` reading the names
+        `used`."""
         op = self.op
         store_t = "bool" if op.result_dtype == "bool" else d
         operands = []
@@ -1282,8 +1283,10 @@ class OpLowering:
         return {
             "dtype": d, "enum": C_DTYPE[d], "rows": f"{op.c_name}_rows_{suffix}",
             "fn": f"{op.c_name}_loop_{suffix}", "blocks": f"{op.c_name}_blocks_{suffix}",
-            "stepped": f"{op.c_name}_stepped_{suffix}" if stepped else None, "lanes": lanes,
-            "stepped_row": f"{op.c_name}_stepped_row_{suffix}", "step_names": step_names,
+            # the stepped form, once for each instruction set (runtime/stepped_lanes.h)
+            "stepped_forms": [{"fn": f"{op.c_name}_stepped{isa}_{suffix}", "row": f"{op.c_name}_stepped_row{isa}_{suffix}",
+                               "target": target, "lanes_suffix": f"_{d}{isa}"} for isa, target in STEPPED_ISAS]
+            if stepped else [], "lanes": lanes, "step_names": step_names,
             "step_cases": _step_cases(step_names, STEPPED_ELEMENT_BYTES.get(d, 0)) if stepped else [],
             "n_ops": len(sizes), "esizes": ", ".join(sizes),
             "out_storage": ost, "store": ostore.format("out_value"), "compute": ctype,
@@ -1293,6 +1296,14 @@ class OpLowering:
             "bcast_cond": [" && ".join(f"strides[{i}] == {'0' if i == b else x}" for i, x in enumerate(sizes))
                            for b in range(1, len(sizes))],
         }
+
+
+def _stepped_choice(loop: dict) -> str:
+    """The C expression a call passes yt__pointwise as its stepped form: the form of each
+    instruction set in STEPPED_ISAS, chosen among at run time, or NULL for a loop without one."""
+    if not loop["stepped_forms"]:
+        return "NULL"
+    return f"yt__stepped_form({', '.join(f['fn'] for f in loop['stepped_forms'])})"
 
 
 def _step_cases(names: list, size: int) -> list:

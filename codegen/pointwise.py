@@ -27,6 +27,9 @@ DTYPE_C = {
 # registers (runtime/stepped_lanes.h). Elsewhere such rows go through buffers (stepped_copy.h).
 STEPPED_LANES = {"f32": "YT__STEPPED_LANES_F32", "f64": "YT__STEPPED_LANES_F64"}
 STEPPED_ELEMENT_BYTES = {"f32": 4, "f64": 8}
+# The instruction sets each stepped form is built for, in yt__stepped_form's order of arguments:
+# the suffix of its functions' names (and of the lanes functions they call), and its target.
+STEPPED_ISAS = [("", "YT__STEPPED_TARGET"), ("_avx2", "YT__STEPPED_AVX2_TARGET")]
 # dtype_max() / dtype_lowest(): the largest and lowest finite value of the loop's dtype (what
 # nan_to_num puts for infinities); f16 and bf16 compute in float, so their own limits are spelled out.
 DTYPE_LIMITS = {

@@ -15,10 +15,12 @@
  * path remains. f32 and f64 loops whose operands all have the loop's dtype have a stepped form
  * as well (OP_stepped_DTYPE): rows in which operands step 2 or 3 elements apart (x[:, ::2]), a
  * 512-bit vector at a time through registers (runtime/stepped_lanes.h), where otherwise the
- * runtime copies such operands through buffers. Its rows run in OP_stepped_row_DTYPE, inlined once
- * per common set of steps (one input 2 or 3 elements apart, the output 2 apart, or both in place,
- * the rest contiguous: codegen/lower.py, _step_cases) with those steps as constants, so that
- * the lanes' tests of each operand's step fold away, and once more for any other steps. */
+ * runtime copies such operands through buffers; OP_stepped_avx2_DTYPE is the same form for CPUs
+ * without AVX-512, the vector in two 256-bit halves. Its rows run in OP_stepped_row_DTYPE
+ * (OP_stepped_row_avx2_DTYPE), inlined once per common set of steps (one input 2 or 3 elements
+ * apart, the output 2 apart, or both in place, the rest contiguous: codegen/lower.py, _step_cases)
+ * with those steps as constants, so that the lanes' tests of each operand's step fold away, and
+ * once more for any other steps. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -618,6 +620,66 @@ sub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+sub_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = self - (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+sub_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = sub_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = sub_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = sub_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = sub_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = sub_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step, n,
+                                         ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sub_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 sub_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -741,6 +803,66 @@ sub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+sub_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double alpha = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = self - (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+sub_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = sub_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = sub_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = sub_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = sub_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = sub_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step, n,
+                                         ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sub_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha)
 {
@@ -773,10 +895,12 @@ yt__cpu_sub(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
         return yt__pointwise(result, 2, inputs, sub_loop_bf16, sub_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, sub_loop_f32, sub_blocks_f32, sub_stepped_f32,
+        return yt__pointwise(result, 2, inputs, sub_loop_f32, sub_blocks_f32,
+                             yt__stepped_form(sub_stepped_f32, sub_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, sub_loop_f64, sub_blocks_f64, sub_stepped_f64,
+        return yt__pointwise(result, 2, inputs, sub_loop_f64, sub_blocks_f64,
+                             yt__stepped_form(sub_stepped_f64, sub_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -1168,6 +1292,57 @@ sub_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+sub_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    const float alpha = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self - (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+sub_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = sub_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = sub_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = sub_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sub_scalar_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 sub_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -1260,6 +1435,57 @@ sub_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+sub_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    const double alpha = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self - (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+sub_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = sub_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = sub_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = sub_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sub_scalar_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
@@ -1294,10 +1520,12 @@ yt__cpu_sub_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, sub_scalar_loop_f32, sub_scalar_blocks_f32,
-                             sub_scalar_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(sub_scalar_stepped_f32, sub_scalar_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sub_scalar_loop_f64, sub_scalar_blocks_f64,
-                             sub_scalar_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(sub_scalar_stepped_f64, sub_scalar_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1874,6 +2102,66 @@ floor_divide_stepped_f32(char **data, const int64_t *strides, int64_t n, const i
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+floor_divide_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
+                                  int64_t self_step, const char *other_p, int64_t other_step,
+                                  int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+floor_divide_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = floor_divide_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = floor_divide_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = floor_divide_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = floor_divide_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = floor_divide_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p,
+                                                  other_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        floor_divide_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 floor_divide_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
@@ -1996,6 +2284,66 @@ floor_divide_stepped_f64(char **data, const int64_t *strides, int64_t n, const i
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+floor_divide_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
+                                  int64_t self_step, const char *other_p, int64_t other_step,
+                                  int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+floor_divide_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = floor_divide_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = floor_divide_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = floor_divide_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = floor_divide_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = floor_divide_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = floor_divide_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = floor_divide_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p,
+                                                  other_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        floor_divide_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -2029,11 +2377,15 @@ yt__cpu_floor_divide(yt_tensor *result, yt_tensor *self, yt_tensor *other)
         return yt__pointwise(result, 2, inputs, floor_divide_loop_bf16, floor_divide_blocks_bf16,
                              NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, floor_divide_loop_f32, floor_divide_blocks_f32,
-                             floor_divide_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, floor_divide_loop_f32, floor_divide_blocks_f32,
+            yt__stepped_form(floor_divide_stepped_f32, floor_divide_stepped_avx2_f32),
+            YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, floor_divide_loop_f64, floor_divide_blocks_f64,
-                             floor_divide_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, floor_divide_loop_f64, floor_divide_blocks_f64,
+            yt__stepped_form(floor_divide_stepped_f64, floor_divide_stepped_avx2_f64),
+            YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2324,6 +2676,68 @@ lerp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+lerp_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          const char *end_p, int64_t end_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float weight = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], end_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(end_lanes, end_p + i * end_step, end_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float end = end_lanes[lane];
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+lerp_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t end_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *end_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && end_step == 4)
+            i = lerp_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && end_step == 4)
+            i = lerp_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && end_step == 8)
+            i = lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && end_step == 12)
+            i = lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && end_step == 4)
+            i = lerp_stepped_row_avx2_f32(out, 8, self_p, 4, end_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 4)
+            i = lerp_stepped_row_avx2_f32(out, 8, self_p, 8, end_p, 4, n, ctx);
+        else
+            i = lerp_stepped_row_avx2_f32(out, out_step, self_p, self_step, end_p, end_step, n,
+                                          ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        lerp_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 lerp_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -2457,6 +2871,68 @@ lerp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+lerp_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          const char *end_p, int64_t end_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double weight = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], end_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(end_lanes, end_p + i * end_step, end_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double end = end_lanes[lane];
+            const double out_value = (weight < (double)0.5)
+                                         ? (self + (weight * (end - self)))
+                                         : (end - ((end - self) * ((double)1 - weight)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+lerp_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t end_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *end_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && end_step == 8)
+            i = lerp_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && end_step == 8)
+            i = lerp_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 16)
+            i = lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 24)
+            i = lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && end_step == 8)
+            i = lerp_stepped_row_avx2_f64(out, 16, self_p, 8, end_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && end_step == 8)
+            i = lerp_stepped_row_avx2_f64(out, 16, self_p, 16, end_p, 8, n, ctx);
+        else
+            i = lerp_stepped_row_avx2_f64(out, out_step, self_p, self_step, end_p, end_step, n,
+                                          ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        lerp_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weight)
 {
@@ -2472,10 +2948,12 @@ yt__cpu_lerp(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_scalar weigh
         return yt__pointwise(result, 2, inputs, lerp_loop_bf16, lerp_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, lerp_loop_f32, lerp_blocks_f32, lerp_stepped_f32,
+        return yt__pointwise(result, 2, inputs, lerp_loop_f32, lerp_blocks_f32,
+                             yt__stepped_form(lerp_stepped_f32, lerp_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, lerp_loop_f64, lerp_blocks_f64, lerp_stepped_f64,
+        return yt__pointwise(result, 2, inputs, lerp_loop_f64, lerp_blocks_f64,
+                             yt__stepped_form(lerp_stepped_f64, lerp_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -2840,6 +3318,76 @@ lerp_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n, const in
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+lerp_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                 const char *end_p, int64_t end_step, const char *weight_p,
+                                 int64_t weight_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], end_lanes[YT__STEPPED_LANES_F32],
+            weight_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(end_lanes, end_p + i * end_step, end_step);
+        yt__lanes_load_f32_avx2(weight_lanes, weight_p + i * weight_step, weight_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float end = end_lanes[lane];
+            const float weight = weight_lanes[lane];
+            const float out_value = (weight < (float)0.5)
+                                        ? (self + (weight * (end - self)))
+                                        : (end - ((end - self) * ((float)1 - weight)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+lerp_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t end_step = strides[2];
+    const int64_t weight_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *end_p = data[2] + r * row_strides[2];
+        const char *weight_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && end_step == 4 && weight_step == 4)
+            i = lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, weight_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && end_step == 4 && weight_step == 4)
+            i = lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, weight_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && end_step == 8 && weight_step == 4)
+            i = lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, weight_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && end_step == 12 && weight_step == 4)
+            i = lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, weight_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && end_step == 4 && weight_step == 8)
+            i = lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 4, weight_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && end_step == 4 && weight_step == 12)
+            i = lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 4, weight_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && end_step == 4 && weight_step == 4)
+            i = lerp_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, end_p, 4, weight_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 4 && weight_step == 4)
+            i = lerp_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, end_p, 4, weight_p, 4, n, ctx);
+        else
+            i = lerp_tensor_stepped_row_avx2_f32(out, out_step, self_p, self_step, end_p, end_step,
+                                                 weight_p, weight_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        lerp_tensor_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 lerp_tensor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                      int64_t rows, const void *ctx)
@@ -3003,6 +3551,77 @@ lerp_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n, const in
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+lerp_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                 const char *end_p, int64_t end_step, const char *weight_p,
+                                 int64_t weight_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], end_lanes[YT__STEPPED_LANES_F64],
+            weight_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(end_lanes, end_p + i * end_step, end_step);
+        yt__lanes_load_f64_avx2(weight_lanes, weight_p + i * weight_step, weight_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double end = end_lanes[lane];
+            const double weight = weight_lanes[lane];
+            const double out_value = (weight < (double)0.5)
+                                         ? (self + (weight * (end - self)))
+                                         : (end - ((end - self) * ((double)1 - weight)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+lerp_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                             const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t end_step = strides[2];
+    const int64_t weight_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *end_p = data[2] + r * row_strides[2];
+        const char *weight_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && end_step == 8 && weight_step == 8)
+            i = lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, weight_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && end_step == 8 && weight_step == 8)
+            i = lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, weight_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 16 && weight_step == 8)
+            i = lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, weight_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 24 && weight_step == 8)
+            i = lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, weight_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 8 && weight_step == 16)
+            i = lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 8, weight_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && end_step == 8 && weight_step == 24)
+            i = lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 8, weight_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && end_step == 8 && weight_step == 8)
+            i = lerp_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, end_p, 8, weight_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && end_step == 8 && weight_step == 8)
+            i = lerp_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, end_p, 8, weight_p, 8, n,
+                                                 ctx);
+        else
+            i = lerp_tensor_stepped_row_avx2_f64(out, out_step, self_p, self_step, end_p, end_step,
+                                                 weight_p, weight_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        lerp_tensor_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tensor *weight)
 {
@@ -3016,11 +3635,15 @@ yt__cpu_lerp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *end, yt_tenso
         return yt__pointwise(result, 3, inputs, lerp_tensor_loop_bf16, lerp_tensor_blocks_bf16,
                              NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f32, lerp_tensor_blocks_f32,
-                             lerp_tensor_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 3, inputs, lerp_tensor_loop_f32, lerp_tensor_blocks_f32,
+            yt__stepped_form(lerp_tensor_stepped_f32, lerp_tensor_stepped_avx2_f32),
+            YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 3, inputs, lerp_tensor_loop_f64, lerp_tensor_blocks_f64,
-                             lerp_tensor_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 3, inputs, lerp_tensor_loop_f64, lerp_tensor_blocks_f64,
+            yt__stepped_form(lerp_tensor_stepped_f64, lerp_tensor_stepped_avx2_f64),
+            YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -3801,6 +4424,78 @@ addcmul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+addcmul_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
+                             int64_t tensor2_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], tensor1_lanes[YT__STEPPED_LANES_F32],
+            tensor2_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
+        yt__lanes_load_f32_avx2(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float tensor1 = tensor1_lanes[lane];
+            const float tensor2 = tensor2_lanes[lane];
+            const float out_value = self + ((value * tensor1) * tensor2);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+addcmul_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t tensor1_step = strides[2];
+    const int64_t tensor2_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *tensor1_p = data[2] + r * row_strides[2];
+        const char *tensor2_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcmul_stepped_row_avx2_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcmul_stepped_row_avx2_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n,
+                                             ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 8 && tensor2_step == 4)
+            i = addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 12 && tensor2_step == 4)
+            i = addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n,
+                                             ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 8)
+            i = addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 12)
+            i = addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n,
+                                             ctx);
+        else if (out_step == 8 && self_step == 4 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcmul_stepped_row_avx2_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcmul_stepped_row_avx2_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else
+            i = addcmul_stepped_row_avx2_f32(out, out_step, self_p, self_step, tensor1_p,
+                                             tensor1_step, tensor2_p, tensor2_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        addcmul_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 addcmul_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
@@ -3954,6 +4649,83 @@ addcmul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+addcmul_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
+                             int64_t tensor2_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double value = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], tensor1_lanes[YT__STEPPED_LANES_F64],
+            tensor2_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
+        yt__lanes_load_f64_avx2(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double tensor1 = tensor1_lanes[lane];
+            const double tensor2 = tensor2_lanes[lane];
+            const double out_value = self + ((value * tensor1) * tensor2);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+addcmul_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t tensor1_step = strides[2];
+    const int64_t tensor2_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *tensor1_p = data[2] + r * row_strides[2];
+        const char *tensor2_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcmul_stepped_row_avx2_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
+                                             ctx);
+        else if (out_step == 8 && self_step == 24 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcmul_stepped_row_avx2_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n,
+                                             ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 16 && tensor2_step == 8)
+            i = addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n,
+                                             ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 24 && tensor2_step == 8)
+            i = addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n,
+                                             ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 16)
+            i = addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n,
+                                             ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 24)
+            i = addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n,
+                                             ctx);
+        else if (out_step == 16 && self_step == 8 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcmul_stepped_row_avx2_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n,
+                                             ctx);
+        else if (out_step == 16 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcmul_stepped_row_avx2_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
+                                             ctx);
+        else
+            i = addcmul_stepped_row_avx2_f64(out, out_step, self_p, self_step, tensor1_p,
+                                             tensor1_step, tensor2_p, tensor2_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        addcmul_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                 yt_scalar value)
@@ -3988,10 +4760,12 @@ yt__cpu_addcmul(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 3, inputs, addcmul_loop_f32, addcmul_blocks_f32,
-                             addcmul_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(addcmul_stepped_f32, addcmul_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, addcmul_loop_f64, addcmul_blocks_f64,
-                             addcmul_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(addcmul_stepped_f64, addcmul_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -4327,6 +5101,78 @@ addcdiv_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+addcdiv_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
+                             int64_t tensor2_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float value = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], tensor1_lanes[YT__STEPPED_LANES_F32],
+            tensor2_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
+        yt__lanes_load_f32_avx2(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float tensor1 = tensor1_lanes[lane];
+            const float tensor2 = tensor2_lanes[lane];
+            const float out_value = self + ((value * tensor1) / tensor2);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+addcdiv_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t tensor1_step = strides[2];
+    const int64_t tensor2_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *tensor1_p = data[2] + r * row_strides[2];
+        const char *tensor2_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcdiv_stepped_row_avx2_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcdiv_stepped_row_avx2_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n,
+                                             ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 8 && tensor2_step == 4)
+            i = addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 12 && tensor2_step == 4)
+            i = addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n,
+                                             ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 8)
+            i = addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 12)
+            i = addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n,
+                                             ctx);
+        else if (out_step == 8 && self_step == 4 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcdiv_stepped_row_avx2_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
+            i = addcdiv_stepped_row_avx2_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+        else
+            i = addcdiv_stepped_row_avx2_f32(out, out_step, self_p, self_step, tensor1_p,
+                                             tensor1_step, tensor2_p, tensor2_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        addcdiv_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 addcdiv_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
@@ -4480,6 +5326,83 @@ addcdiv_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+addcdiv_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
+                             int64_t tensor2_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double value = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], tensor1_lanes[YT__STEPPED_LANES_F64],
+            tensor2_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(tensor1_lanes, tensor1_p + i * tensor1_step, tensor1_step);
+        yt__lanes_load_f64_avx2(tensor2_lanes, tensor2_p + i * tensor2_step, tensor2_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double tensor1 = tensor1_lanes[lane];
+            const double tensor2 = tensor2_lanes[lane];
+            const double out_value = self + ((value * tensor1) / tensor2);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+addcdiv_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t tensor1_step = strides[2];
+    const int64_t tensor2_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *tensor1_p = data[2] + r * row_strides[2];
+        const char *tensor2_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcdiv_stepped_row_avx2_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
+                                             ctx);
+        else if (out_step == 8 && self_step == 24 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcdiv_stepped_row_avx2_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n,
+                                             ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 16 && tensor2_step == 8)
+            i = addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n,
+                                             ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 24 && tensor2_step == 8)
+            i = addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n,
+                                             ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 16)
+            i = addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n,
+                                             ctx);
+        else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 24)
+            i = addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n,
+                                             ctx);
+        else if (out_step == 16 && self_step == 8 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcdiv_stepped_row_avx2_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n,
+                                             ctx);
+        else if (out_step == 16 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
+            i = addcdiv_stepped_row_avx2_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
+                                             ctx);
+        else
+            i = addcdiv_stepped_row_avx2_f64(out, out_step, self_p, self_step, tensor1_p,
+                                             tensor1_step, tensor2_p, tensor2_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        addcdiv_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tensor *tensor2,
                 yt_scalar value)
@@ -4499,10 +5422,12 @@ yt__cpu_addcdiv(yt_tensor *result, yt_tensor *self, yt_tensor *tensor1, yt_tenso
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 3, inputs, addcdiv_loop_f32, addcdiv_blocks_f32,
-                             addcdiv_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(addcdiv_stepped_f32, addcdiv_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 3, inputs, addcdiv_loop_f64, addcdiv_blocks_f64,
-                             addcdiv_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(addcdiv_stepped_f64, addcdiv_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -4888,6 +5813,88 @@ pow_scalar_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_scalar_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_output_p,
+                                         int64_t grad_output_step, const char *exponent_p,
+                                         int64_t exponent_step, const char *output_p,
+                                         int64_t output_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float self = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], exponent_lanes[YT__STEPPED_LANES_F32],
+            output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+        yt__lanes_load_f32_avx2(output_lanes, output_p + i * output_step, output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float exponent = exponent_lanes[lane];
+            const float output = output_lanes[lane];
+            const float out_value = ((self == (float)0) && (exponent >= (float)0))
+                                        ? (float)0
+                                        : ((grad_output * output) * logf(self));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_scalar_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t exponent_step = strides[2];
+    const int64_t output_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *exponent_p = data[2] + r * row_strides[2];
+        const char *output_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && exponent_step == 4 && output_step == 4)
+            i = pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, exponent_p, 4,
+                                                         output_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && exponent_step == 4 && output_step == 4)
+            i = pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, exponent_p, 4,
+                                                         output_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && exponent_step == 8 && output_step == 4)
+            i = pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p, 8,
+                                                         output_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && exponent_step == 12 && output_step == 4)
+            i = pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p, 12,
+                                                         output_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && exponent_step == 4 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p, 4,
+                                                         output_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && exponent_step == 4 && output_step == 12)
+            i = pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p, 4,
+                                                         output_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && exponent_step == 4 && output_step == 4)
+            i = pow_scalar_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 4, exponent_p, 4,
+                                                         output_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && exponent_step == 4 && output_step == 4)
+            i = pow_scalar_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 8, exponent_p, 4,
+                                                         output_p, 4, n, ctx);
+        else
+            i = pow_scalar_backward_stepped_row_avx2_f32(
+                out, out_step, grad_output_p, grad_output_step, exponent_p, exponent_step, output_p,
+                output_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_scalar_backward_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_scalar_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -5067,6 +6074,88 @@ pow_scalar_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_scalar_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_output_p,
+                                         int64_t grad_output_step, const char *exponent_p,
+                                         int64_t exponent_step, const char *output_p,
+                                         int64_t output_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double self = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], exponent_lanes[YT__STEPPED_LANES_F64],
+            output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+        yt__lanes_load_f64_avx2(output_lanes, output_p + i * output_step, output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double exponent = exponent_lanes[lane];
+            const double output = output_lanes[lane];
+            const double out_value = ((self == (double)0) && (exponent >= (double)0))
+                                         ? (double)0
+                                         : ((grad_output * output) * log(self));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_scalar_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t exponent_step = strides[2];
+    const int64_t output_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *exponent_p = data[2] + r * row_strides[2];
+        const char *output_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && exponent_step == 8 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, exponent_p, 8,
+                                                         output_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && exponent_step == 8 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, exponent_p, 8,
+                                                         output_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && exponent_step == 16 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p, 16,
+                                                         output_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && exponent_step == 24 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p, 24,
+                                                         output_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && exponent_step == 8 && output_step == 16)
+            i = pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p, 8,
+                                                         output_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && exponent_step == 8 && output_step == 24)
+            i = pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p, 8,
+                                                         output_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && exponent_step == 8 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 8, exponent_p, 8,
+                                                         output_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && exponent_step == 8 && output_step == 8)
+            i = pow_scalar_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 16, exponent_p, 8,
+                                                         output_p, 8, n, ctx);
+        else
+            i = pow_scalar_backward_stepped_row_avx2_f64(
+                out, out_step, grad_output_p, grad_output_step, exponent_p, exponent_step, output_p,
+                output_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_scalar_backward_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar self,
                             yt_tensor *exponent, yt_tensor *output)
@@ -5083,13 +6172,15 @@ yt__cpu_pow_scalar_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar
         return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_bf16,
                              pow_scalar_backward_blocks_bf16, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_f32,
-                             pow_scalar_backward_blocks_f32, pow_scalar_backward_stepped_f32,
-                             YT__PW_COMPUTE_BOUND, scalars);
+        return yt__pointwise(
+            result, 3, inputs, pow_scalar_backward_loop_f32, pow_scalar_backward_blocks_f32,
+            yt__stepped_form(pow_scalar_backward_stepped_f32, pow_scalar_backward_stepped_avx2_f32),
+            YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 3, inputs, pow_scalar_backward_loop_f64,
-                             pow_scalar_backward_blocks_f64, pow_scalar_backward_stepped_f64,
-                             YT__PW_COMPUTE_BOUND, scalars);
+        return yt__pointwise(
+            result, 3, inputs, pow_scalar_backward_loop_f64, pow_scalar_backward_blocks_f64,
+            yt__stepped_form(pow_scalar_backward_stepped_f64, pow_scalar_backward_stepped_avx2_f64),
+            YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -6038,6 +7129,64 @@ clamp_tensor_backward_stepped_f32_no_min_no_max(char **data, const int64_t *stri
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(char *out, int64_t out_step,
+                                                         const char *grad_output_p,
+                                                         int64_t grad_output_step, int64_t n,
+                                                         const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float out_value = grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_stepped_avx2_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                                     const int64_t *row_strides, int64_t rows,
+                                                     const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p, 8,
+                                                                         n, ctx);
+        else if (out_step == 4 && grad_output_step == 12)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p, 12,
+                                                                         n, ctx);
+        else if (out_step == 8 && grad_output_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 4,
+                                                                         n, ctx);
+        else if (out_step == 8 && grad_output_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 8,
+                                                                         n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f32_no_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -6216,6 +7365,87 @@ clamp_tensor_backward_stepped_f32_no_min_max(char **data, const int64_t *strides
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(char *out, int64_t out_step,
+                                                      const char *grad_output_p,
+                                                      int64_t grad_output_step, const char *self_p,
+                                                      int64_t self_step, const char *max_p,
+                                                      int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_stepped_avx2_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                                  const int64_t *row_strides, int64_t rows,
+                                                  const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 8,
+                                                                      self_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 12,
+                                                                      self_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
+                                                                      self_p, 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
+                                                                      self_p, 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
+                                                                      self_p, 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 12)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
+                                                                      self_p, 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 8, grad_output_p, 4,
+                                                                      self_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 4, max_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
+                n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f32_no_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -6384,6 +7614,87 @@ clamp_tensor_backward_stepped_f32_min_no_max(char **data, const int64_t *strides
                                                                  4, min_p, 4, n, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f32_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f32_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(char *out, int64_t out_step,
+                                                      const char *grad_output_p,
+                                                      int64_t grad_output_step, const char *self_p,
+                                                      int64_t self_step, const char *min_p,
+                                                      int64_t min_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            min_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_stepped_avx2_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                                  const int64_t *row_strides, int64_t rows,
+                                                  const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 8,
+                                                                      self_p, 4, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 12,
+                                                                      self_p, 4, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
+                                                                      self_p, 8, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
+                                                                      self_p, 12, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
+                                                                      self_p, 4, min_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
+                                                                      self_p, 4, min_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 8, grad_output_p, 4,
+                                                                      self_p, 4, min_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 4, min_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
                 n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
@@ -6607,6 +7918,110 @@ clamp_tensor_backward_stepped_f32_min_max(char **data, const int64_t *strides, i
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_avx2_f32_min_max(char *out, int64_t out_step,
+                                                   const char *grad_output_p,
+                                                   int64_t grad_output_step, const char *self_p,
+                                                   int64_t self_step, const char *min_p,
+                                                   int64_t min_step, const char *max_p,
+                                                   int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value =
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_stepped_avx2_f32_min_max(char **data, const int64_t *strides, int64_t n,
+                                               const int64_t *row_strides, int64_t rows,
+                                               const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
+            max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 8, self_p,
+                                                                   4, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                   8, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                   12, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                   4, min_p, 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                   4, min_p, 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                   4, min_p, 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 12)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                   4, min_p, 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 8, grad_output_p, 4, self_p,
+                                                                   4, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                   4, min_p, 4, max_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                max_p, max_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f32_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                              const int64_t *row_strides, int64_t rows,
@@ -6742,6 +8157,64 @@ clamp_tensor_backward_stepped_f64_no_min_no_max(char **data, const int64_t *stri
         else
             i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, out_step, grad_output_p,
                                                                     grad_output_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f64_no_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(char *out, int64_t out_step,
+                                                         const char *grad_output_p,
+                                                         int64_t grad_output_step, int64_t n,
+                                                         const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double out_value = grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_stepped_avx2_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                                     const int64_t *row_strides, int64_t rows,
+                                                     const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p, 16,
+                                                                         n, ctx);
+        else if (out_step == 8 && grad_output_step == 24)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p, 24,
+                                                                         n, ctx);
+        else if (out_step == 16 && grad_output_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(out, 16, grad_output_p, 8,
+                                                                         n, ctx);
+        else if (out_step == 16 && grad_output_step == 16)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(out, 16, grad_output_p, 16,
+                                                                         n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6928,6 +8401,87 @@ clamp_tensor_backward_stepped_f64_no_min_max(char **data, const int64_t *strides
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(char *out, int64_t out_step,
+                                                      const char *grad_output_p,
+                                                      int64_t grad_output_step, const char *self_p,
+                                                      int64_t self_step, const char *max_p,
+                                                      int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_stepped_avx2_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                                  const int64_t *row_strides, int64_t rows,
+                                                  const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 16,
+                                                                      self_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 24,
+                                                                      self_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 16)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 24)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 16, grad_output_p, 8,
+                                                                      self_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 16, grad_output_p, 16,
+                                                                      self_p, 8, max_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
+                n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f64_no_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_rows_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -7096,6 +8650,87 @@ clamp_tensor_backward_stepped_f64_min_no_max(char **data, const int64_t *strides
                                                                  8, min_p, 8, n, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f64_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f64_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(char *out, int64_t out_step,
+                                                      const char *grad_output_p,
+                                                      int64_t grad_output_step, const char *self_p,
+                                                      int64_t self_step, const char *min_p,
+                                                      int64_t min_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            min_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_stepped_avx2_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                                  const int64_t *row_strides, int64_t rows,
+                                                  const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 16,
+                                                                      self_p, 8, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 24,
+                                                                      self_p, 8, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 16, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 24, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 8, min_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 8, min_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 16, grad_output_p, 8,
+                                                                      self_p, 8, min_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 16, grad_output_p, 16,
+                                                                      self_p, 8, min_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
                 n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
@@ -7319,6 +8954,110 @@ clamp_tensor_backward_stepped_f64_min_max(char **data, const int64_t *strides, i
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_stepped_row_avx2_f64_min_max(char *out, int64_t out_step,
+                                                   const char *grad_output_p,
+                                                   int64_t grad_output_step, const char *self_p,
+                                                   int64_t self_step, const char *min_p,
+                                                   int64_t min_step, const char *max_p,
+                                                   int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value =
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_stepped_avx2_f64_min_max(char **data, const int64_t *strides, int64_t n,
+                                               const int64_t *row_strides, int64_t rows,
+                                               const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
+            max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                   16, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                   24, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                   8, min_p, 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                   8, min_p, 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 16)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                   8, min_p, 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 24)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                   8, min_p, 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                max_p, max_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_loop_f64_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                               yt_tensor *min, yt_tensor *max)
@@ -7368,47 +9107,61 @@ yt__cpu_clamp_tensor_backward(yt_tensor *result, yt_tensor *grad_output, yt_tens
         break;
     case YT_DTYPE_F32:
         if (min == NULL && max == NULL)
-            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_no_min_no_max,
-                                 clamp_tensor_backward_blocks_f32_no_min_no_max,
-                                 clamp_tensor_backward_stepped_f32_no_min_no_max,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 4, inputs, clamp_tensor_backward_loop_f32_no_min_no_max,
+                clamp_tensor_backward_blocks_f32_no_min_no_max,
+                yt__stepped_form(clamp_tensor_backward_stepped_f32_no_min_no_max,
+                                 clamp_tensor_backward_stepped_avx2_f32_no_min_no_max),
+                YT__PW_MEMORY_BOUND, scalars);
         if (min == NULL && max != NULL)
-            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_no_min_max,
-                                 clamp_tensor_backward_blocks_f32_no_min_max,
-                                 clamp_tensor_backward_stepped_f32_no_min_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(
+                result, 4, inputs, clamp_tensor_backward_loop_f32_no_min_max,
+                clamp_tensor_backward_blocks_f32_no_min_max,
+                yt__stepped_form(clamp_tensor_backward_stepped_f32_no_min_max,
+                                 clamp_tensor_backward_stepped_avx2_f32_no_min_max),
+                YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL && max == NULL)
-            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_min_no_max,
-                                 clamp_tensor_backward_blocks_f32_min_no_max,
-                                 clamp_tensor_backward_stepped_f32_min_no_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(
+                result, 4, inputs, clamp_tensor_backward_loop_f32_min_no_max,
+                clamp_tensor_backward_blocks_f32_min_no_max,
+                yt__stepped_form(clamp_tensor_backward_stepped_f32_min_no_max,
+                                 clamp_tensor_backward_stepped_avx2_f32_min_no_max),
+                YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f32_min_max,
                                  clamp_tensor_backward_blocks_f32_min_max,
-                                 clamp_tensor_backward_stepped_f32_min_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(clamp_tensor_backward_stepped_f32_min_max,
+                                                  clamp_tensor_backward_stepped_avx2_f32_min_max),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if (min == NULL && max == NULL)
-            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_no_min_no_max,
-                                 clamp_tensor_backward_blocks_f64_no_min_no_max,
-                                 clamp_tensor_backward_stepped_f64_no_min_no_max,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 4, inputs, clamp_tensor_backward_loop_f64_no_min_no_max,
+                clamp_tensor_backward_blocks_f64_no_min_no_max,
+                yt__stepped_form(clamp_tensor_backward_stepped_f64_no_min_no_max,
+                                 clamp_tensor_backward_stepped_avx2_f64_no_min_no_max),
+                YT__PW_MEMORY_BOUND, scalars);
         if (min == NULL && max != NULL)
-            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_no_min_max,
-                                 clamp_tensor_backward_blocks_f64_no_min_max,
-                                 clamp_tensor_backward_stepped_f64_no_min_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(
+                result, 4, inputs, clamp_tensor_backward_loop_f64_no_min_max,
+                clamp_tensor_backward_blocks_f64_no_min_max,
+                yt__stepped_form(clamp_tensor_backward_stepped_f64_no_min_max,
+                                 clamp_tensor_backward_stepped_avx2_f64_no_min_max),
+                YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL && max == NULL)
-            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_min_no_max,
-                                 clamp_tensor_backward_blocks_f64_min_no_max,
-                                 clamp_tensor_backward_stepped_f64_min_no_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(
+                result, 4, inputs, clamp_tensor_backward_loop_f64_min_no_max,
+                clamp_tensor_backward_blocks_f64_min_no_max,
+                yt__stepped_form(clamp_tensor_backward_stepped_f64_min_no_max,
+                                 clamp_tensor_backward_stepped_avx2_f64_min_no_max),
+                YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_loop_f64_min_max,
                                  clamp_tensor_backward_blocks_f64_min_max,
-                                 clamp_tensor_backward_stepped_f64_min_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(clamp_tensor_backward_stepped_f64_min_max,
+                                                  clamp_tensor_backward_stepped_avx2_f64_min_max),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -7587,6 +9340,55 @@ sqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+sqrt_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = sqrtf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+sqrt_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = sqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = sqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = sqrt_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = sqrt_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = sqrt_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sqrt_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 sqrt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -7675,6 +9477,55 @@ sqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+sqrt_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = sqrt(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+sqrt_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = sqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = sqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = sqrt_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = sqrt_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = sqrt_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sqrt_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
 {
@@ -7688,10 +9539,12 @@ yt__cpu_sqrt(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, sqrt_loop_bf16, sqrt_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_f32, sqrt_blocks_f32, sqrt_stepped_f32,
+        return yt__pointwise(result, 1, inputs, sqrt_loop_f32, sqrt_blocks_f32,
+                             yt__stepped_form(sqrt_stepped_f32, sqrt_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sqrt_loop_f64, sqrt_blocks_f64, sqrt_stepped_f64,
+        return yt__pointwise(result, 1, inputs, sqrt_loop_f64, sqrt_blocks_f64,
+                             yt__stepped_form(sqrt_stepped_f64, sqrt_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -8065,6 +9918,55 @@ relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+relu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (self < (float)0) ? (float)0 : self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+relu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = relu_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = relu_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = relu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        relu_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 relu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -8153,6 +10055,55 @@ relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+relu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (self < (double)0) ? (double)0 : self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+relu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = relu_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = relu_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = relu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        relu_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_relu(yt_tensor *result, yt_tensor *self)
 {
@@ -8181,10 +10132,12 @@ yt__cpu_relu(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, relu_loop_bf16, relu_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, relu_loop_f32, relu_blocks_f32, relu_stepped_f32,
+        return yt__pointwise(result, 1, inputs, relu_loop_f32, relu_blocks_f32,
+                             yt__stepped_form(relu_stepped_f32, relu_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, relu_loop_f64, relu_blocks_f64, relu_stepped_f64,
+        return yt__pointwise(result, 1, inputs, relu_loop_f64, relu_blocks_f64,
+                             yt__stepped_form(relu_stepped_f64, relu_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -8595,6 +10548,55 @@ clone_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clone_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clone_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = clone_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = clone_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = clone_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = clone_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = clone_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clone_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clone_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -8683,6 +10685,55 @@ clone_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clone_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clone_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = clone_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = clone_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = clone_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = clone_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = clone_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clone_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clone(yt_tensor *result, yt_tensor *self)
 {
@@ -8714,10 +10765,12 @@ yt__cpu_clone(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, clone_loop_bf16, clone_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, clone_loop_f32, clone_blocks_f32, clone_stepped_f32,
+        return yt__pointwise(result, 1, inputs, clone_loop_f32, clone_blocks_f32,
+                             yt__stepped_form(clone_stepped_f32, clone_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, clone_loop_f64, clone_blocks_f64, clone_stepped_f64,
+        return yt__pointwise(result, 1, inputs, clone_loop_f64, clone_blocks_f64,
+                             yt__stepped_form(clone_stepped_f64, clone_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -8902,6 +10955,55 @@ erf_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+erf_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = erff(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+erf_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = erf_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = erf_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = erf_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = erf_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = erf_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        erf_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 erf_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -8992,6 +11094,55 @@ erf_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+erf_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = erf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+erf_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = erf_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = erf_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = erf_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = erf_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = erf_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        erf_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_erf(yt_tensor *result, yt_tensor *self)
 {
@@ -9005,10 +11156,12 @@ yt__cpu_erf(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, erf_loop_bf16, erf_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, erf_loop_f32, erf_blocks_f32, erf_stepped_f32,
+        return yt__pointwise(result, 1, inputs, erf_loop_f32, erf_blocks_f32,
+                             yt__stepped_form(erf_stepped_f32, erf_stepped_avx2_f32),
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, erf_loop_f64, erf_blocks_f64, erf_stepped_f64,
+        return yt__pointwise(result, 1, inputs, erf_loop_f64, erf_blocks_f64,
+                             yt__stepped_form(erf_stepped_f64, erf_stepped_avx2_f64),
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -9382,6 +11535,55 @@ round_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+round_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = nearbyintf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+round_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = round_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = round_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = round_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = round_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = round_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        round_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 round_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -9470,6 +11672,55 @@ round_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+round_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = nearbyint(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+round_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = round_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = round_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = round_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = round_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = round_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        round_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_round(yt_tensor *result, yt_tensor *self)
 {
@@ -9498,10 +11749,12 @@ yt__cpu_round(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, round_loop_bf16, round_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, round_loop_f32, round_blocks_f32, round_stepped_f32,
+        return yt__pointwise(result, 1, inputs, round_loop_f32, round_blocks_f32,
+                             yt__stepped_form(round_stepped_f32, round_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, round_loop_f64, round_blocks_f64, round_stepped_f64,
+        return yt__pointwise(result, 1, inputs, round_loop_f64, round_blocks_f64,
+                             yt__stepped_form(round_stepped_f64, round_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -10467,6 +12720,75 @@ gelu_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+gelu_backward_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *grad_output_p,
+                                        int64_t grad_output_step, const char *self_p,
+                                        int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value =
+                grad_output * (yt__pw_normal_cdf_f(self) + ((self * (float)0.3989422804014327) *
+                                                            expf(((-(float)0.5) * self) * self)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+gelu_backward_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                        ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                        ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                        ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = gelu_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 4, self_p, 4, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = gelu_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 8, self_p, 4, n,
+                                                        ctx);
+        else
+            i = gelu_backward_stepped_row_avx2_f32_none(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_backward_loop_f32_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 gelu_backward_rows_f32_tanh(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -10649,6 +12971,84 @@ gelu_backward_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+gelu_backward_stepped_row_avx2_f32_tanh(char *out, int64_t out_step, const char *grad_output_p,
+                                        int64_t grad_output_step, const char *self_p,
+                                        int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value =
+                grad_output *
+                (((float)0.5 *
+                  ((float)1 + tanhf((float)0.7978845608028654 *
+                                    (self + ((((float)0.044715 * self) * self) * self))))) +
+                 (((((float)0.5 * self) *
+                    ((float)1 - (tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self))) *
+                                 tanhf((float)0.7978845608028654 *
+                                       (self + ((((float)0.044715 * self) * self) * self)))))) *
+                   (float)0.7978845608028654) *
+                  ((float)1 + (((float)0.134145 * self) * self))));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+gelu_backward_stepped_avx2_f32_tanh(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                        ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                        ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                        ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = gelu_backward_stepped_row_avx2_f32_tanh(out, 8, grad_output_p, 4, self_p, 4, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = gelu_backward_stepped_row_avx2_f32_tanh(out, 8, grad_output_p, 8, self_p, 4, n,
+                                                        ctx);
+        else
+            i = gelu_backward_stepped_row_avx2_f32_tanh(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_backward_loop_f32_tanh(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 gelu_backward_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -10781,6 +13181,75 @@ gelu_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
         else
             i = gelu_backward_stepped_row_f64_none(out, out_step, grad_output_p, grad_output_step,
                                                    self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_backward_loop_f64_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+gelu_backward_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *grad_output_p,
+                                        int64_t grad_output_step, const char *self_p,
+                                        int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value =
+                grad_output * (yt__pw_normal_cdf_d(self) + ((self * (double)0.3989422804014327) *
+                                                            exp(((-(double)0.5) * self) * self)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+gelu_backward_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                        ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = gelu_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 8, self_p, 8, n,
+                                                        ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = gelu_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 16, self_p, 8, n,
+                                                        ctx);
+        else
+            i = gelu_backward_stepped_row_avx2_f64_none(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -10974,6 +13443,84 @@ gelu_backward_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+gelu_backward_stepped_row_avx2_f64_tanh(char *out, int64_t out_step, const char *grad_output_p,
+                                        int64_t grad_output_step, const char *self_p,
+                                        int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value =
+                grad_output *
+                (((double)0.5 *
+                  ((double)1 + tanh((double)0.7978845608028654 *
+                                    (self + ((((double)0.044715 * self) * self) * self))))) +
+                 (((((double)0.5 * self) *
+                    ((double)1 - (tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self))) *
+                                  tanh((double)0.7978845608028654 *
+                                       (self + ((((double)0.044715 * self) * self) * self)))))) *
+                   (double)0.7978845608028654) *
+                  ((double)1 + (((double)0.134145 * self) * self))));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+gelu_backward_stepped_avx2_f64_tanh(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                        ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = gelu_backward_stepped_row_avx2_f64_tanh(out, 16, grad_output_p, 8, self_p, 8, n,
+                                                        ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = gelu_backward_stepped_row_avx2_f64_tanh(out, 16, grad_output_p, 16, self_p, 8, n,
+                                                        ctx);
+        else
+            i = gelu_backward_stepped_row_avx2_f64_tanh(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_backward_loop_f64_tanh(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                       const char *approximate)
@@ -11004,21 +13551,29 @@ yt__cpu_gelu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self
     case YT_DTYPE_F32:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_none,
-                                 gelu_backward_blocks_f32_none, gelu_backward_stepped_f32_none,
+                                 gelu_backward_blocks_f32_none,
+                                 yt__stepped_form(gelu_backward_stepped_f32_none,
+                                                  gelu_backward_stepped_avx2_f32_none),
                                  YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f32_tanh,
-                                 gelu_backward_blocks_f32_tanh, gelu_backward_stepped_f32_tanh,
+                                 gelu_backward_blocks_f32_tanh,
+                                 yt__stepped_form(gelu_backward_stepped_f32_tanh,
+                                                  gelu_backward_stepped_avx2_f32_tanh),
                                  YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_none,
-                                 gelu_backward_blocks_f64_none, gelu_backward_stepped_f64_none,
+                                 gelu_backward_blocks_f64_none,
+                                 yt__stepped_form(gelu_backward_stepped_f64_none,
+                                                  gelu_backward_stepped_avx2_f64_none),
                                  YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
             return yt__pointwise(result, 2, inputs, gelu_backward_loop_f64_tanh,
-                                 gelu_backward_blocks_f64_tanh, gelu_backward_stepped_f64_tanh,
+                                 gelu_backward_blocks_f64_tanh,
+                                 yt__stepped_form(gelu_backward_stepped_f64_tanh,
+                                                  gelu_backward_stepped_avx2_f64_tanh),
                                  YT__PW_COMPUTE_BOUND, scalars);
         break;
     default:

@@ -15,10 +15,12 @@
  * path remains. f32 and f64 loops whose operands all have the loop's dtype have a stepped form
  * as well (OP_stepped_DTYPE): rows in which operands step 2 or 3 elements apart (x[:, ::2]), a
  * 512-bit vector at a time through registers (runtime/stepped_lanes.h), where otherwise the
- * runtime copies such operands through buffers. Its rows run in OP_stepped_row_DTYPE, inlined once
- * per common set of steps (one input 2 or 3 elements apart, the output 2 apart, or both in place,
- * the rest contiguous: codegen/lower.py, _step_cases) with those steps as constants, so that
- * the lanes' tests of each operand's step fold away, and once more for any other steps. */
+ * runtime copies such operands through buffers; OP_stepped_avx2_DTYPE is the same form for CPUs
+ * without AVX-512, the vector in two 256-bit halves. Its rows run in OP_stepped_row_DTYPE
+ * (OP_stepped_row_avx2_DTYPE), inlined once per common set of steps (one input 2 or 3 elements
+ * apart, the output 2 apart, or both in place, the rest contiguous: codegen/lower.py, _step_cases)
+ * with those steps as constants, so that the lanes' tests of each operand's step fold away, and
+ * once more for any other steps. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -424,6 +426,57 @@ rsub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+rsub_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    const float alpha = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = other - (alpha * self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+rsub_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = rsub_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = rsub_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = rsub_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = rsub_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = rsub_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        rsub_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 rsub_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -516,6 +569,57 @@ rsub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+rsub_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    const double alpha = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = other - (alpha * self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+rsub_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = rsub_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = rsub_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = rsub_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = rsub_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = rsub_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        rsub_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
@@ -549,10 +653,12 @@ yt__cpu_rsub(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alph
         return yt__pointwise(result, 1, inputs, rsub_loop_bf16, rsub_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, rsub_loop_f32, rsub_blocks_f32, rsub_stepped_f32,
+        return yt__pointwise(result, 1, inputs, rsub_loop_f32, rsub_blocks_f32,
+                             yt__stepped_form(rsub_stepped_f32, rsub_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, rsub_loop_f64, rsub_blocks_f64, rsub_stepped_f64,
+        return yt__pointwise(result, 1, inputs, rsub_loop_f64, rsub_blocks_f64,
+                             yt__stepped_form(rsub_stepped_f64, rsub_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -1192,6 +1298,65 @@ mul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+mul_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = self * other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+mul_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = mul_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = mul_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = mul_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = mul_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = mul_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step, n,
+                                         ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        mul_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 mul_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -1313,6 +1478,65 @@ mul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+mul_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = self * other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+mul_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = mul_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = mul_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = mul_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = mul_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = mul_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step, n,
+                                         ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        mul_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -1344,10 +1568,12 @@ yt__cpu_mul(yt_tensor *result, yt_tensor *self, yt_tensor *other)
         return yt__pointwise(result, 2, inputs, mul_loop_bf16, mul_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, mul_loop_f32, mul_blocks_f32, mul_stepped_f32,
+        return yt__pointwise(result, 2, inputs, mul_loop_f32, mul_blocks_f32,
+                             yt__stepped_form(mul_stepped_f32, mul_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, mul_loop_f64, mul_blocks_f64, mul_stepped_f64,
+        return yt__pointwise(result, 2, inputs, mul_loop_f64, mul_blocks_f64,
+                             yt__stepped_form(mul_stepped_f64, mul_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -1770,6 +1996,56 @@ mul_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+mul_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self * other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+mul_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = mul_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = mul_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = mul_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        mul_scalar_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 mul_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -1860,6 +2136,56 @@ mul_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+mul_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self * other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+mul_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = mul_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = mul_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = mul_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        mul_scalar_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
@@ -1894,10 +2220,12 @@ yt__cpu_mul_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_f32, mul_scalar_blocks_f32,
-                             mul_scalar_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(mul_scalar_stepped_f32, mul_scalar_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, mul_scalar_loop_f64, mul_scalar_blocks_f64,
-                             mul_scalar_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(mul_scalar_stepped_f64, mul_scalar_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2158,6 +2486,65 @@ div_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = div_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = div_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = div_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = div_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = div_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step, n,
+                                         ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -2279,6 +2666,65 @@ div_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = div_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = div_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = div_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = div_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = div_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step, n,
+                                         ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_div(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -2292,10 +2738,12 @@ yt__cpu_div(yt_tensor *result, yt_tensor *self, yt_tensor *other)
         return yt__pointwise(result, 2, inputs, div_loop_bf16, div_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, div_loop_f32, div_blocks_f32, div_stepped_f32,
+        return yt__pointwise(result, 2, inputs, div_loop_f32, div_blocks_f32,
+                             yt__stepped_form(div_stepped_f32, div_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, div_loop_f64, div_blocks_f64, div_stepped_f64,
+        return yt__pointwise(result, 2, inputs, div_loop_f64, div_blocks_f64,
+                             yt__stepped_form(div_stepped_f64, div_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -2478,6 +2926,56 @@ div_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = div_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = div_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = div_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = div_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = div_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -2568,6 +3066,56 @@ div_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = div_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = div_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = div_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = div_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = div_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
@@ -2584,10 +3132,12 @@ yt__cpu_div_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, div_scalar_loop_f32, div_scalar_blocks_f32,
-                             div_scalar_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(div_scalar_stepped_f32, div_scalar_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, div_scalar_loop_f64, div_scalar_blocks_f64,
-                             div_scalar_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(div_scalar_stepped_f64, div_scalar_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2960,6 +3510,55 @@ neg_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+neg_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = -self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+neg_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = neg_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = neg_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = neg_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = neg_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = neg_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        neg_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 neg_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -3048,6 +3647,55 @@ neg_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+neg_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = -self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+neg_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = neg_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = neg_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = neg_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = neg_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = neg_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        neg_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_neg(yt_tensor *result, yt_tensor *self)
 {
@@ -3076,10 +3724,12 @@ yt__cpu_neg(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, neg_loop_bf16, neg_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, neg_loop_f32, neg_blocks_f32, neg_stepped_f32,
+        return yt__pointwise(result, 1, inputs, neg_loop_f32, neg_blocks_f32,
+                             yt__stepped_form(neg_stepped_f32, neg_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, neg_loop_f64, neg_blocks_f64, neg_stepped_f64,
+        return yt__pointwise(result, 1, inputs, neg_loop_f64, neg_blocks_f64,
+                             yt__stepped_form(neg_stepped_f64, neg_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -4022,6 +4672,55 @@ pow_stepped_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f32_exponent_2(char *out, int64_t out_step, const char *self_p,
+                                    int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self * self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_avx2_f32_exponent_2(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_2(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f32_exponent_2(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_2(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f32_exponent_3(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
@@ -4102,6 +4801,55 @@ pow_stepped_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
             i = pow_stepped_row_f32_exponent_3(out, 8, self_p, 8, n, ctx);
         else
             i = pow_stepped_row_f32_exponent_3(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_3(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f32_exponent_3(char *out, int64_t out_step, const char *self_p,
+                                    int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self * self * self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_avx2_f32_exponent_3(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_3(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f32_exponent_3(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4198,6 +4946,55 @@ pow_stepped_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f32_exponent_m1(char *out, int64_t out_step, const char *self_p,
+                                     int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (float)1 / self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_avx2_f32_exponent_m1(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_m1(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f32_exponent_m1(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_m1(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f32_exponent_m2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
@@ -4278,6 +5075,55 @@ pow_stepped_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
             i = pow_stepped_row_f32_exponent_m2(out, 8, self_p, 8, n, ctx);
         else
             i = pow_stepped_row_f32_exponent_m2(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_m2(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f32_exponent_m2(char *out, int64_t out_step, const char *self_p,
+                                     int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (float)1 / (self * self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_avx2_f32_exponent_m2(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_m2(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f32_exponent_m2(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4374,6 +5220,55 @@ pow_stepped_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f32_exponent_0_5(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = sqrtf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f32_exponent_0_5(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_0_5(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -4462,6 +5357,55 @@ pow_stepped_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f32_exponent_m0_5(char *out, int64_t out_step, const char *self_p,
+                                       int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (float)1 / sqrtf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_m0_5(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f32_exponent_1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
@@ -4542,6 +5486,55 @@ pow_stepped_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
             i = pow_stepped_row_f32_exponent_1(out, 8, self_p, 8, n, ctx);
         else
             i = pow_stepped_row_f32_exponent_1(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32_exponent_1(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f32_exponent_1(char *out, int64_t out_step, const char *self_p,
+                                    int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_avx2_f32_exponent_1(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_avx2_f32_exponent_1(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f32_exponent_1(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4642,6 +5635,56 @@ pow_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float exponent = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = powf(self, exponent);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = pow_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = pow_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = pow_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = pow_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f64_exponent_2(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
@@ -4722,6 +5765,55 @@ pow_stepped_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
             i = pow_stepped_row_f64_exponent_2(out, 16, self_p, 16, n, ctx);
         else
             i = pow_stepped_row_f64_exponent_2(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_2(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f64_exponent_2(char *out, int64_t out_step, const char *self_p,
+                                    int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self * self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_avx2_f64_exponent_2(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_2(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f64_exponent_2(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4818,6 +5910,55 @@ pow_stepped_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f64_exponent_3(char *out, int64_t out_step, const char *self_p,
+                                    int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self * self * self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_avx2_f64_exponent_3(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_3(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f64_exponent_3(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_3(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f64_exponent_m1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                          int64_t rows, const void *ctx)
@@ -4898,6 +6039,55 @@ pow_stepped_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
             i = pow_stepped_row_f64_exponent_m1(out, 16, self_p, 16, n, ctx);
         else
             i = pow_stepped_row_f64_exponent_m1(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_m1(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f64_exponent_m1(char *out, int64_t out_step, const char *self_p,
+                                     int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (double)1 / self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_avx2_f64_exponent_m1(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_m1(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f64_exponent_m1(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4994,6 +6184,55 @@ pow_stepped_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f64_exponent_m2(char *out, int64_t out_step, const char *self_p,
+                                     int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (double)1 / (self * self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
+                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_avx2_f64_exponent_m2(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_m2(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f64_exponent_m2(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_m2(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -5074,6 +6313,55 @@ pow_stepped_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
             i = pow_stepped_row_f64_exponent_0_5(out, 16, self_p, 16, n, ctx);
         else
             i = pow_stepped_row_f64_exponent_0_5(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_0_5(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f64_exponent_0_5(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = sqrt(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f64_exponent_0_5(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5170,6 +6458,55 @@ pow_stepped_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f64_exponent_m0_5(char *out, int64_t out_step, const char *self_p,
+                                       int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (double)1 / sqrt(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_m0_5(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_rows_f64_exponent_1(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                         int64_t rows, const void *ctx)
@@ -5250,6 +6587,55 @@ pow_stepped_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
             i = pow_stepped_row_f64_exponent_1(out, 16, self_p, 16, n, ctx);
         else
             i = pow_stepped_row_f64_exponent_1(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64_exponent_1(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f64_exponent_1(char *out, int64_t out_step, const char *self_p,
+                                    int64_t self_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
+                                const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_avx2_f64_exponent_1(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_avx2_f64_exponent_1(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f64_exponent_1(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5350,6 +6736,56 @@ pow_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double exponent = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = pow(self, exponent);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = pow_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = pow_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = pow_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = pow_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = pow_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
 {
@@ -5432,65 +6868,81 @@ yt__cpu_pow(yt_tensor *result, yt_tensor *self, yt_scalar exponent)
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         if (yt__scalar_to_double(exponent) == 2.0)
-            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_2,
-                                 pow_blocks_f32_exponent_2, pow_stepped_f32_exponent_2,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f32_exponent_2, pow_blocks_f32_exponent_2,
+                yt__stepped_form(pow_stepped_f32_exponent_2, pow_stepped_avx2_f32_exponent_2),
+                YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 3.0)
-            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_3,
-                                 pow_blocks_f32_exponent_3, pow_stepped_f32_exponent_3,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f32_exponent_3, pow_blocks_f32_exponent_3,
+                yt__stepped_form(pow_stepped_f32_exponent_3, pow_stepped_avx2_f32_exponent_3),
+                YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -1.0)
-            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_m1,
-                                 pow_blocks_f32_exponent_m1, pow_stepped_f32_exponent_m1,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f32_exponent_m1, pow_blocks_f32_exponent_m1,
+                yt__stepped_form(pow_stepped_f32_exponent_m1, pow_stepped_avx2_f32_exponent_m1),
+                YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -2.0)
-            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_m2,
-                                 pow_blocks_f32_exponent_m2, pow_stepped_f32_exponent_m2,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f32_exponent_m2, pow_blocks_f32_exponent_m2,
+                yt__stepped_form(pow_stepped_f32_exponent_m2, pow_stepped_avx2_f32_exponent_m2),
+                YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 0.5)
-            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_0_5,
-                                 pow_blocks_f32_exponent_0_5, pow_stepped_f32_exponent_0_5,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f32_exponent_0_5, pow_blocks_f32_exponent_0_5,
+                yt__stepped_form(pow_stepped_f32_exponent_0_5, pow_stepped_avx2_f32_exponent_0_5),
+                YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
-            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_m0_5,
-                                 pow_blocks_f32_exponent_m0_5, pow_stepped_f32_exponent_m0_5,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f32_exponent_m0_5, pow_blocks_f32_exponent_m0_5,
+                yt__stepped_form(pow_stepped_f32_exponent_m0_5, pow_stepped_avx2_f32_exponent_m0_5),
+                YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
-            return yt__pointwise(result, 1, inputs, pow_loop_f32_exponent_1,
-                                 pow_blocks_f32_exponent_1, pow_stepped_f32_exponent_1,
-                                 YT__PW_MEMORY_BOUND, scalars);
-        return yt__pointwise(result, 1, inputs, pow_loop_f32, pow_blocks_f32, pow_stepped_f32,
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f32_exponent_1, pow_blocks_f32_exponent_1,
+                yt__stepped_form(pow_stepped_f32_exponent_1, pow_stepped_avx2_f32_exponent_1),
+                YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_f32, pow_blocks_f32,
+                             yt__stepped_form(pow_stepped_f32, pow_stepped_avx2_f32),
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         if (yt__scalar_to_double(exponent) == 2.0)
-            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_2,
-                                 pow_blocks_f64_exponent_2, pow_stepped_f64_exponent_2,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f64_exponent_2, pow_blocks_f64_exponent_2,
+                yt__stepped_form(pow_stepped_f64_exponent_2, pow_stepped_avx2_f64_exponent_2),
+                YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 3.0)
-            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_3,
-                                 pow_blocks_f64_exponent_3, pow_stepped_f64_exponent_3,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f64_exponent_3, pow_blocks_f64_exponent_3,
+                yt__stepped_form(pow_stepped_f64_exponent_3, pow_stepped_avx2_f64_exponent_3),
+                YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -1.0)
-            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_m1,
-                                 pow_blocks_f64_exponent_m1, pow_stepped_f64_exponent_m1,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f64_exponent_m1, pow_blocks_f64_exponent_m1,
+                yt__stepped_form(pow_stepped_f64_exponent_m1, pow_stepped_avx2_f64_exponent_m1),
+                YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -2.0)
-            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_m2,
-                                 pow_blocks_f64_exponent_m2, pow_stepped_f64_exponent_m2,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f64_exponent_m2, pow_blocks_f64_exponent_m2,
+                yt__stepped_form(pow_stepped_f64_exponent_m2, pow_stepped_avx2_f64_exponent_m2),
+                YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 0.5)
-            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_0_5,
-                                 pow_blocks_f64_exponent_0_5, pow_stepped_f64_exponent_0_5,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f64_exponent_0_5, pow_blocks_f64_exponent_0_5,
+                yt__stepped_form(pow_stepped_f64_exponent_0_5, pow_stepped_avx2_f64_exponent_0_5),
+                YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == -0.5)
-            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_m0_5,
-                                 pow_blocks_f64_exponent_m0_5, pow_stepped_f64_exponent_m0_5,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f64_exponent_m0_5, pow_blocks_f64_exponent_m0_5,
+                yt__stepped_form(pow_stepped_f64_exponent_m0_5, pow_stepped_avx2_f64_exponent_m0_5),
+                YT__PW_MEMORY_BOUND, scalars);
         if (yt__scalar_to_double(exponent) == 1.0)
-            return yt__pointwise(result, 1, inputs, pow_loop_f64_exponent_1,
-                                 pow_blocks_f64_exponent_1, pow_stepped_f64_exponent_1,
-                                 YT__PW_MEMORY_BOUND, scalars);
-        return yt__pointwise(result, 1, inputs, pow_loop_f64, pow_blocks_f64, pow_stepped_f64,
+            return yt__pointwise(
+                result, 1, inputs, pow_loop_f64_exponent_1, pow_blocks_f64_exponent_1,
+                yt__stepped_form(pow_stepped_f64_exponent_1, pow_stepped_avx2_f64_exponent_1),
+                YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(result, 1, inputs, pow_loop_f64, pow_blocks_f64,
+                             yt__stepped_form(pow_stepped_f64, pow_stepped_avx2_f64),
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -6075,6 +7527,66 @@ pow_tensor_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_tensor_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
+                                       int64_t self_step, const char *exponent_p,
+                                       int64_t exponent_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], exponent_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float exponent = exponent_lanes[lane];
+            const float out_value = powf(self, exponent);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_tensor_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t exponent_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *exponent_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && exponent_step == 4)
+            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, exponent_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && exponent_step == 4)
+            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, exponent_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && exponent_step == 8)
+            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, exponent_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && exponent_step == 12)
+            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, exponent_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && exponent_step == 4)
+            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, exponent_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && exponent_step == 4)
+            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, exponent_p, 4, n, ctx);
+        else
+            i = pow_tensor_tensor_stepped_row_avx2_f32(out, out_step, self_p, self_step, exponent_p,
+                                                       exponent_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_tensor_tensor_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_tensor_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -6200,6 +7712,66 @@ pow_tensor_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_tensor_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
+                                       int64_t self_step, const char *exponent_p,
+                                       int64_t exponent_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], exponent_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double exponent = exponent_lanes[lane];
+            const double out_value = pow(self, exponent);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_tensor_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t exponent_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *exponent_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && exponent_step == 8)
+            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, exponent_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && exponent_step == 8)
+            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, exponent_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && exponent_step == 16)
+            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, exponent_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && exponent_step == 24)
+            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, exponent_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && exponent_step == 8)
+            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, exponent_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && exponent_step == 8)
+            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, exponent_p, 8, n, ctx);
+        else
+            i = pow_tensor_tensor_stepped_row_avx2_f64(out, out_step, self_p, self_step, exponent_p,
+                                                       exponent_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_tensor_tensor_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponent)
 {
@@ -6228,13 +7800,15 @@ yt__cpu_pow_tensor_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *exponen
         return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_bf16,
                              pow_tensor_tensor_blocks_bf16, NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f32,
-                             pow_tensor_tensor_blocks_f32, pow_tensor_tensor_stepped_f32,
-                             YT__PW_COMPUTE_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, pow_tensor_tensor_loop_f32, pow_tensor_tensor_blocks_f32,
+            yt__stepped_form(pow_tensor_tensor_stepped_f32, pow_tensor_tensor_stepped_avx2_f32),
+            YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, pow_tensor_tensor_loop_f64,
-                             pow_tensor_tensor_blocks_f64, pow_tensor_tensor_stepped_f64,
-                             YT__PW_COMPUTE_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, pow_tensor_tensor_loop_f64, pow_tensor_tensor_blocks_f64,
+            yt__stepped_form(pow_tensor_tensor_stepped_f64, pow_tensor_tensor_stepped_avx2_f64),
+            YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -6622,6 +8196,56 @@ pow_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *exponent_p,
+                                int64_t exponent_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float self = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float exponent_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float exponent = exponent_lanes[lane];
+            const float out_value = powf(self, exponent);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t exponent_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *exponent_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && exponent_step == 8)
+            i = pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 8, n, ctx);
+        else if (out_step == 4 && exponent_step == 12)
+            i = pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 12, n, ctx);
+        else if (out_step == 8 && exponent_step == 4)
+            i = pow_scalar_stepped_row_avx2_f32(out, 8, exponent_p, 4, n, ctx);
+        else if (out_step == 8 && exponent_step == 8)
+            i = pow_scalar_stepped_row_avx2_f32(out, 8, exponent_p, 8, n, ctx);
+        else
+            i = pow_scalar_stepped_row_avx2_f32(out, out_step, exponent_p, exponent_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_scalar_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 pow_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -6714,6 +8338,56 @@ pow_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+pow_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *exponent_p,
+                                int64_t exponent_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double self = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double exponent_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(exponent_lanes, exponent_p + i * exponent_step, exponent_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double exponent = exponent_lanes[lane];
+            const double out_value = pow(self, exponent);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+pow_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t exponent_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *exponent_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && exponent_step == 16)
+            i = pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 16, n, ctx);
+        else if (out_step == 8 && exponent_step == 24)
+            i = pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 24, n, ctx);
+        else if (out_step == 16 && exponent_step == 8)
+            i = pow_scalar_stepped_row_avx2_f64(out, 16, exponent_p, 8, n, ctx);
+        else if (out_step == 16 && exponent_step == 16)
+            i = pow_scalar_stepped_row_avx2_f64(out, 16, exponent_p, 16, n, ctx);
+        else
+            i = pow_scalar_stepped_row_avx2_f64(out, out_step, exponent_p, exponent_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        pow_scalar_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
 {
@@ -6745,10 +8419,12 @@ yt__cpu_pow_scalar(yt_tensor *result, yt_scalar self, yt_tensor *exponent)
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_f32, pow_scalar_blocks_f32,
-                             pow_scalar_stepped_f32, YT__PW_COMPUTE_BOUND, scalars);
+                             yt__stepped_form(pow_scalar_stepped_f32, pow_scalar_stepped_avx2_f32),
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, pow_scalar_loop_f64, pow_scalar_blocks_f64,
-                             pow_scalar_stepped_f64, YT__PW_COMPUTE_BOUND, scalars);
+                             yt__stepped_form(pow_scalar_stepped_f64, pow_scalar_stepped_avx2_f64),
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -7388,6 +9064,65 @@ minimum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+minimum_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = yt__pw_minimum_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+minimum_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = minimum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = minimum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = minimum_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = minimum_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = minimum_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step,
+                                             n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        minimum_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 minimum_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
@@ -7510,6 +9245,65 @@ minimum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+minimum_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = yt__pw_minimum_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+minimum_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = minimum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = minimum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = minimum_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = minimum_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = minimum_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step,
+                                             n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        minimum_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -7542,10 +9336,12 @@ yt__cpu_minimum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, minimum_loop_f32, minimum_blocks_f32,
-                             minimum_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(minimum_stepped_f32, minimum_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, minimum_loop_f64, minimum_blocks_f64,
-                             minimum_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(minimum_stepped_f64, minimum_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -8698,6 +10494,66 @@ div_tensor_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_tensor_mode_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *self_p,
+                                          int64_t self_step, const char *other_p,
+                                          int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_tensor_mode_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = div_tensor_mode_stepped_row_avx2_f32_none(out, out_step, self_p, self_step, other_p,
+                                                          other_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_tensor_mode_loop_f32_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -8813,6 +10669,66 @@ div_tensor_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n
         else
             i = div_tensor_mode_stepped_row_f32_trunc(out, out_step, self_p, self_step, other_p,
                                                       other_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_tensor_mode_loop_f32_trunc(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_tensor_mode_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, const char *self_p,
+                                           int64_t self_step, const char *other_p,
+                                           int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_tensor_mode_stepped_avx2_f32_trunc(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, out_step, self_p, self_step,
+                                                           other_p, other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8944,6 +10860,66 @@ div_tensor_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_tensor_mode_stepped_row_avx2_f32_floor(char *out, int64_t out_step, const char *self_p,
+                                           int64_t self_step, const char *other_p,
+                                           int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_tensor_mode_stepped_avx2_f32_floor(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, out_step, self_p, self_step,
+                                                           other_p, other_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_tensor_mode_loop_f32_floor(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -9059,6 +11035,66 @@ div_tensor_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
         else
             i = div_tensor_mode_stepped_row_f64_none(out, out_step, self_p, self_step, other_p,
                                                      other_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_tensor_mode_loop_f64_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_tensor_mode_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *self_p,
+                                          int64_t self_step, const char *other_p,
+                                          int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_tensor_mode_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = div_tensor_mode_stepped_row_avx2_f64_none(out, out_step, self_p, self_step, other_p,
+                                                          other_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9190,6 +11226,66 @@ div_tensor_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_tensor_mode_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, const char *self_p,
+                                           int64_t self_step, const char *other_p,
+                                           int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = yt__pw_trunc_divide_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_tensor_mode_stepped_avx2_f64_trunc(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, out_step, self_p, self_step,
+                                                           other_p, other_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_tensor_mode_loop_f64_trunc(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_tensor_mode_rows_f64_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -9313,6 +11409,66 @@ div_tensor_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_tensor_mode_stepped_row_avx2_f64_floor(char *out, int64_t out_step, const char *self_p,
+                                           int64_t self_step, const char *other_p,
+                                           int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_tensor_mode_stepped_avx2_f64_floor(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, out_step, self_p, self_step,
+                                                           other_p, other_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_tensor_mode_loop_f64_floor(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
                         const char *rounding_mode)
@@ -9405,30 +11561,42 @@ yt__cpu_div_tensor_mode(yt_tensor *result, yt_tensor *self, yt_tensor *other,
     case YT_DTYPE_F32:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_none,
-                                 div_tensor_mode_blocks_f32_none, div_tensor_mode_stepped_f32_none,
+                                 div_tensor_mode_blocks_f32_none,
+                                 yt__stepped_form(div_tensor_mode_stepped_f32_none,
+                                                  div_tensor_mode_stepped_avx2_f32_none),
                                  YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_trunc,
                                  div_tensor_mode_blocks_f32_trunc,
-                                 div_tensor_mode_stepped_f32_trunc, YT__PW_MEMORY_BOUND, scalars);
+                                 yt__stepped_form(div_tensor_mode_stepped_f32_trunc,
+                                                  div_tensor_mode_stepped_avx2_f32_trunc),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f32_floor,
                                  div_tensor_mode_blocks_f32_floor,
-                                 div_tensor_mode_stepped_f32_floor, YT__PW_MEMORY_BOUND, scalars);
+                                 yt__stepped_form(div_tensor_mode_stepped_f32_floor,
+                                                  div_tensor_mode_stepped_avx2_f32_floor),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_none,
-                                 div_tensor_mode_blocks_f64_none, div_tensor_mode_stepped_f64_none,
+                                 div_tensor_mode_blocks_f64_none,
+                                 yt__stepped_form(div_tensor_mode_stepped_f64_none,
+                                                  div_tensor_mode_stepped_avx2_f64_none),
                                  YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_trunc,
                                  div_tensor_mode_blocks_f64_trunc,
-                                 div_tensor_mode_stepped_f64_trunc, YT__PW_MEMORY_BOUND, scalars);
+                                 yt__stepped_form(div_tensor_mode_stepped_f64_trunc,
+                                                  div_tensor_mode_stepped_avx2_f64_trunc),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 2, inputs, div_tensor_mode_loop_f64_floor,
                                  div_tensor_mode_blocks_f64_floor,
-                                 div_tensor_mode_stepped_f64_floor, YT__PW_MEMORY_BOUND, scalars);
+                                 yt__stepped_form(div_tensor_mode_stepped_f64_floor,
+                                                  div_tensor_mode_stepped_avx2_f64_floor),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -10175,6 +12343,56 @@ div_scalar_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_mode_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *self_p,
+                                          int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_scalar_mode_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 8, self_p, 8, n, ctx);
+        else
+            i = div_scalar_mode_stepped_row_avx2_f32_none(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_mode_loop_f32_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -10257,6 +12475,57 @@ div_scalar_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n
             i = div_scalar_mode_stepped_row_f32_trunc(out, 8, self_p, 8, n, ctx);
         else
             i = div_scalar_mode_stepped_row_f32_trunc(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_mode_loop_f32_trunc(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_mode_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, const char *self_p,
+                                           int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_trunc_divide_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_scalar_mode_stepped_avx2_f32_trunc(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 8, n, ctx);
+        else
+            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, out_step, self_p, self_step, n,
+                                                           ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10355,6 +12624,57 @@ div_scalar_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_mode_stepped_row_avx2_f32_floor(char *out, int64_t out_step, const char *self_p,
+                                           int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_floor_divide_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_scalar_mode_stepped_avx2_f32_floor(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 8, n, ctx);
+        else
+            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, out_step, self_p, self_step, n,
+                                                           ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_mode_loop_f32_floor(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f64_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -10437,6 +12757,56 @@ div_scalar_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
             i = div_scalar_mode_stepped_row_f64_none(out, 16, self_p, 16, n, ctx);
         else
             i = div_scalar_mode_stepped_row_f64_none(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_mode_loop_f64_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_mode_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *self_p,
+                                          int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self / other;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_scalar_mode_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 16, self_p, 16, n, ctx);
+        else
+            i = div_scalar_mode_stepped_row_avx2_f64_none(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10535,6 +12905,57 @@ div_scalar_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_mode_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, const char *self_p,
+                                           int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_trunc_divide_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_scalar_mode_stepped_avx2_f64_trunc(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 16, n, ctx);
+        else
+            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, out_step, self_p, self_step, n,
+                                                           ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_mode_loop_f64_trunc(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_scalar_mode_rows_f64_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -10617,6 +13038,57 @@ div_scalar_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n
             i = div_scalar_mode_stepped_row_f64_floor(out, 16, self_p, 16, n, ctx);
         else
             i = div_scalar_mode_stepped_row_f64_floor(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_scalar_mode_loop_f64_floor(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_scalar_mode_stepped_row_avx2_f64_floor(char *out, int64_t out_step, const char *self_p,
+                                           int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_floor_divide_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_scalar_mode_stepped_avx2_f64_floor(char **data, const int64_t *strides, int64_t n,
+                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 16, n, ctx);
+        else
+            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, out_step, self_p, self_step, n,
+                                                           ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10719,30 +13191,42 @@ yt__cpu_div_scalar_mode(yt_tensor *result, yt_tensor *self, yt_scalar other,
     case YT_DTYPE_F32:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_none,
-                                 div_scalar_mode_blocks_f32_none, div_scalar_mode_stepped_f32_none,
+                                 div_scalar_mode_blocks_f32_none,
+                                 yt__stepped_form(div_scalar_mode_stepped_f32_none,
+                                                  div_scalar_mode_stepped_avx2_f32_none),
                                  YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_trunc,
                                  div_scalar_mode_blocks_f32_trunc,
-                                 div_scalar_mode_stepped_f32_trunc, YT__PW_MEMORY_BOUND, scalars);
+                                 yt__stepped_form(div_scalar_mode_stepped_f32_trunc,
+                                                  div_scalar_mode_stepped_avx2_f32_trunc),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f32_floor,
                                  div_scalar_mode_blocks_f32_floor,
-                                 div_scalar_mode_stepped_f32_floor, YT__PW_MEMORY_BOUND, scalars);
+                                 yt__stepped_form(div_scalar_mode_stepped_f32_floor,
+                                                  div_scalar_mode_stepped_avx2_f32_floor),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_none,
-                                 div_scalar_mode_blocks_f64_none, div_scalar_mode_stepped_f64_none,
+                                 div_scalar_mode_blocks_f64_none,
+                                 yt__stepped_form(div_scalar_mode_stepped_f64_none,
+                                                  div_scalar_mode_stepped_avx2_f64_none),
                                  YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_trunc,
                                  div_scalar_mode_blocks_f64_trunc,
-                                 div_scalar_mode_stepped_f64_trunc, YT__PW_MEMORY_BOUND, scalars);
+                                 yt__stepped_form(div_scalar_mode_stepped_f64_trunc,
+                                                  div_scalar_mode_stepped_avx2_f64_trunc),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_scalar_mode_loop_f64_floor,
                                  div_scalar_mode_blocks_f64_floor,
-                                 div_scalar_mode_stepped_f64_floor, YT__PW_MEMORY_BOUND, scalars);
+                                 yt__stepped_form(div_scalar_mode_stepped_f64_floor,
+                                                  div_scalar_mode_stepped_avx2_f64_floor),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -10927,6 +13411,55 @@ log_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+log_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = logf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+log_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = log_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = log_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = log_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = log_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = log_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        log_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 log_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -11017,6 +13550,55 @@ log_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+log_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = log(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+log_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = log_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = log_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = log_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = log_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = log_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        log_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_log(yt_tensor *result, yt_tensor *self)
 {
@@ -11030,10 +13612,12 @@ yt__cpu_log(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, log_loop_bf16, log_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, log_loop_f32, log_blocks_f32, log_stepped_f32,
+        return yt__pointwise(result, 1, inputs, log_loop_f32, log_blocks_f32,
+                             yt__stepped_form(log_stepped_f32, log_stepped_avx2_f32),
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, log_loop_f64, log_blocks_f64, log_stepped_f64,
+        return yt__pointwise(result, 1, inputs, log_loop_f64, log_blocks_f64,
+                             yt__stepped_form(log_stepped_f64, log_stepped_avx2_f64),
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -11446,6 +14030,55 @@ square_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+square_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                            int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self * self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+square_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = square_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = square_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = square_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = square_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = square_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        square_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 square_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                 int64_t rows, const void *ctx)
@@ -11534,6 +14167,55 @@ square_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+square_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                            int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self * self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+square_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                        int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = square_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = square_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = square_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = square_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = square_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        square_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_square(yt_tensor *result, yt_tensor *self)
 {
@@ -11566,10 +14248,12 @@ yt__cpu_square(yt_tensor *result, yt_tensor *self)
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, square_loop_f32, square_blocks_f32,
-                             square_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(square_stepped_f32, square_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, square_loop_f64, square_blocks_f64,
-                             square_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(square_stepped_f64, square_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -11747,6 +14431,55 @@ reciprocal_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+reciprocal_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (float)1 / self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+reciprocal_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = reciprocal_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = reciprocal_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = reciprocal_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = reciprocal_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = reciprocal_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        reciprocal_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 reciprocal_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -11835,6 +14568,55 @@ reciprocal_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+reciprocal_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (double)1 / self;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+reciprocal_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = reciprocal_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = reciprocal_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = reciprocal_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = reciprocal_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = reciprocal_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        reciprocal_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
 {
@@ -11849,10 +14631,12 @@ yt__cpu_reciprocal(yt_tensor *result, yt_tensor *self)
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, reciprocal_loop_f32, reciprocal_blocks_f32,
-                             reciprocal_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(reciprocal_stepped_f32, reciprocal_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, reciprocal_loop_f64, reciprocal_blocks_f64,
-                             reciprocal_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(reciprocal_stepped_f64, reciprocal_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -12036,6 +14820,55 @@ cos_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+cos_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = cosf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+cos_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = cos_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = cos_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = cos_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = cos_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = cos_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        cos_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 cos_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -12126,6 +14959,55 @@ cos_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+cos_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = cos(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+cos_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = cos_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = cos_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = cos_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = cos_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = cos_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        cos_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_cos(yt_tensor *result, yt_tensor *self)
 {
@@ -12139,10 +15021,12 @@ yt__cpu_cos(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, cos_loop_bf16, cos_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, cos_loop_f32, cos_blocks_f32, cos_stepped_f32,
+        return yt__pointwise(result, 1, inputs, cos_loop_f32, cos_blocks_f32,
+                             yt__stepped_form(cos_stepped_f32, cos_stepped_avx2_f32),
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, cos_loop_f64, cos_blocks_f64, cos_stepped_f64,
+        return yt__pointwise(result, 1, inputs, cos_loop_f64, cos_blocks_f64,
+                             yt__stepped_form(cos_stepped_f64, cos_stepped_avx2_f64),
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -12516,6 +15400,55 @@ trunc_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+trunc_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = truncf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+trunc_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = trunc_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = trunc_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = trunc_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = trunc_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = trunc_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        trunc_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 trunc_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -12604,6 +15537,55 @@ trunc_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+trunc_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = trunc(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+trunc_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = trunc_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = trunc_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = trunc_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = trunc_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = trunc_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        trunc_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
 {
@@ -12632,10 +15614,12 @@ yt__cpu_trunc(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, trunc_loop_bf16, trunc_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, trunc_loop_f32, trunc_blocks_f32, trunc_stepped_f32,
+        return yt__pointwise(result, 1, inputs, trunc_loop_f32, trunc_blocks_f32,
+                             yt__stepped_form(trunc_stepped_f32, trunc_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, trunc_loop_f64, trunc_blocks_f64, trunc_stepped_f64,
+        return yt__pointwise(result, 1, inputs, trunc_loop_f64, trunc_blocks_f64,
+                             yt__stepped_form(trunc_stepped_f64, trunc_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -12842,6 +15826,59 @@ elu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+elu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    const float scale = (float)scalars[1].f;
+    const float input_scale = (float)scalars[2].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value =
+                (self > (float)0) ? (scale * self) : ((scale * alpha) * expm1f(self * input_scale));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+elu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = elu_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = elu_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = elu_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = elu_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = elu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        elu_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 elu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -12942,6 +15979,59 @@ elu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+elu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double alpha = (double)scalars[0].f;
+    const double scale = (double)scalars[1].f;
+    const double input_scale = (double)scalars[2].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value =
+                (self > (double)0) ? (scale * self) : ((scale * alpha) * expm1(self * input_scale));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+elu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = elu_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = elu_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = elu_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = elu_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = elu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        elu_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale,
             yt_scalar input_scale)
@@ -12960,10 +16050,12 @@ yt__cpu_elu(yt_tensor *result, yt_tensor *self, yt_scalar alpha, yt_scalar scale
         return yt__pointwise(result, 1, inputs, elu_loop_bf16, elu_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, elu_loop_f32, elu_blocks_f32, elu_stepped_f32,
+        return yt__pointwise(result, 1, inputs, elu_loop_f32, elu_blocks_f32,
+                             yt__stepped_form(elu_stepped_f32, elu_stepped_avx2_f32),
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, elu_loop_f64, elu_blocks_f64, elu_stepped_f64,
+        return yt__pointwise(result, 1, inputs, elu_loop_f64, elu_blocks_f64,
+                             yt__stepped_form(elu_stepped_f64, elu_stepped_avx2_f64),
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -13148,6 +16240,55 @@ silu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+silu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self / ((float)1 + expf(-self));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+silu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = silu_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = silu_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = silu_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = silu_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = silu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        silu_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 silu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -13238,6 +16379,55 @@ silu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+silu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self / ((double)1 + exp(-self));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+silu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = silu_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = silu_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = silu_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = silu_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = silu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        silu_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_silu(yt_tensor *result, yt_tensor *self)
 {
@@ -13251,10 +16441,12 @@ yt__cpu_silu(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, silu_loop_bf16, silu_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, silu_loop_f32, silu_blocks_f32, silu_stepped_f32,
+        return yt__pointwise(result, 1, inputs, silu_loop_f32, silu_blocks_f32,
+                             yt__stepped_form(silu_stepped_f32, silu_stepped_avx2_f32),
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, silu_loop_f64, silu_blocks_f64, silu_stepped_f64,
+        return yt__pointwise(result, 1, inputs, silu_loop_f64, silu_blocks_f64,
+                             yt__stepped_form(silu_stepped_f64, silu_stepped_avx2_f64),
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -13535,6 +16727,55 @@ gelu_stepped_f32_none(char **data, const int64_t *strides, int64_t n, const int6
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+gelu_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self * yt__pw_normal_cdf_f(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+gelu_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = gelu_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = gelu_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = gelu_stepped_row_avx2_f32_none(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = gelu_stepped_row_avx2_f32_none(out, 8, self_p, 8, n, ctx);
+        else
+            i = gelu_stepped_row_avx2_f32_none(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_loop_f32_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 gelu_rows_f32_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
@@ -13634,6 +16875,58 @@ gelu_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n, const int6
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+gelu_stepped_row_avx2_f32_tanh(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value =
+                ((float)0.5 * self) *
+                ((float)1 + tanhf((float)0.7978845608028654 *
+                                  (self + ((((float)0.044715 * self) * self) * self))));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+gelu_stepped_avx2_f32_tanh(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = gelu_stepped_row_avx2_f32_tanh(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = gelu_stepped_row_avx2_f32_tanh(out, 8, self_p, 8, n, ctx);
+        else
+            i = gelu_stepped_row_avx2_f32_tanh(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_loop_f32_tanh(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 gelu_rows_f64_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
@@ -13716,6 +17009,55 @@ gelu_stepped_f64_none(char **data, const int64_t *strides, int64_t n, const int6
             i = gelu_stepped_row_f64_none(out, 16, self_p, 16, n, ctx);
         else
             i = gelu_stepped_row_f64_none(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_loop_f64_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+gelu_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self * yt__pw_normal_cdf_d(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+gelu_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = gelu_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = gelu_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = gelu_stepped_row_avx2_f64_none(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = gelu_stepped_row_avx2_f64_none(out, 16, self_p, 16, n, ctx);
+        else
+            i = gelu_stepped_row_avx2_f64_none(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13823,6 +17165,58 @@ gelu_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n, const int6
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+gelu_stepped_row_avx2_f64_tanh(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value =
+                ((double)0.5 * self) *
+                ((double)1 + tanh((double)0.7978845608028654 *
+                                  (self + ((((double)0.044715 * self) * self) * self))));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+gelu_stepped_avx2_f64_tanh(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = gelu_stepped_row_avx2_f64_tanh(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = gelu_stepped_row_avx2_f64_tanh(out, 16, self_p, 16, n, ctx);
+        else
+            i = gelu_stepped_row_avx2_f64_tanh(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        gelu_loop_f64_tanh(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
 {
@@ -13847,19 +17241,27 @@ yt__cpu_gelu(yt_tensor *result, yt_tensor *self, const char *approximate)
         break;
     case YT_DTYPE_F32:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_f32_none, gelu_blocks_f32_none,
-                                 gelu_stepped_f32_none, YT__PW_COMPUTE_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, gelu_loop_f32_none, gelu_blocks_f32_none,
+                yt__stepped_form(gelu_stepped_f32_none, gelu_stepped_avx2_f32_none),
+                YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_f32_tanh, gelu_blocks_f32_tanh,
-                                 gelu_stepped_f32_tanh, YT__PW_COMPUTE_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, gelu_loop_f32_tanh, gelu_blocks_f32_tanh,
+                yt__stepped_form(gelu_stepped_f32_tanh, gelu_stepped_avx2_f32_tanh),
+                YT__PW_COMPUTE_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if ((approximate != NULL && strcmp(approximate, "none") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_f64_none, gelu_blocks_f64_none,
-                                 gelu_stepped_f64_none, YT__PW_COMPUTE_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, gelu_loop_f64_none, gelu_blocks_f64_none,
+                yt__stepped_form(gelu_stepped_f64_none, gelu_stepped_avx2_f64_none),
+                YT__PW_COMPUTE_BOUND, scalars);
         if ((approximate != NULL && strcmp(approximate, "tanh") == 0))
-            return yt__pointwise(result, 1, inputs, gelu_loop_f64_tanh, gelu_blocks_f64_tanh,
-                                 gelu_stepped_f64_tanh, YT__PW_COMPUTE_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, gelu_loop_f64_tanh, gelu_blocks_f64_tanh,
+                yt__stepped_form(gelu_stepped_f64_tanh, gelu_stepped_avx2_f64_tanh),
+                YT__PW_COMPUTE_BOUND, scalars);
         break;
     default:
         break;
@@ -16420,6 +19822,76 @@ binary_cross_entropy_elementwise_stepped_f32(char **data, const int64_t *strides
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+binary_cross_entropy_elementwise_stepped_row_avx2_f32(char *out, int64_t out_step,
+                                                      const char *self_p, int64_t self_step,
+                                                      const char *target_p, int64_t target_step,
+                                                      int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], target_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(target_lanes, target_p + i * target_step, target_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float target = target_lanes[lane];
+            const float out_value =
+                -((target * yt__pw_maximum_f(logf(self), -(float)100)) +
+                  (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+binary_cross_entropy_elementwise_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                                                  const int64_t *row_strides, int64_t rows,
+                                                  const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t target_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *target_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && target_step == 4)
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 4, self_p, 8, target_p,
+                                                                      4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && target_step == 4)
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 4, self_p, 12, target_p,
+                                                                      4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && target_step == 8)
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 4, self_p, 4, target_p,
+                                                                      8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && target_step == 12)
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 4, self_p, 4, target_p,
+                                                                      12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && target_step == 4)
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 8, self_p, 4, target_p,
+                                                                      4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && target_step == 4)
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 8, self_p, 8, target_p,
+                                                                      4, n, ctx);
+        else
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(
+                out, out_step, self_p, self_step, target_p, target_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        binary_cross_entropy_elementwise_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 binary_cross_entropy_elementwise_rows_f64(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -16562,6 +20034,76 @@ binary_cross_entropy_elementwise_stepped_f64(char **data, const int64_t *strides
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+binary_cross_entropy_elementwise_stepped_row_avx2_f64(char *out, int64_t out_step,
+                                                      const char *self_p, int64_t self_step,
+                                                      const char *target_p, int64_t target_step,
+                                                      int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], target_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(target_lanes, target_p + i * target_step, target_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double target = target_lanes[lane];
+            const double out_value =
+                -((target * yt__pw_maximum_d(log(self), -(double)100)) +
+                  (((double)1 - target) * yt__pw_maximum_d(log1p(-self), -(double)100)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+binary_cross_entropy_elementwise_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                                                  const int64_t *row_strides, int64_t rows,
+                                                  const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t target_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *target_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && target_step == 8)
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 8, self_p, 16, target_p,
+                                                                      8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && target_step == 8)
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 8, self_p, 24, target_p,
+                                                                      8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && target_step == 16)
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 8, self_p, 8, target_p,
+                                                                      16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && target_step == 24)
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 8, self_p, 8, target_p,
+                                                                      24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && target_step == 8)
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 16, self_p, 8, target_p,
+                                                                      8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && target_step == 8)
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 16, self_p, 16, target_p,
+                                                                      8, n, ctx);
+        else
+            i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(
+                out, out_step, self_p, self_step, target_p, target_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        binary_cross_entropy_elementwise_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_binary_cross_entropy_elementwise(yt_tensor *result, yt_tensor *self, yt_tensor *target)
 {
@@ -16579,13 +20121,15 @@ yt__cpu_binary_cross_entropy_elementwise(yt_tensor *result, yt_tensor *self, yt_
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_f32,
                              binary_cross_entropy_elementwise_blocks_f32,
-                             binary_cross_entropy_elementwise_stepped_f32, YT__PW_COMPUTE_BOUND,
-                             scalars);
+                             yt__stepped_form(binary_cross_entropy_elementwise_stepped_f32,
+                                              binary_cross_entropy_elementwise_stepped_avx2_f32),
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, binary_cross_entropy_elementwise_loop_f64,
                              binary_cross_entropy_elementwise_blocks_f64,
-                             binary_cross_entropy_elementwise_stepped_f64, YT__PW_COMPUTE_BOUND,
-                             scalars);
+                             yt__stepped_form(binary_cross_entropy_elementwise_stepped_f64,
+                                              binary_cross_entropy_elementwise_stepped_avx2_f64),
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }

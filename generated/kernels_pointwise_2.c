@@ -15,10 +15,12 @@
  * path remains. f32 and f64 loops whose operands all have the loop's dtype have a stepped form
  * as well (OP_stepped_DTYPE): rows in which operands step 2 or 3 elements apart (x[:, ::2]), a
  * 512-bit vector at a time through registers (runtime/stepped_lanes.h), where otherwise the
- * runtime copies such operands through buffers. Its rows run in OP_stepped_row_DTYPE, inlined once
- * per common set of steps (one input 2 or 3 elements apart, the output 2 apart, or both in place,
- * the rest contiguous: codegen/lower.py, _step_cases) with those steps as constants, so that
- * the lanes' tests of each operand's step fold away, and once more for any other steps. */
+ * runtime copies such operands through buffers; OP_stepped_avx2_DTYPE is the same form for CPUs
+ * without AVX-512, the vector in two 256-bit halves. Its rows run in OP_stepped_row_DTYPE
+ * (OP_stepped_row_avx2_DTYPE), inlined once per common set of steps (one input 2 or 3 elements
+ * apart, the output 2 apart, or both in place, the rest contiguous: codegen/lower.py, _step_cases)
+ * with those steps as constants, so that the lanes' tests of each operand's step fold away, and
+ * once more for any other steps. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -673,6 +675,65 @@ maximum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+maximum_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = yt__pw_maximum_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+maximum_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = maximum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = maximum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = maximum_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = maximum_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = maximum_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step,
+                                             n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        maximum_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 maximum_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
@@ -795,6 +856,65 @@ maximum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+maximum_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = yt__pw_maximum_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+maximum_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = maximum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = maximum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = maximum_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = maximum_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = maximum_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step,
+                                             n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        maximum_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -827,10 +947,12 @@ yt__cpu_maximum(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, maximum_loop_f32, maximum_blocks_f32,
-                             maximum_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(maximum_stepped_f32, maximum_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, maximum_loop_f64, maximum_blocks_f64,
-                             maximum_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(maximum_stepped_f64, maximum_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1212,6 +1334,56 @@ clamp_max_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_max_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_minimum_uniform_f(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_max_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = clamp_max_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = clamp_max_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = clamp_max_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = clamp_max_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = clamp_max_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_max_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_max_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
@@ -1302,6 +1474,56 @@ clamp_max_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_max_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double max = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_minimum_uniform_d(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_max_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = clamp_max_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = clamp_max_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = clamp_max_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = clamp_max_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = clamp_max_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_max_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
 {
@@ -1335,10 +1557,12 @@ yt__cpu_clamp_max(yt_tensor *result, yt_tensor *self, yt_scalar max)
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, clamp_max_loop_f32, clamp_max_blocks_f32,
-                             clamp_max_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(clamp_max_stepped_f32, clamp_max_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, clamp_max_loop_f64, clamp_max_blocks_f64,
-                             clamp_max_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(clamp_max_stepped_f64, clamp_max_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1915,6 +2139,66 @@ clamp_max_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_max_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, const char *max_p, int64_t max_step,
+                                      int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = yt__pw_minimum_f(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_max_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t max_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *max_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && max_step == 4)
+            i = clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && max_step == 4)
+            i = clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && max_step == 8)
+            i = clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && max_step == 12)
+            i = clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && max_step == 4)
+            i = clamp_max_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && max_step == 4)
+            i = clamp_max_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, max_p, 4, n, ctx);
+        else
+            i = clamp_max_tensor_stepped_row_avx2_f32(out, out_step, self_p, self_step, max_p,
+                                                      max_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_max_tensor_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_max_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -2037,6 +2321,66 @@ clamp_max_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_max_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, const char *max_p, int64_t max_step,
+                                      int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = yt__pw_minimum_d(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_max_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t max_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *max_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && max_step == 8)
+            i = clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && max_step == 8)
+            i = clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && max_step == 16)
+            i = clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && max_step == 24)
+            i = clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && max_step == 8)
+            i = clamp_max_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && max_step == 8)
+            i = clamp_max_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, max_p, 8, n, ctx);
+        else
+            i = clamp_max_tensor_stepped_row_avx2_f64(out, out_step, self_p, self_step, max_p,
+                                                      max_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_max_tensor_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
 {
@@ -2065,13 +2409,15 @@ yt__cpu_clamp_max_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *max)
         return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_bf16,
                              clamp_max_tensor_blocks_bf16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f32,
-                             clamp_max_tensor_blocks_f32, clamp_max_tensor_stepped_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, clamp_max_tensor_loop_f32, clamp_max_tensor_blocks_f32,
+            yt__stepped_form(clamp_max_tensor_stepped_f32, clamp_max_tensor_stepped_avx2_f32),
+            YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, clamp_max_tensor_loop_f64,
-                             clamp_max_tensor_blocks_f64, clamp_max_tensor_stepped_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, clamp_max_tensor_loop_f64, clamp_max_tensor_blocks_f64,
+            yt__stepped_form(clamp_max_tensor_stepped_f64, clamp_max_tensor_stepped_avx2_f64),
+            YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2648,6 +2994,65 @@ remainder_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+remainder_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = yt__pw_remainder_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+remainder_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = remainder_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = remainder_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = remainder_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = remainder_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = remainder_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p,
+                                               other_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        remainder_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 remainder_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
@@ -2770,6 +3175,65 @@ remainder_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+remainder_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = yt__pw_remainder_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+remainder_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = remainder_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = remainder_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = remainder_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = remainder_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = remainder_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p,
+                                               other_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        remainder_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
 {
@@ -2804,10 +3268,12 @@ yt__cpu_remainder(yt_tensor *result, yt_tensor *self, yt_tensor *other)
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 2, inputs, remainder_loop_f32, remainder_blocks_f32,
-                             remainder_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(remainder_stepped_f32, remainder_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 2, inputs, remainder_loop_f64, remainder_blocks_f64,
-                             remainder_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(remainder_stepped_f64, remainder_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -3189,6 +3655,56 @@ remainder_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+remainder_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_remainder_f(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+remainder_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = remainder_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = remainder_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = remainder_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        remainder_scalar_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 remainder_scalar_rows_f64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -3279,6 +3795,56 @@ remainder_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+remainder_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_remainder_d(self, other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+remainder_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = remainder_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = remainder_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = remainder_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        remainder_scalar_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
 {
@@ -3314,13 +3880,15 @@ yt__cpu_remainder_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other)
         return yt__pointwise(result, 1, inputs, remainder_scalar_loop_bf16,
                              remainder_scalar_blocks_bf16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f32,
-                             remainder_scalar_blocks_f32, remainder_scalar_stepped_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 1, inputs, remainder_scalar_loop_f32, remainder_scalar_blocks_f32,
+            yt__stepped_form(remainder_scalar_stepped_f32, remainder_scalar_stepped_avx2_f32),
+            YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, remainder_scalar_loop_f64,
-                             remainder_scalar_blocks_f64, remainder_scalar_stepped_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 1, inputs, remainder_scalar_loop_f64, remainder_scalar_blocks_f64,
+            yt__stepped_form(remainder_scalar_stepped_f64, remainder_scalar_stepped_avx2_f64),
+            YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -4277,6 +4845,56 @@ clamp_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n, const i
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_stepped_row_avx2_f32_no_max(char *out, int64_t out_step, const char *self_p,
+                                  int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_maximum_uniform_f(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_stepped_avx2_f32_no_max(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = clamp_stepped_row_avx2_f32_no_max(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = clamp_stepped_row_avx2_f32_no_max(out, 8, self_p, 8, n, ctx);
+        else
+            i = clamp_stepped_row_avx2_f32_no_max(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_loop_f32_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_rows_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -4359,6 +4977,56 @@ clamp_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
             i = clamp_stepped_row_f32_max_no_min(out, 8, self_p, 8, n, ctx);
         else
             i = clamp_stepped_row_f32_max_no_min(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_loop_f32_max_no_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_stepped_row_avx2_f32_max_no_min(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_minimum_uniform_f(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_stepped_avx2_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = clamp_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = clamp_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 8, n, ctx);
+        else
+            i = clamp_stepped_row_avx2_f32_max_no_min(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4462,6 +5130,58 @@ clamp_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_stepped_row_avx2_f32_max_min(char *out, int64_t out_step, const char *self_p,
+                                   int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const float max = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value =
+                yt__pw_minimum_uniform_f(yt__pw_maximum_uniform_f(self, min), max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_stepped_avx2_f32_max_min(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = clamp_stepped_row_avx2_f32_max_min(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = clamp_stepped_row_avx2_f32_max_min(out, 8, self_p, 8, n, ctx);
+        else
+            i = clamp_stepped_row_avx2_f32_max_min(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_loop_f32_max_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_rows_f64_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
@@ -4552,6 +5272,56 @@ clamp_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n, const i
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_stepped_row_avx2_f64_no_max(char *out, int64_t out_step, const char *self_p,
+                                  int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_maximum_uniform_d(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_stepped_avx2_f64_no_max(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = clamp_stepped_row_avx2_f64_no_max(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = clamp_stepped_row_avx2_f64_no_max(out, 16, self_p, 16, n, ctx);
+        else
+            i = clamp_stepped_row_avx2_f64_no_max(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_loop_f64_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_rows_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -4634,6 +5404,56 @@ clamp_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
             i = clamp_stepped_row_f64_max_no_min(out, 16, self_p, 16, n, ctx);
         else
             i = clamp_stepped_row_f64_max_no_min(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_loop_f64_max_no_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_stepped_row_avx2_f64_max_no_min(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double max = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_minimum_uniform_d(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_stepped_avx2_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = clamp_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = clamp_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 16, n, ctx);
+        else
+            i = clamp_stepped_row_avx2_f64_max_no_min(out, out_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4737,6 +5557,58 @@ clamp_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_stepped_row_avx2_f64_max_min(char *out, int64_t out_step, const char *self_p,
+                                   int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    const double max = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value =
+                yt__pw_minimum_uniform_d(yt__pw_maximum_uniform_d(self, min), max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_stepped_avx2_f64_max_min(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = clamp_stepped_row_avx2_f64_max_min(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = clamp_stepped_row_avx2_f64_max_min(out, 16, self_p, 16, n, ctx);
+        else
+            i = clamp_stepped_row_avx2_f64_max_min(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_loop_f64_max_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt_scalar *max)
 {
@@ -4831,29 +5703,37 @@ yt__cpu_clamp(yt_tensor *result, yt_tensor *self, const yt_scalar *min, const yt
         break;
     case YT_DTYPE_F32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 1, inputs, clamp_loop_f32_no_max, clamp_blocks_f32_no_max,
-                                 clamp_stepped_f32_no_max, YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, clamp_loop_f32_no_max, clamp_blocks_f32_no_max,
+                yt__stepped_form(clamp_stepped_f32_no_max, clamp_stepped_avx2_f32_no_max),
+                YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
-            return yt__pointwise(result, 1, inputs, clamp_loop_f32_max_no_min,
-                                 clamp_blocks_f32_max_no_min, clamp_stepped_f32_max_no_min,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, clamp_loop_f32_max_no_min, clamp_blocks_f32_max_no_min,
+                yt__stepped_form(clamp_stepped_f32_max_no_min, clamp_stepped_avx2_f32_max_no_min),
+                YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
-            return yt__pointwise(result, 1, inputs, clamp_loop_f32_max_min,
-                                 clamp_blocks_f32_max_min, clamp_stepped_f32_max_min,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, clamp_loop_f32_max_min, clamp_blocks_f32_max_min,
+                yt__stepped_form(clamp_stepped_f32_max_min, clamp_stepped_avx2_f32_max_min),
+                YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
-            return yt__pointwise(result, 1, inputs, clamp_loop_f64_no_max, clamp_blocks_f64_no_max,
-                                 clamp_stepped_f64_no_max, YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, clamp_loop_f64_no_max, clamp_blocks_f64_no_max,
+                yt__stepped_form(clamp_stepped_f64_no_max, clamp_stepped_avx2_f64_no_max),
+                YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
-            return yt__pointwise(result, 1, inputs, clamp_loop_f64_max_no_min,
-                                 clamp_blocks_f64_max_no_min, clamp_stepped_f64_max_no_min,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, clamp_loop_f64_max_no_min, clamp_blocks_f64_max_no_min,
+                yt__stepped_form(clamp_stepped_f64_max_no_min, clamp_stepped_avx2_f64_max_no_min),
+                YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
-            return yt__pointwise(result, 1, inputs, clamp_loop_f64_max_min,
-                                 clamp_blocks_f64_max_min, clamp_stepped_f64_max_min,
-                                 YT__PW_MEMORY_BOUND, scalars);
+            return yt__pointwise(
+                result, 1, inputs, clamp_loop_f64_max_min, clamp_blocks_f64_max_min,
+                yt__stepped_form(clamp_stepped_f64_max_min, clamp_stepped_avx2_f64_max_min),
+                YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -6673,6 +7553,66 @@ clamp_tensor_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_stepped_row_avx2_f32_no_max(char *out, int64_t out_step, const char *self_p,
+                                         int64_t self_step, const char *min_p, int64_t min_step,
+                                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float out_value = yt__pw_maximum_f(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_stepped_avx2_f32_no_max(char **data, const int64_t *strides, int64_t n,
+                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t min_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *min_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && min_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, min_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && min_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, min_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 4, min_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 12)
+            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 4, min_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 8, self_p, 4, min_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 8, self_p, 8, min_p, 4, n, ctx);
+        else
+            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, out_step, self_p, self_step, min_p,
+                                                         min_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_loop_f32_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_rows_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
                                  const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -6801,6 +7741,66 @@ clamp_tensor_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t
         else
             i = clamp_tensor_stepped_row_f32_max_no_min(out, out_step, self_p, self_step, max_p,
                                                         max_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_loop_f32_max_no_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_stepped_row_avx2_f32_max_no_min(char *out, int64_t out_step, const char *self_p,
+                                             int64_t self_step, const char *max_p, int64_t max_step,
+                                             int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = yt__pw_minimum_f(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_stepped_avx2_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                         const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t max_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *max_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && max_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && max_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && max_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && max_step == 12)
+            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && max_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 8, max_p, 4, n, ctx);
+        else
+            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, out_step, self_p, self_step,
+                                                             max_p, max_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -6963,6 +7963,83 @@ clamp_tensor_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_stepped_row_avx2_f32_max_min(char *out, int64_t out_step, const char *self_p,
+                                          int64_t self_step, const char *min_p, int64_t min_step,
+                                          const char *max_p, int64_t max_step, int64_t n,
+                                          const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
+            max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_stepped_avx2_f32_max_min(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t min_step = strides[2];
+    const int64_t max_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *min_p = data[2] + r * row_strides[2];
+        const char *max_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && min_step == 4 && max_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, min_p, 4, max_p, 4, n,
+                                                          ctx);
+        else if (out_step == 4 && self_step == 12 && min_step == 4 && max_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, min_p, 4, max_p, 4, n,
+                                                          ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 8 && max_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 8, max_p, 4, n,
+                                                          ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 12 && max_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 12, max_p, 4, n,
+                                                          ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 4 && max_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p, 8, n,
+                                                          ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 4 && max_step == 12)
+            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p, 12, n,
+                                                          ctx);
+        else if (out_step == 8 && self_step == 4 && min_step == 4 && max_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 8, self_p, 4, min_p, 4, max_p, 4, n,
+                                                          ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 4 && max_step == 4)
+            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 8, self_p, 8, min_p, 4, max_p, 4, n,
+                                                          ctx);
+        else
+            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, out_step, self_p, self_step, min_p,
+                                                          min_step, max_p, max_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_loop_f32_max_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_rows_f64_no_max(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -7100,6 +8177,66 @@ clamp_tensor_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_stepped_row_avx2_f64_no_max(char *out, int64_t out_step, const char *self_p,
+                                         int64_t self_step, const char *min_p, int64_t min_step,
+                                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double out_value = yt__pw_maximum_d(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_stepped_avx2_f64_no_max(char **data, const int64_t *strides, int64_t n,
+                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t min_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *min_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && min_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, min_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && min_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, min_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 16)
+            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 8, min_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 24)
+            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 8, min_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 16, self_p, 8, min_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && min_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 16, self_p, 16, min_p, 8, n, ctx);
+        else
+            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, out_step, self_p, self_step, min_p,
+                                                         min_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_loop_f64_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_rows_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
                                  const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -7229,6 +8366,66 @@ clamp_tensor_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t
         else
             i = clamp_tensor_stepped_row_f64_max_no_min(out, out_step, self_p, self_step, max_p,
                                                         max_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_loop_f64_max_no_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_stepped_row_avx2_f64_max_no_min(char *out, int64_t out_step, const char *self_p,
+                                             int64_t self_step, const char *max_p, int64_t max_step,
+                                             int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = yt__pw_minimum_d(self, max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_stepped_avx2_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
+                                         const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t max_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *max_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && max_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && max_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && max_step == 16)
+            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && max_step == 24)
+            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && max_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 16, max_p, 8, n, ctx);
+        else
+            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, out_step, self_p, self_step,
+                                                             max_p, max_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -7397,6 +8594,83 @@ clamp_tensor_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_stepped_row_avx2_f64_max_min(char *out, int64_t out_step, const char *self_p,
+                                          int64_t self_step, const char *min_p, int64_t min_step,
+                                          const char *max_p, int64_t max_step, int64_t n,
+                                          const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
+            max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_stepped_avx2_f64_max_min(char **data, const int64_t *strides, int64_t n,
+                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t min_step = strides[2];
+    const int64_t max_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *min_p = data[2] + r * row_strides[2];
+        const char *max_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && min_step == 8 && max_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, min_p, 8, max_p, 8, n,
+                                                          ctx);
+        else if (out_step == 8 && self_step == 24 && min_step == 8 && max_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, min_p, 8, max_p, 8, n,
+                                                          ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 16 && max_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 16, max_p, 8, n,
+                                                          ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 24 && max_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 24, max_p, 8, n,
+                                                          ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 8 && max_step == 16)
+            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p, 16, n,
+                                                          ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 8 && max_step == 24)
+            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p, 24, n,
+                                                          ctx);
+        else if (out_step == 16 && self_step == 8 && min_step == 8 && max_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 16, self_p, 8, min_p, 8, max_p, 8, n,
+                                                          ctx);
+        else if (out_step == 16 && self_step == 16 && min_step == 8 && max_step == 8)
+            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 16, self_p, 16, min_p, 8, max_p, 8,
+                                                          n, ctx);
+        else
+            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, out_step, self_p, self_step, min_p,
+                                                          min_step, max_p, max_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[4];
+        for (int k = 0; k < 4; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_loop_f64_max_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tensor *max)
 {
@@ -7505,29 +8779,41 @@ yt__cpu_clamp_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min, yt_tens
     case YT_DTYPE_F32:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_no_max,
-                                 clamp_tensor_blocks_f32_no_max, clamp_tensor_stepped_f32_no_max,
+                                 clamp_tensor_blocks_f32_no_max,
+                                 yt__stepped_form(clamp_tensor_stepped_f32_no_max,
+                                                  clamp_tensor_stepped_avx2_f32_no_max),
                                  YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_max_no_min,
                                  clamp_tensor_blocks_f32_max_no_min,
-                                 clamp_tensor_stepped_f32_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 yt__stepped_form(clamp_tensor_stepped_f32_max_no_min,
+                                                  clamp_tensor_stepped_avx2_f32_max_no_min),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f32_max_min,
-                                 clamp_tensor_blocks_f32_max_min, clamp_tensor_stepped_f32_max_min,
+                                 clamp_tensor_blocks_f32_max_min,
+                                 yt__stepped_form(clamp_tensor_stepped_f32_max_min,
+                                                  clamp_tensor_stepped_avx2_f32_max_min),
                                  YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if ((max == NULL && min == NULL) || (max == NULL && min != NULL))
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_no_max,
-                                 clamp_tensor_blocks_f64_no_max, clamp_tensor_stepped_f64_no_max,
+                                 clamp_tensor_blocks_f64_no_max,
+                                 yt__stepped_form(clamp_tensor_stepped_f64_no_max,
+                                                  clamp_tensor_stepped_avx2_f64_no_max),
                                  YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min == NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_max_no_min,
                                  clamp_tensor_blocks_f64_max_no_min,
-                                 clamp_tensor_stepped_f64_max_no_min, YT__PW_MEMORY_BOUND, scalars);
+                                 yt__stepped_form(clamp_tensor_stepped_f64_max_no_min,
+                                                  clamp_tensor_stepped_avx2_f64_max_no_min),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL && min != NULL)
             return yt__pointwise(result, 3, inputs, clamp_tensor_loop_f64_max_min,
-                                 clamp_tensor_blocks_f64_max_min, clamp_tensor_stepped_f64_max_min,
+                                 clamp_tensor_blocks_f64_max_min,
+                                 yt__stepped_form(clamp_tensor_stepped_f64_max_min,
+                                                  clamp_tensor_stepped_avx2_f64_max_min),
                                  YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
@@ -8141,6 +9427,87 @@ clamp_tensor_backward_min_stepped_f32_no_max(char **data, const int64_t *strides
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(char *out, int64_t out_step,
+                                                      const char *grad_output_p,
+                                                      int64_t grad_output_step, const char *self_p,
+                                                      int64_t self_step, const char *min_p,
+                                                      int64_t min_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            min_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float out_value = ((self < min) && 1) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_min_stepped_avx2_f32_no_max(char **data, const int64_t *strides, int64_t n,
+                                                  const int64_t *row_strides, int64_t rows,
+                                                  const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 4, grad_output_p, 8,
+                                                                      self_p, 4, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 4, grad_output_p, 12,
+                                                                      self_p, 4, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 4, grad_output_p, 4,
+                                                                      self_p, 8, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 4, grad_output_p, 4,
+                                                                      self_p, 12, min_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 4, grad_output_p, 4,
+                                                                      self_p, 4, min_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 4, grad_output_p, 4,
+                                                                      self_p, 4, min_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 8, grad_output_p, 4,
+                                                                      self_p, 4, min_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 4, min_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_min_loop_f32_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_min_rows_f32_max(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -8352,6 +9719,109 @@ clamp_tensor_backward_min_stepped_f32_max(char **data, const int64_t *strides, i
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_min_stepped_row_avx2_f32_max(char *out, int64_t out_step,
+                                                   const char *grad_output_p,
+                                                   int64_t grad_output_step, const char *self_p,
+                                                   int64_t self_step, const char *min_p,
+                                                   int64_t min_step, const char *max_p,
+                                                   int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_min_stepped_avx2_f32_max(char **data, const int64_t *strides, int64_t n,
+                                               const int64_t *row_strides, int64_t rows,
+                                               const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
+            max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 8, self_p,
+                                                                   4, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4, self_p,
+                                                                   8, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4, self_p,
+                                                                   12, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4, self_p,
+                                                                   4, min_p, 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4, self_p,
+                                                                   4, min_p, 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4, self_p,
+                                                                   4, min_p, 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 12)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4, self_p,
+                                                                   4, min_p, 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 8, grad_output_p, 4, self_p,
+                                                                   4, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 8, grad_output_p, 8, self_p,
+                                                                   4, min_p, 4, max_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                max_p, max_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_min_loop_f32_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_min_rows_f64_no_max(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -8520,6 +9990,87 @@ clamp_tensor_backward_min_stepped_f64_no_max(char **data, const int64_t *strides
                                                                  8, min_p, 8, n, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_f64_no_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_min_loop_f64_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(char *out, int64_t out_step,
+                                                      const char *grad_output_p,
+                                                      int64_t grad_output_step, const char *self_p,
+                                                      int64_t self_step, const char *min_p,
+                                                      int64_t min_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            min_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double out_value = ((self < min) && 1) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_min_stepped_avx2_f64_no_max(char **data, const int64_t *strides, int64_t n,
+                                                  const int64_t *row_strides, int64_t rows,
+                                                  const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 8, grad_output_p, 16,
+                                                                      self_p, 8, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 8, grad_output_p, 24,
+                                                                      self_p, 8, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 16, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 24, min_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 8, min_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 8, grad_output_p, 8,
+                                                                      self_p, 8, min_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 16, grad_output_p, 8,
+                                                                      self_p, 8, min_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 16, grad_output_p, 16,
+                                                                      self_p, 8, min_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
                 n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
@@ -8741,6 +10292,109 @@ clamp_tensor_backward_min_stepped_f64_max(char **data, const int64_t *strides, i
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_min_stepped_row_avx2_f64_max(char *out, int64_t out_step,
+                                                   const char *grad_output_p,
+                                                   int64_t grad_output_step, const char *self_p,
+                                                   int64_t self_step, const char *min_p,
+                                                   int64_t min_step, const char *max_p,
+                                                   int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = ((self < min) && (0 || (min < max))) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_min_stepped_avx2_f64_max(char **data, const int64_t *strides, int64_t n,
+                                               const int64_t *row_strides, int64_t rows,
+                                               const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
+            max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8, self_p,
+                                                                   16, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8, self_p,
+                                                                   24, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8, self_p,
+                                                                   8, min_p, 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8, self_p,
+                                                                   8, min_p, 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 16)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8, self_p,
+                                                                   8, min_p, 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 24)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8, self_p,
+                                                                   8, min_p, 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                max_p, max_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_min_loop_f64_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                                   yt_tensor *min, yt_tensor *max)
@@ -8772,27 +10426,33 @@ yt__cpu_clamp_tensor_backward_min(yt_tensor *result, yt_tensor *grad_output, yt_
         break;
     case YT_DTYPE_F32:
         if (max == NULL)
-            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f32_no_max,
-                                 clamp_tensor_backward_min_blocks_f32_no_max,
-                                 clamp_tensor_backward_min_stepped_f32_no_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(
+                result, 4, inputs, clamp_tensor_backward_min_loop_f32_no_max,
+                clamp_tensor_backward_min_blocks_f32_no_max,
+                yt__stepped_form(clamp_tensor_backward_min_stepped_f32_no_max,
+                                 clamp_tensor_backward_min_stepped_avx2_f32_no_max),
+                YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f32_max,
                                  clamp_tensor_backward_min_blocks_f32_max,
-                                 clamp_tensor_backward_min_stepped_f32_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(clamp_tensor_backward_min_stepped_f32_max,
+                                                  clamp_tensor_backward_min_stepped_avx2_f32_max),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if (max == NULL)
-            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f64_no_max,
-                                 clamp_tensor_backward_min_blocks_f64_no_max,
-                                 clamp_tensor_backward_min_stepped_f64_no_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(
+                result, 4, inputs, clamp_tensor_backward_min_loop_f64_no_max,
+                clamp_tensor_backward_min_blocks_f64_no_max,
+                yt__stepped_form(clamp_tensor_backward_min_stepped_f64_no_max,
+                                 clamp_tensor_backward_min_stepped_avx2_f64_no_max),
+                YT__PW_MEMORY_BOUND, scalars);
         if (max != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_min_loop_f64_max,
                                  clamp_tensor_backward_min_blocks_f64_max,
-                                 clamp_tensor_backward_min_stepped_f64_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(clamp_tensor_backward_min_stepped_f64_max,
+                                                  clamp_tensor_backward_min_stepped_avx2_f64_max),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -9166,6 +10826,55 @@ abs_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+abs_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_abs_f(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+abs_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = abs_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = abs_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = abs_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = abs_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = abs_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        abs_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 abs_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -9254,6 +10963,55 @@ abs_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+abs_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_abs_d(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+abs_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = abs_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = abs_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = abs_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = abs_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = abs_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        abs_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_abs(yt_tensor *result, yt_tensor *self)
 {
@@ -9282,10 +11040,12 @@ yt__cpu_abs(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, abs_loop_bf16, abs_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, abs_loop_f32, abs_blocks_f32, abs_stepped_f32,
+        return yt__pointwise(result, 1, inputs, abs_loop_f32, abs_blocks_f32,
+                             yt__stepped_form(abs_stepped_f32, abs_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, abs_loop_f64, abs_blocks_f64, abs_stepped_f64,
+        return yt__pointwise(result, 1, inputs, abs_loop_f64, abs_blocks_f64,
+                             yt__stepped_form(abs_stepped_f64, abs_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -9698,6 +11458,55 @@ sign_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+sign_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_sign_f(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+sign_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = sign_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = sign_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = sign_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = sign_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = sign_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sign_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 sign_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -9786,6 +11595,55 @@ sign_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+sign_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_sign_d(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+sign_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = sign_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = sign_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = sign_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = sign_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = sign_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sign_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_sign(yt_tensor *result, yt_tensor *self)
 {
@@ -9817,10 +11675,12 @@ yt__cpu_sign(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, sign_loop_bf16, sign_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sign_loop_f32, sign_blocks_f32, sign_stepped_f32,
+        return yt__pointwise(result, 1, inputs, sign_loop_f32, sign_blocks_f32,
+                             yt__stepped_form(sign_stepped_f32, sign_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sign_loop_f64, sign_blocks_f64, sign_stepped_f64,
+        return yt__pointwise(result, 1, inputs, sign_loop_f64, sign_blocks_f64,
+                             yt__stepped_form(sign_stepped_f64, sign_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -9999,6 +11859,55 @@ rsqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+rsqrt_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (float)1 / sqrtf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+rsqrt_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = rsqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = rsqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = rsqrt_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = rsqrt_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = rsqrt_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        rsqrt_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 rsqrt_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -10087,6 +11996,55 @@ rsqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+rsqrt_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (double)1 / sqrt(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+rsqrt_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = rsqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = rsqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = rsqrt_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = rsqrt_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = rsqrt_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        rsqrt_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
 {
@@ -10100,10 +12058,12 @@ yt__cpu_rsqrt(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, rsqrt_loop_bf16, rsqrt_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_f32, rsqrt_blocks_f32, rsqrt_stepped_f32,
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f32, rsqrt_blocks_f32,
+                             yt__stepped_form(rsqrt_stepped_f32, rsqrt_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, rsqrt_loop_f64, rsqrt_blocks_f64, rsqrt_stepped_f64,
+        return yt__pointwise(result, 1, inputs, rsqrt_loop_f64, rsqrt_blocks_f64,
+                             yt__stepped_form(rsqrt_stepped_f64, rsqrt_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -10288,6 +12248,55 @@ log2_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+log2_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = log2f(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+log2_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = log2_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = log2_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = log2_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = log2_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = log2_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        log2_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 log2_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -10378,6 +12387,55 @@ log2_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+log2_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = log2(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+log2_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = log2_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = log2_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = log2_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = log2_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = log2_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        log2_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_log2(yt_tensor *result, yt_tensor *self)
 {
@@ -10391,10 +12449,12 @@ yt__cpu_log2(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, log2_loop_bf16, log2_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, log2_loop_f32, log2_blocks_f32, log2_stepped_f32,
+        return yt__pointwise(result, 1, inputs, log2_loop_f32, log2_blocks_f32,
+                             yt__stepped_form(log2_stepped_f32, log2_stepped_avx2_f32),
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, log2_loop_f64, log2_blocks_f64, log2_stepped_f64,
+        return yt__pointwise(result, 1, inputs, log2_loop_f64, log2_blocks_f64,
+                             yt__stepped_form(log2_stepped_f64, log2_stepped_avx2_f64),
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -10579,6 +12639,55 @@ sin_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+sin_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = sinf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+sin_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = sin_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = sin_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = sin_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = sin_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = sin_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sin_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 sin_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -10669,6 +12778,55 @@ sin_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+sin_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = sin(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+sin_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = sin_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = sin_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = sin_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = sin_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = sin_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sin_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_sin(yt_tensor *result, yt_tensor *self)
 {
@@ -10682,10 +12840,12 @@ yt__cpu_sin(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, sin_loop_bf16, sin_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, sin_loop_f32, sin_blocks_f32, sin_stepped_f32,
+        return yt__pointwise(result, 1, inputs, sin_loop_f32, sin_blocks_f32,
+                             yt__stepped_form(sin_stepped_f32, sin_stepped_avx2_f32),
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, sin_loop_f64, sin_blocks_f64, sin_stepped_f64,
+        return yt__pointwise(result, 1, inputs, sin_loop_f64, sin_blocks_f64,
+                             yt__stepped_form(sin_stepped_f64, sin_stepped_avx2_f64),
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -11059,6 +13219,55 @@ floor_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+floor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = floorf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+floor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = floor_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = floor_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = floor_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = floor_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = floor_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        floor_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 floor_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -11147,6 +13356,55 @@ floor_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+floor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = floor(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+floor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = floor_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = floor_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = floor_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = floor_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = floor_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        floor_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_floor(yt_tensor *result, yt_tensor *self)
 {
@@ -11175,10 +13433,12 @@ yt__cpu_floor(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, floor_loop_bf16, floor_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, floor_loop_f32, floor_blocks_f32, floor_stepped_f32,
+        return yt__pointwise(result, 1, inputs, floor_loop_f32, floor_blocks_f32,
+                             yt__stepped_form(floor_stepped_f32, floor_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, floor_loop_f64, floor_blocks_f64, floor_stepped_f64,
+        return yt__pointwise(result, 1, inputs, floor_loop_f64, floor_blocks_f64,
+                             yt__stepped_form(floor_stepped_f64, floor_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -11361,6 +13621,56 @@ leaky_relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+leaky_relu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float negative_slope = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (self > (float)0) ? self : (self * negative_slope);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+leaky_relu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = leaky_relu_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = leaky_relu_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = leaky_relu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        leaky_relu_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 leaky_relu_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -11451,6 +13761,56 @@ leaky_relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+leaky_relu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double negative_slope = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (self > (double)0) ? self : (self * negative_slope);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+leaky_relu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = leaky_relu_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = leaky_relu_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = leaky_relu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        leaky_relu_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
 {
@@ -11467,10 +13827,12 @@ yt__cpu_leaky_relu(yt_tensor *result, yt_tensor *self, yt_scalar negative_slope)
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, leaky_relu_loop_f32, leaky_relu_blocks_f32,
-                             leaky_relu_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(leaky_relu_stepped_f32, leaky_relu_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, leaky_relu_loop_f64, leaky_relu_blocks_f64,
-                             leaky_relu_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(leaky_relu_stepped_f64, leaky_relu_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -12504,6 +14866,67 @@ nan_to_num_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+nan_to_num_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float nan = (float)scalars[0].f;
+    const bool nan_given = scalars[0].given;
+    const float posinf = (float)scalars[1].f;
+    const bool posinf_given = scalars[1].given;
+    const float neginf = (float)scalars[2].f;
+    const bool neginf_given = scalars[2].given;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value =
+                (isfinite(self) != 0)
+                    ? self
+                    : ((isnan(self) != 0)
+                           ? ((!nan_given) ? (float)0 : nan)
+                           : ((self > (float)0) ? ((!posinf_given) ? (float)FLT_MAX : posinf)
+                                                : ((!neginf_given) ? (float)-FLT_MAX : neginf)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+nan_to_num_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = nan_to_num_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = nan_to_num_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = nan_to_num_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        nan_to_num_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 nan_to_num_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -12623,6 +15046,67 @@ nan_to_num_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+nan_to_num_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double nan = (double)scalars[0].f;
+    const bool nan_given = scalars[0].given;
+    const double posinf = (double)scalars[1].f;
+    const bool posinf_given = scalars[1].given;
+    const double neginf = (double)scalars[2].f;
+    const bool neginf_given = scalars[2].given;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value =
+                (isfinite(self) != 0)
+                    ? self
+                    : ((isnan(self) != 0)
+                           ? ((!nan_given) ? (double)0 : nan)
+                           : ((self > (double)0) ? ((!posinf_given) ? (double)DBL_MAX : posinf)
+                                                 : ((!neginf_given) ? (double)-DBL_MAX : neginf)));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+nan_to_num_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = nan_to_num_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = nan_to_num_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = nan_to_num_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        nan_to_num_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const double *posinf,
                    const double *neginf)
@@ -12662,10 +15146,12 @@ yt__cpu_nan_to_num(yt_tensor *result, yt_tensor *self, const double *nan, const 
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, nan_to_num_loop_f32, nan_to_num_blocks_f32,
-                             nan_to_num_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(nan_to_num_stepped_f32, nan_to_num_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, nan_to_num_loop_f64, nan_to_num_blocks_f64,
-                             nan_to_num_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(nan_to_num_stepped_f64, nan_to_num_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }

@@ -15,10 +15,12 @@
  * path remains. f32 and f64 loops whose operands all have the loop's dtype have a stepped form
  * as well (OP_stepped_DTYPE): rows in which operands step 2 or 3 elements apart (x[:, ::2]), a
  * 512-bit vector at a time through registers (runtime/stepped_lanes.h), where otherwise the
- * runtime copies such operands through buffers. Its rows run in OP_stepped_row_DTYPE, inlined once
- * per common set of steps (one input 2 or 3 elements apart, the output 2 apart, or both in place,
- * the rest contiguous: codegen/lower.py, _step_cases) with those steps as constants, so that
- * the lanes' tests of each operand's step fold away, and once more for any other steps. */
+ * runtime copies such operands through buffers; OP_stepped_avx2_DTYPE is the same form for CPUs
+ * without AVX-512, the vector in two 256-bit halves. Its rows run in OP_stepped_row_DTYPE
+ * (OP_stepped_row_avx2_DTYPE), inlined once per common set of steps (one input 2 or 3 elements
+ * apart, the output 2 apart, or both in place, the rest contiguous: codegen/lower.py, _step_cases)
+ * with those steps as constants, so that the lanes' tests of each operand's step fold away, and
+ * once more for any other steps. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -682,6 +684,66 @@ add_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+add_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], other_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float other = other_lanes[lane];
+            const float out_value = self + (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+add_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && other_step == 4)
+            i = add_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && other_step == 4)
+            i = add_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 8)
+            i = add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && other_step == 12)
+            i = add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && other_step == 4)
+            i = add_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 4)
+            i = add_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+        else
+            i = add_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step, n,
+                                         ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        add_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 add_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -805,6 +867,66 @@ add_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+add_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double alpha = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], other_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(other_lanes, other_p + i * other_step, other_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double other = other_lanes[lane];
+            const double out_value = self + (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+add_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t other_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *other_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && other_step == 8)
+            i = add_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && other_step == 8)
+            i = add_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 16)
+            i = add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && other_step == 24)
+            i = add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && other_step == 8)
+            i = add_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && other_step == 8)
+            i = add_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+        else
+            i = add_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step, n,
+                                         ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        add_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alpha)
 {
@@ -840,10 +962,12 @@ yt__cpu_add(yt_tensor *result, yt_tensor *self, yt_tensor *other, yt_scalar alph
         return yt__pointwise(result, 2, inputs, add_loop_bf16, add_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, add_loop_f32, add_blocks_f32, add_stepped_f32,
+        return yt__pointwise(result, 2, inputs, add_loop_f32, add_blocks_f32,
+                             yt__stepped_form(add_stepped_f32, add_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, add_loop_f64, add_blocks_f64, add_stepped_f64,
+        return yt__pointwise(result, 2, inputs, add_loop_f64, add_blocks_f64,
+                             yt__stepped_form(add_stepped_f64, add_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -1276,6 +1400,57 @@ add_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+add_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float other = (float)scalars[0].f;
+    const float alpha = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = self + (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+add_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = add_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = add_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = add_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = add_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = add_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        add_scalar_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 add_scalar_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                     int64_t rows, const void *ctx)
@@ -1368,6 +1543,57 @@ add_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+add_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                                int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double other = (double)scalars[0].f;
+    const double alpha = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = self + (alpha * other);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+add_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                            const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = add_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = add_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = add_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = add_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = add_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        add_scalar_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scalar alpha)
 {
@@ -1405,10 +1631,12 @@ yt__cpu_add_scalar(yt_tensor *result, yt_tensor *self, yt_scalar other, yt_scala
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_f32, add_scalar_blocks_f32,
-                             add_scalar_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(add_scalar_stepped_f32, add_scalar_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, add_scalar_loop_f64, add_scalar_blocks_f64,
-                             add_scalar_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(add_scalar_stepped_f64, add_scalar_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -1790,6 +2018,56 @@ clamp_min_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_min_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = yt__pw_maximum_uniform_f(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_min_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = clamp_min_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = clamp_min_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = clamp_min_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = clamp_min_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = clamp_min_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_min_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_min_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                    int64_t rows, const void *ctx)
@@ -1880,6 +2158,56 @@ clamp_min_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_min_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                               int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = yt__pw_maximum_uniform_d(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_min_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                           const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = clamp_min_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = clamp_min_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = clamp_min_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = clamp_min_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = clamp_min_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_min_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
 {
@@ -1913,10 +2241,12 @@ yt__cpu_clamp_min(yt_tensor *result, yt_tensor *self, yt_scalar min)
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, clamp_min_loop_f32, clamp_min_blocks_f32,
-                             clamp_min_stepped_f32, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(clamp_min_stepped_f32, clamp_min_stepped_avx2_f32),
+                             YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, clamp_min_loop_f64, clamp_min_blocks_f64,
-                             clamp_min_stepped_f64, YT__PW_MEMORY_BOUND, scalars);
+                             yt__stepped_form(clamp_min_stepped_f64, clamp_min_stepped_avx2_f64),
+                             YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -2493,6 +2823,66 @@ clamp_min_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_min_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, const char *min_p, int64_t min_step,
+                                      int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], min_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float out_value = yt__pw_maximum_f(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_min_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t min_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *min_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && self_step == 8 && min_step == 4)
+            i = clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, min_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 12 && min_step == 4)
+            i = clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, min_p, 4, n, ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 8)
+            i = clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, min_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 4 && min_step == 12)
+            i = clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, min_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4 && min_step == 4)
+            i = clamp_min_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, min_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 4)
+            i = clamp_min_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, min_p, 4, n, ctx);
+        else
+            i = clamp_min_tensor_stepped_row_avx2_f32(out, out_step, self_p, self_step, min_p,
+                                                      min_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_min_tensor_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_min_tensor_rows_f64(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -2615,6 +3005,66 @@ clamp_min_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_min_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
+                                      int64_t self_step, const char *min_p, int64_t min_step,
+                                      int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], min_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double out_value = yt__pw_maximum_d(self, min);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_min_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    const int64_t min_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        const char *min_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && self_step == 16 && min_step == 8)
+            i = clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, min_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 24 && min_step == 8)
+            i = clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, min_p, 8, n, ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 16)
+            i = clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, min_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 8 && min_step == 24)
+            i = clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, min_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8 && min_step == 8)
+            i = clamp_min_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, min_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16 && min_step == 8)
+            i = clamp_min_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, min_p, 8, n, ctx);
+        else
+            i = clamp_min_tensor_stepped_row_avx2_f64(out, out_step, self_p, self_step, min_p,
+                                                      min_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_min_tensor_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
 {
@@ -2643,13 +3093,15 @@ yt__cpu_clamp_min_tensor(yt_tensor *result, yt_tensor *self, yt_tensor *min)
         return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_bf16,
                              clamp_min_tensor_blocks_bf16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f32,
-                             clamp_min_tensor_blocks_f32, clamp_min_tensor_stepped_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, clamp_min_tensor_loop_f32, clamp_min_tensor_blocks_f32,
+            yt__stepped_form(clamp_min_tensor_stepped_f32, clamp_min_tensor_stepped_avx2_f32),
+            YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, clamp_min_tensor_loop_f64,
-                             clamp_min_tensor_blocks_f64, clamp_min_tensor_stepped_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, clamp_min_tensor_loop_f64, clamp_min_tensor_blocks_f64,
+            yt__stepped_form(clamp_min_tensor_stepped_f64, clamp_min_tensor_stepped_avx2_f64),
+            YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -3293,6 +3745,61 @@ clamp_backward_stepped_f32_no_min_no_max(char **data, const int64_t *strides, in
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_avx2_f32_no_min_no_max(char *out, int64_t out_step,
+                                                  const char *grad_output_p,
+                                                  int64_t grad_output_step, int64_t n,
+                                                  const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float out_value = grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_backward_stepped_avx2_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                              const int64_t *row_strides, int64_t rows,
+                                              const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8)
+            i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12)
+            i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p, 12, n,
+                                                                  ctx);
+        else if (out_step == 8 && grad_output_step == 4)
+            i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8)
+            i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 8, n, ctx);
+        else
+            i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, out_step, grad_output_p,
+                                                                  grad_output_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f32_no_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_backward_rows_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -3426,6 +3933,76 @@ clamp_backward_stepped_f32_no_min_max(char **data, const int64_t *strides, int64
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_avx2_f32_no_min_max(char *out, int64_t out_step,
+                                               const char *grad_output_p, int64_t grad_output_step,
+                                               const char *self_p, int64_t self_step, int64_t n,
+                                               const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float max = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_backward_stepped_avx2_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 8, self_p, 4,
+                                                               n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 12, self_p, 4,
+                                                               n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4, self_p, 8,
+                                                               n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4, self_p, 12,
+                                                               n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 8, grad_output_p, 4, self_p, 4,
+                                                               n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 8, grad_output_p, 8, self_p, 4,
+                                                               n, ctx);
+        else
+            i = clamp_backward_stepped_row_avx2_f32_no_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f32_no_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_backward_rows_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -3550,6 +4127,76 @@ clamp_backward_stepped_f32_min_no_max(char **data, const int64_t *strides, int64
                                                           ctx);
         else
             i = clamp_backward_stepped_row_f32_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f32_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_avx2_f32_min_no_max(char *out, int64_t out_step,
+                                               const char *grad_output_p, int64_t grad_output_step,
+                                               const char *self_p, int64_t self_step, int64_t n,
+                                               const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_backward_stepped_avx2_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 8, self_p, 4,
+                                                               n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 12, self_p, 4,
+                                                               n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4, self_p, 8,
+                                                               n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4, self_p, 12,
+                                                               n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 8, grad_output_p, 4, self_p, 4,
+                                                               n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 8, grad_output_p, 8, self_p, 4,
+                                                               n, ctx);
+        else
+            i = clamp_backward_stepped_row_avx2_f32_min_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
@@ -3695,6 +4342,76 @@ clamp_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_avx2_f32_min_max(char *out, int64_t out_step, const char *grad_output_p,
+                                            int64_t grad_output_step, const char *self_p,
+                                            int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float min = (float)scalars[0].f;
+    const float max = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value =
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_backward_stepped_avx2_f32_min_max(char **data, const int64_t *strides, int64_t n,
+                                        const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                            ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                            ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                            ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                            ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = clamp_backward_stepped_row_avx2_f32_min_max(out, 8, grad_output_p, 4, self_p, 4, n,
+                                                            ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = clamp_backward_stepped_row_avx2_f32_min_max(out, 8, grad_output_p, 8, self_p, 4, n,
+                                                            ctx);
+        else
+            i = clamp_backward_stepped_row_avx2_f32_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f32_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_backward_rows_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                       const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -3797,6 +4514,64 @@ clamp_backward_stepped_f64_no_min_no_max(char **data, const int64_t *strides, in
         else
             i = clamp_backward_stepped_row_f64_no_min_no_max(out, out_step, grad_output_p,
                                                              grad_output_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f64_no_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_avx2_f64_no_min_no_max(char *out, int64_t out_step,
+                                                  const char *grad_output_p,
+                                                  int64_t grad_output_step, int64_t n,
+                                                  const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double out_value = grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_backward_stepped_avx2_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                              const int64_t *row_strides, int64_t rows,
+                                              const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16)
+            i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p, 16, n,
+                                                                  ctx);
+        else if (out_step == 8 && grad_output_step == 24)
+            i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p, 24, n,
+                                                                  ctx);
+        else if (out_step == 16 && grad_output_step == 8)
+            i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 16, grad_output_p, 8, n,
+                                                                  ctx);
+        else if (out_step == 16 && grad_output_step == 16)
+            i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 16, grad_output_p, 16, n,
+                                                                  ctx);
+        else
+            i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, out_step, grad_output_p,
+                                                                  grad_output_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3938,6 +4713,76 @@ clamp_backward_stepped_f64_no_min_max(char **data, const int64_t *strides, int64
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_avx2_f64_no_min_max(char *out, int64_t out_step,
+                                               const char *grad_output_p, int64_t grad_output_step,
+                                               const char *self_p, int64_t self_step, int64_t n,
+                                               const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double max = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_backward_stepped_avx2_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 16, self_p, 8,
+                                                               n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 24, self_p, 8,
+                                                               n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8, self_p, 16,
+                                                               n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8, self_p, 24,
+                                                               n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 16, grad_output_p, 8, self_p, 8,
+                                                               n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 16, grad_output_p, 16, self_p,
+                                                               8, n, ctx);
+        else
+            i = clamp_backward_stepped_row_avx2_f64_no_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f64_no_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_backward_rows_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
                                    const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -4062,6 +4907,76 @@ clamp_backward_stepped_f64_min_no_max(char **data, const int64_t *strides, int64
                                                           ctx);
         else
             i = clamp_backward_stepped_row_f64_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f64_min_no_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_avx2_f64_min_no_max(char *out, int64_t out_step,
+                                               const char *grad_output_p, int64_t grad_output_step,
+                                               const char *self_p, int64_t self_step, int64_t n,
+                                               const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_backward_stepped_avx2_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
+                                           const int64_t *row_strides, int64_t rows,
+                                           const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 16, self_p, 8,
+                                                               n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 24, self_p, 8,
+                                                               n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8, self_p, 16,
+                                                               n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8, self_p, 24,
+                                                               n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 16, grad_output_p, 8, self_p, 8,
+                                                               n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 16, grad_output_p, 16, self_p,
+                                                               8, n, ctx);
+        else
+            i = clamp_backward_stepped_row_avx2_f64_min_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
@@ -4211,6 +5126,76 @@ clamp_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_backward_stepped_row_avx2_f64_min_max(char *out, int64_t out_step, const char *grad_output_p,
+                                            int64_t grad_output_step, const char *self_p,
+                                            int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double min = (double)scalars[0].f;
+    const double max = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value =
+                ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_backward_stepped_avx2_f64_min_max(char **data, const int64_t *strides, int64_t n,
+                                        const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                            ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                            ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                            ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                            ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f64_min_max(out, 16, grad_output_p, 8, self_p, 8, n,
+                                                            ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = clamp_backward_stepped_row_avx2_f64_min_max(out, 16, grad_output_p, 16, self_p, 8,
+                                                            n, ctx);
+        else
+            i = clamp_backward_stepped_row_avx2_f64_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_backward_loop_f64_min_max(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                        const yt_scalar *min, const yt_scalar *max)
@@ -4263,43 +5248,53 @@ yt__cpu_clamp_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *sel
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_no_min_no_max,
                                  clamp_backward_blocks_f32_no_min_no_max,
-                                 clamp_backward_stepped_f32_no_min_no_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(clamp_backward_stepped_f32_no_min_no_max,
+                                                  clamp_backward_stepped_avx2_f32_no_min_no_max),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_no_min_max,
                                  clamp_backward_blocks_f32_no_min_max,
-                                 clamp_backward_stepped_f32_no_min_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(clamp_backward_stepped_f32_no_min_max,
+                                                  clamp_backward_stepped_avx2_f32_no_min_max),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_min_no_max,
                                  clamp_backward_blocks_f32_min_no_max,
-                                 clamp_backward_stepped_f32_min_no_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(clamp_backward_stepped_f32_min_no_max,
+                                                  clamp_backward_stepped_avx2_f32_min_no_max),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f32_min_max,
                                  clamp_backward_blocks_f32_min_max,
-                                 clamp_backward_stepped_f32_min_max, YT__PW_MEMORY_BOUND, scalars);
+                                 yt__stepped_form(clamp_backward_stepped_f32_min_max,
+                                                  clamp_backward_stepped_avx2_f32_min_max),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if (min == NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_no_min_no_max,
                                  clamp_backward_blocks_f64_no_min_no_max,
-                                 clamp_backward_stepped_f64_no_min_no_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(clamp_backward_stepped_f64_no_min_no_max,
+                                                  clamp_backward_stepped_avx2_f64_no_min_no_max),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min == NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_no_min_max,
                                  clamp_backward_blocks_f64_no_min_max,
-                                 clamp_backward_stepped_f64_no_min_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(clamp_backward_stepped_f64_no_min_max,
+                                                  clamp_backward_stepped_avx2_f64_no_min_max),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL && max == NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_min_no_max,
                                  clamp_backward_blocks_f64_min_no_max,
-                                 clamp_backward_stepped_f64_min_no_max, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(clamp_backward_stepped_f64_min_no_max,
+                                                  clamp_backward_stepped_avx2_f64_min_no_max),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL && max != NULL)
             return yt__pointwise(result, 2, inputs, clamp_backward_loop_f64_min_max,
                                  clamp_backward_blocks_f64_min_max,
-                                 clamp_backward_stepped_f64_min_max, YT__PW_MEMORY_BOUND, scalars);
+                                 yt__stepped_form(clamp_backward_stepped_f64_min_max,
+                                                  clamp_backward_stepped_avx2_f64_min_max),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -4912,6 +5907,87 @@ clamp_tensor_backward_max_stepped_f32_no_min(char **data, const int64_t *strides
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(char *out, int64_t out_step,
+                                                      const char *grad_output_p,
+                                                      int64_t grad_output_step, const char *self_p,
+                                                      int64_t self_step, const char *max_p,
+                                                      int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            max_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = ((self > max) || 0) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_max_stepped_avx2_f32_no_min(char **data, const int64_t *strides, int64_t n,
+                                                  const int64_t *row_strides, int64_t rows,
+                                                  const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 4, grad_output_p, 8,
+                                                                      self_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 4, grad_output_p, 12,
+                                                                      self_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 4, grad_output_p, 4,
+                                                                      self_p, 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 4, grad_output_p, 4,
+                                                                      self_p, 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 4, grad_output_p, 4,
+                                                                      self_p, 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 12)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 4, grad_output_p, 4,
+                                                                      self_p, 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 8, grad_output_p, 4,
+                                                                      self_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 8, grad_output_p, 8,
+                                                                      self_p, 4, max_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
+                n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_max_loop_f32_no_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_max_rows_f32_min(char **data, const int64_t *strides, int64_t n,
                                        const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -5123,6 +6199,109 @@ clamp_tensor_backward_max_stepped_f32_min(char **data, const int64_t *strides, i
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_max_stepped_row_avx2_f32_min(char *out, int64_t out_step,
+                                                   const char *grad_output_p,
+                                                   int64_t grad_output_step, const char *self_p,
+                                                   int64_t self_step, const char *min_p,
+                                                   int64_t min_step, const char *max_p,
+                                                   int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            min_lanes[YT__STEPPED_LANES_F32], max_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f32_avx2(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f32_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float min = min_lanes[lane];
+            const float max = max_lanes[lane];
+            const float out_value = ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_max_stepped_avx2_f32_min(char **data, const int64_t *strides, int64_t n,
+                                               const int64_t *row_strides, int64_t rows,
+                                               const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
+            max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 8, self_p,
+                                                                   4, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4, self_p,
+                                                                   8, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4, self_p,
+                                                                   12, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4, self_p,
+                                                                   4, min_p, 8, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4, self_p,
+                                                                   4, min_p, 12, max_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4, self_p,
+                                                                   4, min_p, 4, max_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 12)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4, self_p,
+                                                                   4, min_p, 4, max_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 8, grad_output_p, 4, self_p,
+                                                                   4, min_p, 4, max_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
+                 max_step == 4)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 8, grad_output_p, 8, self_p,
+                                                                   4, min_p, 4, max_p, 4, n, ctx);
+        else
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                max_p, max_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_max_loop_f32_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 clamp_tensor_backward_max_rows_f64_no_min(char **data, const int64_t *strides, int64_t n,
                                           const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -5291,6 +6470,87 @@ clamp_tensor_backward_max_stepped_f64_no_min(char **data, const int64_t *strides
                                                                  8, max_p, 8, n, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_f64_no_min(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
+                n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_max_loop_f64_no_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(char *out, int64_t out_step,
+                                                      const char *grad_output_p,
+                                                      int64_t grad_output_step, const char *self_p,
+                                                      int64_t self_step, const char *max_p,
+                                                      int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            max_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = ((self > max) || 0) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_max_stepped_avx2_f64_no_min(char **data, const int64_t *strides, int64_t n,
+                                                  const int64_t *row_strides, int64_t rows,
+                                                  const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 8, grad_output_p, 16,
+                                                                      self_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 8, grad_output_p, 24,
+                                                                      self_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 8, grad_output_p, 8,
+                                                                      self_p, 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 8, grad_output_p, 8,
+                                                                      self_p, 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 16)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 8, grad_output_p, 8,
+                                                                      self_p, 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 24)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 8, grad_output_p, 8,
+                                                                      self_p, 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 16, grad_output_p, 8,
+                                                                      self_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 16, grad_output_p, 16,
+                                                                      self_p, 8, max_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
                 n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
@@ -5512,6 +6772,109 @@ clamp_tensor_backward_max_stepped_f64_min(char **data, const int64_t *strides, i
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+clamp_tensor_backward_max_stepped_row_avx2_f64_min(char *out, int64_t out_step,
+                                                   const char *grad_output_p,
+                                                   int64_t grad_output_step, const char *self_p,
+                                                   int64_t self_step, const char *min_p,
+                                                   int64_t min_step, const char *max_p,
+                                                   int64_t max_step, int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            min_lanes[YT__STEPPED_LANES_F64], max_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+        yt__lanes_load_f64_avx2(min_lanes, min_p + i * min_step, min_step);
+        yt__lanes_load_f64_avx2(max_lanes, max_p + i * max_step, max_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double min = min_lanes[lane];
+            const double max = max_lanes[lane];
+            const double out_value = ((self > max) || (1 && (max < min))) ? grad_output : (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+clamp_tensor_backward_max_stepped_avx2_f64_min(char **data, const int64_t *strides, int64_t n,
+                                               const int64_t *row_strides, int64_t rows,
+                                               const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    const int64_t min_step = strides[3];
+    const int64_t max_step = strides[4];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        const char *min_p = data[3] + r * row_strides[3];
+        const char *max_p = data[4] + r * row_strides[4];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
+            max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8, self_p,
+                                                                   16, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8, self_p,
+                                                                   24, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8, self_p,
+                                                                   8, min_p, 16, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8, self_p,
+                                                                   8, min_p, 24, max_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 16)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8, self_p,
+                                                                   8, min_p, 8, max_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 24)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8, self_p,
+                                                                   8, min_p, 8, max_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
+                 max_step == 8)
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+        else
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
+                max_p, max_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[5];
+        for (int k = 0; k < 5; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        clamp_tensor_backward_max_loop_f64_min(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                                   yt_tensor *min, yt_tensor *max)
@@ -5543,27 +6906,33 @@ yt__cpu_clamp_tensor_backward_max(yt_tensor *result, yt_tensor *grad_output, yt_
         break;
     case YT_DTYPE_F32:
         if (min == NULL)
-            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f32_no_min,
-                                 clamp_tensor_backward_max_blocks_f32_no_min,
-                                 clamp_tensor_backward_max_stepped_f32_no_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(
+                result, 4, inputs, clamp_tensor_backward_max_loop_f32_no_min,
+                clamp_tensor_backward_max_blocks_f32_no_min,
+                yt__stepped_form(clamp_tensor_backward_max_stepped_f32_no_min,
+                                 clamp_tensor_backward_max_stepped_avx2_f32_no_min),
+                YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f32_min,
                                  clamp_tensor_backward_max_blocks_f32_min,
-                                 clamp_tensor_backward_max_stepped_f32_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(clamp_tensor_backward_max_stepped_f32_min,
+                                                  clamp_tensor_backward_max_stepped_avx2_f32_min),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if (min == NULL)
-            return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f64_no_min,
-                                 clamp_tensor_backward_max_blocks_f64_no_min,
-                                 clamp_tensor_backward_max_stepped_f64_no_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+            return yt__pointwise(
+                result, 4, inputs, clamp_tensor_backward_max_loop_f64_no_min,
+                clamp_tensor_backward_max_blocks_f64_no_min,
+                yt__stepped_form(clamp_tensor_backward_max_stepped_f64_no_min,
+                                 clamp_tensor_backward_max_stepped_avx2_f64_no_min),
+                YT__PW_MEMORY_BOUND, scalars);
         if (min != NULL)
             return yt__pointwise(result, 4, inputs, clamp_tensor_backward_max_loop_f64_min,
                                  clamp_tensor_backward_max_blocks_f64_min,
-                                 clamp_tensor_backward_max_stepped_f64_min, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(clamp_tensor_backward_max_stepped_f64_min,
+                                                  clamp_tensor_backward_max_stepped_avx2_f64_min),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -5817,6 +7186,59 @@ div_rounding_backward_stepped_f32_none(char **data, const int64_t *strides, int6
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_rounding_backward_stepped_row_avx2_f32_none(char *out, int64_t out_step,
+                                                const char *grad_output_p, int64_t grad_output_step,
+                                                int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float out_value = grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_rounding_backward_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
+                                            const int64_t *row_strides, int64_t rows,
+                                            const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8)
+            i = div_rounding_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12)
+            i = div_rounding_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4)
+            i = div_rounding_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8)
+            i = div_rounding_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 8, n, ctx);
+        else
+            i = div_rounding_backward_stepped_row_avx2_f32_none(out, out_step, grad_output_p,
+                                                                grad_output_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_rounding_backward_loop_f32_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_rounding_backward_rows_f32_trunc(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -5883,6 +7305,46 @@ div_rounding_backward_stepped_f32_trunc(char **data, const int64_t *strides, int
             i = div_rounding_backward_stepped_row_f32_trunc(out, 8, n, ctx);
         else
             i = div_rounding_backward_stepped_row_f32_trunc(out, out_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_rounding_backward_loop_f32_trunc(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_rounding_backward_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, int64_t n,
+                                                 const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float out_lanes[YT__STEPPED_LANES_F32];
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float out_value = (float)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_rounding_backward_stepped_avx2_f32_trunc(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        int64_t i;
+        if (out_step == 8)
+            i = div_rounding_backward_stepped_row_avx2_f32_trunc(out, 8, n, ctx);
+        else
+            i = div_rounding_backward_stepped_row_avx2_f32_trunc(out, out_step, n, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5982,6 +7444,59 @@ div_rounding_backward_stepped_f64_none(char **data, const int64_t *strides, int6
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_rounding_backward_stepped_row_avx2_f64_none(char *out, int64_t out_step,
+                                                const char *grad_output_p, int64_t grad_output_step,
+                                                int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double out_value = grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_rounding_backward_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
+                                            const int64_t *row_strides, int64_t rows,
+                                            const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16)
+            i = div_rounding_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24)
+            i = div_rounding_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8)
+            i = div_rounding_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16)
+            i = div_rounding_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 16, n, ctx);
+        else
+            i = div_rounding_backward_stepped_row_avx2_f64_none(out, out_step, grad_output_p,
+                                                                grad_output_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_rounding_backward_loop_f64_none(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 div_rounding_backward_rows_f64_trunc(char **data, const int64_t *strides, int64_t n,
                                      const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -6056,6 +7571,46 @@ div_rounding_backward_stepped_f64_trunc(char **data, const int64_t *strides, int
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+div_rounding_backward_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, int64_t n,
+                                                 const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double out_lanes[YT__STEPPED_LANES_F64];
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double out_value = (double)0;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+div_rounding_backward_stepped_avx2_f64_trunc(char **data, const int64_t *strides, int64_t n,
+                                             const int64_t *row_strides, int64_t rows,
+                                             const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        int64_t i;
+        if (out_step == 16)
+            i = div_rounding_backward_stepped_row_avx2_f64_trunc(out, 16, n, ctx);
+        else
+            i = div_rounding_backward_stepped_row_avx2_f64_trunc(out, out_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        div_rounding_backward_loop_f64_trunc(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const char *rounding_mode)
 {
@@ -6088,27 +7643,31 @@ yt__cpu_div_rounding_backward(yt_tensor *result, yt_tensor *grad_output, const c
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_none,
                                  div_rounding_backward_blocks_f32_none,
-                                 div_rounding_backward_stepped_f32_none, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(div_rounding_backward_stepped_f32_none,
+                                                  div_rounding_backward_stepped_avx2_f32_none),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f32_trunc,
                                  div_rounding_backward_blocks_f32_trunc,
-                                 div_rounding_backward_stepped_f32_trunc, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(div_rounding_backward_stepped_f32_trunc,
+                                                  div_rounding_backward_stepped_avx2_f32_trunc),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     case YT_DTYPE_F64:
         if (rounding_mode == NULL)
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_none,
                                  div_rounding_backward_blocks_f64_none,
-                                 div_rounding_backward_stepped_f64_none, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(div_rounding_backward_stepped_f64_none,
+                                                  div_rounding_backward_stepped_avx2_f64_none),
+                                 YT__PW_MEMORY_BOUND, scalars);
         if ((rounding_mode != NULL && strcmp(rounding_mode, "trunc") == 0) ||
             (rounding_mode != NULL && strcmp(rounding_mode, "floor") == 0))
             return yt__pointwise(result, 1, inputs, div_rounding_backward_loop_f64_trunc,
                                  div_rounding_backward_blocks_f64_trunc,
-                                 div_rounding_backward_stepped_f64_trunc, YT__PW_MEMORY_BOUND,
-                                 scalars);
+                                 yt__stepped_form(div_rounding_backward_stepped_f64_trunc,
+                                                  div_rounding_backward_stepped_avx2_f64_trunc),
+                                 YT__PW_MEMORY_BOUND, scalars);
         break;
     default:
         break;
@@ -6293,6 +7852,55 @@ exp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+exp_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = expf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+exp_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = exp_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = exp_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = exp_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = exp_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = exp_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        exp_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 exp_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
              int64_t rows, const void *ctx)
@@ -6383,6 +7991,55 @@ exp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+exp_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                         int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = exp(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+exp_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                     int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = exp_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = exp_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = exp_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = exp_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = exp_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        exp_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_exp(yt_tensor *result, yt_tensor *self)
 {
@@ -6396,10 +8053,12 @@ yt__cpu_exp(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, exp_loop_bf16, exp_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, exp_loop_f32, exp_blocks_f32, exp_stepped_f32,
+        return yt__pointwise(result, 1, inputs, exp_loop_f32, exp_blocks_f32,
+                             yt__stepped_form(exp_stepped_f32, exp_stepped_avx2_f32),
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, exp_loop_f64, exp_blocks_f64, exp_stepped_f64,
+        return yt__pointwise(result, 1, inputs, exp_loop_f64, exp_blocks_f64,
+                             yt__stepped_form(exp_stepped_f64, exp_stepped_avx2_f64),
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -6994,6 +8653,74 @@ threshold_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+threshold_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_output_p,
+                                        int64_t grad_output_step, const char *self_p,
+                                        int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float threshold = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value = (self <= threshold) ? (float)0 : grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+threshold_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                        ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                        ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                        ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = threshold_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 4, self_p, 4, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = threshold_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 8, self_p, 4, n,
+                                                        ctx);
+        else
+            i = threshold_backward_stepped_row_avx2_f32(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        threshold_backward_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 threshold_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -7121,6 +8848,74 @@ threshold_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+threshold_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_output_p,
+                                        int64_t grad_output_step, const char *self_p,
+                                        int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double threshold = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value = (self <= threshold) ? (double)0 : grad_output;
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+threshold_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                        ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                        ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = threshold_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 8, self_p, 8, n,
+                                                        ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = threshold_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 16, self_p, 8, n,
+                                                        ctx);
+        else
+            i = threshold_backward_stepped_row_avx2_f64(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        threshold_backward_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                            yt_scalar threshold)
@@ -7152,13 +8947,15 @@ yt__cpu_threshold_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor 
         return yt__pointwise(result, 2, inputs, threshold_backward_loop_bf16,
                              threshold_backward_blocks_bf16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, threshold_backward_loop_f32,
-                             threshold_backward_blocks_f32, threshold_backward_stepped_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, threshold_backward_loop_f32, threshold_backward_blocks_f32,
+            yt__stepped_form(threshold_backward_stepped_f32, threshold_backward_stepped_avx2_f32),
+            YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, threshold_backward_loop_f64,
-                             threshold_backward_blocks_f64, threshold_backward_stepped_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, threshold_backward_loop_f64, threshold_backward_blocks_f64,
+            yt__stepped_form(threshold_backward_stepped_f64, threshold_backward_stepped_avx2_f64),
+            YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -7342,6 +9139,55 @@ sigmoid_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+sigmoid_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = (float)1 / ((float)1 + expf(-self));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+sigmoid_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = sigmoid_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = sigmoid_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = sigmoid_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = sigmoid_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = sigmoid_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sigmoid_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 sigmoid_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                  int64_t rows, const void *ctx)
@@ -7432,6 +9278,55 @@ sigmoid_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+sigmoid_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                             int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = (double)1 / ((double)1 + exp(-self));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+sigmoid_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                         int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = sigmoid_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = sigmoid_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = sigmoid_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = sigmoid_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = sigmoid_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        sigmoid_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
 {
@@ -7446,10 +9341,12 @@ yt__cpu_sigmoid(yt_tensor *result, yt_tensor *self)
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, sigmoid_loop_f32, sigmoid_blocks_f32,
-                             sigmoid_stepped_f32, YT__PW_COMPUTE_BOUND, scalars);
+                             yt__stepped_form(sigmoid_stepped_f32, sigmoid_stepped_avx2_f32),
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, sigmoid_loop_f64, sigmoid_blocks_f64,
-                             sigmoid_stepped_f64, YT__PW_COMPUTE_BOUND, scalars);
+                             yt__stepped_form(sigmoid_stepped_f64, sigmoid_stepped_avx2_f64),
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -7633,6 +9530,55 @@ tanh_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+tanh_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = tanhf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+tanh_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = tanh_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = tanh_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = tanh_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = tanh_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = tanh_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        tanh_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 tanh_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -7723,6 +9669,55 @@ tanh_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+tanh_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = tanh(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+tanh_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = tanh_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = tanh_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = tanh_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = tanh_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = tanh_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        tanh_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
 {
@@ -7736,10 +9731,12 @@ yt__cpu_tanh(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, tanh_loop_bf16, tanh_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, tanh_loop_f32, tanh_blocks_f32, tanh_stepped_f32,
+        return yt__pointwise(result, 1, inputs, tanh_loop_f32, tanh_blocks_f32,
+                             yt__stepped_form(tanh_stepped_f32, tanh_stepped_avx2_f32),
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, tanh_loop_f64, tanh_blocks_f64, tanh_stepped_f64,
+        return yt__pointwise(result, 1, inputs, tanh_loop_f64, tanh_blocks_f64,
+                             yt__stepped_form(tanh_stepped_f64, tanh_stepped_avx2_f64),
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -7939,6 +9936,58 @@ softplus_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+softplus_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                              int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float beta = (float)scalars[0].f;
+    const float threshold = (float)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value =
+                ((self * beta) > threshold) ? self : (log1pf(expf(self * beta)) / beta);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+softplus_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = softplus_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = softplus_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = softplus_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = softplus_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = softplus_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        softplus_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 softplus_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                   int64_t rows, const void *ctx)
@@ -8036,6 +10085,58 @@ softplus_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+softplus_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                              int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double beta = (double)scalars[0].f;
+    const double threshold = (double)scalars[1].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value =
+                ((self * beta) > threshold) ? self : (log1p(exp(self * beta)) / beta);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+softplus_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                          const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = softplus_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = softplus_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = softplus_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = softplus_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = softplus_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        softplus_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar threshold)
 {
@@ -8053,10 +10154,12 @@ yt__cpu_softplus(yt_tensor *result, yt_tensor *self, yt_scalar beta, yt_scalar t
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
         return yt__pointwise(result, 1, inputs, softplus_loop_f32, softplus_blocks_f32,
-                             softplus_stepped_f32, YT__PW_COMPUTE_BOUND, scalars);
+                             yt__stepped_form(softplus_stepped_f32, softplus_stepped_avx2_f32),
+                             YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
         return yt__pointwise(result, 1, inputs, softplus_loop_f64, softplus_blocks_f64,
-                             softplus_stepped_f64, YT__PW_COMPUTE_BOUND, scalars);
+                             yt__stepped_form(softplus_stepped_f64, softplus_stepped_avx2_f64),
+                             YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }
@@ -8240,6 +10343,55 @@ expm1_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+expm1_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = expm1f(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+expm1_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = expm1_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = expm1_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = expm1_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = expm1_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = expm1_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        expm1_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 expm1_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -8330,6 +10482,55 @@ expm1_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+expm1_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = expm1(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+expm1_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = expm1_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = expm1_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = expm1_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = expm1_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = expm1_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        expm1_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
 {
@@ -8343,10 +10544,12 @@ yt__cpu_expm1(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, expm1_loop_bf16, expm1_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, expm1_loop_f32, expm1_blocks_f32, expm1_stepped_f32,
+        return yt__pointwise(result, 1, inputs, expm1_loop_f32, expm1_blocks_f32,
+                             yt__stepped_form(expm1_stepped_f32, expm1_stepped_avx2_f32),
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, expm1_loop_f64, expm1_blocks_f64, expm1_stepped_f64,
+        return yt__pointwise(result, 1, inputs, expm1_loop_f64, expm1_blocks_f64,
+                             yt__stepped_form(expm1_stepped_f64, expm1_stepped_avx2_f64),
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -8531,6 +10734,55 @@ log1p_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+log1p_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = log1pf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+log1p_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = log1p_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = log1p_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = log1p_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = log1p_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = log1p_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        log1p_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 log1p_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                int64_t rows, const void *ctx)
@@ -8621,6 +10873,55 @@ log1p_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+log1p_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                           int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = log1p(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+log1p_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                       int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = log1p_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = log1p_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = log1p_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = log1p_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = log1p_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        log1p_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
 {
@@ -8634,10 +10935,12 @@ yt__cpu_log1p(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, log1p_loop_bf16, log1p_blocks_bf16, NULL,
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, log1p_loop_f32, log1p_blocks_f32, log1p_stepped_f32,
+        return yt__pointwise(result, 1, inputs, log1p_loop_f32, log1p_blocks_f32,
+                             yt__stepped_form(log1p_stepped_f32, log1p_stepped_avx2_f32),
                              YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, log1p_loop_f64, log1p_blocks_f64, log1p_stepped_f64,
+        return yt__pointwise(result, 1, inputs, log1p_loop_f64, log1p_blocks_f64,
+                             yt__stepped_form(log1p_stepped_f64, log1p_stepped_avx2_f64),
                              YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
@@ -9011,6 +11314,55 @@ ceil_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+ceil_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float self_lanes[YT__STEPPED_LANES_F32], out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float self = self_lanes[lane];
+            const float out_value = ceilf(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+ceil_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 4 && self_step == 8)
+            i = ceil_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && self_step == 12)
+            i = ceil_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && self_step == 4)
+            i = ceil_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+        else if (out_step == 8 && self_step == 8)
+            i = ceil_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+        else
+            i = ceil_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        ceil_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 ceil_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
               int64_t rows, const void *ctx)
@@ -9099,6 +11451,55 @@ ceil_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+ceil_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
+                          int64_t n, const void *ctx)
+{
+    (void)ctx;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double self_lanes[YT__STEPPED_LANES_F64], out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double self = self_lanes[lane];
+            const double out_value = ceil(self);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+ceil_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
+                      int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t self_step = strides[1];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *self_p = data[1] + r * row_strides[1];
+        int64_t i;
+        if (out_step == 8 && self_step == 16)
+            i = ceil_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && self_step == 24)
+            i = ceil_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && self_step == 8)
+            i = ceil_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+        else if (out_step == 16 && self_step == 16)
+            i = ceil_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+        else
+            i = ceil_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[2];
+        for (int k = 0; k < 2; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        ceil_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
 {
@@ -9127,10 +11528,12 @@ yt__cpu_ceil(yt_tensor *result, yt_tensor *self)
         return yt__pointwise(result, 1, inputs, ceil_loop_bf16, ceil_blocks_bf16, NULL,
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 1, inputs, ceil_loop_f32, ceil_blocks_f32, ceil_stepped_f32,
+        return yt__pointwise(result, 1, inputs, ceil_loop_f32, ceil_blocks_f32,
+                             yt__stepped_form(ceil_stepped_f32, ceil_stepped_avx2_f32),
                              YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 1, inputs, ceil_loop_f64, ceil_blocks_f64, ceil_stepped_f64,
+        return yt__pointwise(result, 1, inputs, ceil_loop_f64, ceil_blocks_f64,
+                             yt__stepped_form(ceil_stepped_f64, ceil_stepped_avx2_f64),
                              YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
@@ -9413,6 +11816,75 @@ leaky_relu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+leaky_relu_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_output_p,
+                                         int64_t grad_output_step, const char *self_p,
+                                         int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float negative_slope = (float)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value =
+                (self > (float)0) ? grad_output : (grad_output * negative_slope);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+leaky_relu_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                         ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                         ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                         ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                         ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = leaky_relu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 4, self_p, 4, n,
+                                                         ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = leaky_relu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 8, self_p, 4, n,
+                                                         ctx);
+        else
+            i = leaky_relu_backward_stepped_row_avx2_f32(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        leaky_relu_backward_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 leaky_relu_backward_rows_f64(char **data, const int64_t *strides, int64_t n,
                              const int64_t *row_strides, int64_t rows, const void *ctx)
@@ -9545,6 +12017,75 @@ leaky_relu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+leaky_relu_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_output_p,
+                                         int64_t grad_output_step, const char *self_p,
+                                         int64_t self_step, int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double negative_slope = (double)scalars[0].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value =
+                (self > (double)0) ? grad_output : (grad_output * negative_slope);
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+leaky_relu_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                         ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                         ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                         ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                         ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = leaky_relu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 8, self_p, 8, n,
+                                                         ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = leaky_relu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 16, self_p, 8, n,
+                                                         ctx);
+        else
+            i = leaky_relu_backward_stepped_row_avx2_f64(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        leaky_relu_backward_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor *self,
                             yt_scalar negative_slope)
@@ -9561,13 +12102,15 @@ yt__cpu_leaky_relu_backward(yt_tensor *result, yt_tensor *grad_output, yt_tensor
         return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_bf16,
                              leaky_relu_backward_blocks_bf16, NULL, YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f32,
-                             leaky_relu_backward_blocks_f32, leaky_relu_backward_stepped_f32,
-                             YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, leaky_relu_backward_loop_f32, leaky_relu_backward_blocks_f32,
+            yt__stepped_form(leaky_relu_backward_stepped_f32, leaky_relu_backward_stepped_avx2_f32),
+            YT__PW_MEMORY_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, leaky_relu_backward_loop_f64,
-                             leaky_relu_backward_blocks_f64, leaky_relu_backward_stepped_f64,
-                             YT__PW_MEMORY_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, leaky_relu_backward_loop_f64, leaky_relu_backward_blocks_f64,
+            yt__stepped_form(leaky_relu_backward_stepped_f64, leaky_relu_backward_stepped_avx2_f64),
+            YT__PW_MEMORY_BOUND, scalars);
     default:
         break;
     }
@@ -9889,6 +12432,73 @@ elu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n, const i
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+elu_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_output_p,
+                                  int64_t grad_output_step, const char *self_p, int64_t self_step,
+                                  int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const float alpha = (float)scalars[0].f;
+    const float scale = (float)scalars[1].f;
+    const float input_scale = (float)scalars[2].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F32, n); i += YT__STEPPED_LANES_F32) {
+        float grad_output_lanes[YT__STEPPED_LANES_F32], self_lanes[YT__STEPPED_LANES_F32],
+            out_lanes[YT__STEPPED_LANES_F32];
+        yt__lanes_load_f32_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f32_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F32; lane++) {
+            const float grad_output = grad_output_lanes[lane];
+            const float self = self_lanes[lane];
+            const float out_value =
+                (self > (float)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+elu_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 4 && grad_output_step == 8 && self_step == 4)
+            i = elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
+            i = elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p, 4, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
+            i = elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+        else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
+            i = elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 12, n, ctx);
+        else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
+            i = elu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
+            i = elu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+        else
+            i = elu_backward_stepped_row_avx2_f32(out, out_step, grad_output_p, grad_output_step,
+                                                  self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F32 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        elu_backward_loop_f32(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 YT_ALWAYS_INLINE void
 elu_backward_rows_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
                       int64_t rows, const void *ctx)
@@ -10037,6 +12647,73 @@ elu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n, const i
     }
 }
 
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
+elu_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_output_p,
+                                  int64_t grad_output_step, const char *self_p, int64_t self_step,
+                                  int64_t n, const void *ctx)
+{
+    const pointwise_scalar *scalars = ctx;
+    const double alpha = (double)scalars[0].f;
+    const double scale = (double)scalars[1].f;
+    const double input_scale = (double)scalars[2].f;
+    int64_t i = 0;
+    for (; YT__STEPPED_FITS(i, YT__STEPPED_LANES_F64, n); i += YT__STEPPED_LANES_F64) {
+        double grad_output_lanes[YT__STEPPED_LANES_F64], self_lanes[YT__STEPPED_LANES_F64],
+            out_lanes[YT__STEPPED_LANES_F64];
+        yt__lanes_load_f64_avx2(grad_output_lanes, grad_output_p + i * grad_output_step,
+                                grad_output_step);
+        yt__lanes_load_f64_avx2(self_lanes, self_p + i * self_step, self_step);
+#pragma omp simd
+        for (int lane = 0; lane < YT__STEPPED_LANES_F64; lane++) {
+            const double grad_output = grad_output_lanes[lane];
+            const double self = self_lanes[lane];
+            const double out_value =
+                (self > (double)0)
+                    ? (grad_output * scale)
+                    : ((((grad_output * scale) * alpha) * input_scale) * exp(self * input_scale));
+            out_lanes[lane] = out_value;
+        }
+        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+    }
+    return i;
+}
+
+YT__STEPPED_AVX2_TARGET static void
+elu_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
+                              const int64_t *row_strides, int64_t rows, const void *ctx)
+{
+    /* in locals: for all the compiler knows, the stores below could change strides[] */
+    const int64_t out_step = strides[0];
+    const int64_t grad_output_step = strides[1];
+    const int64_t self_step = strides[2];
+    for (int64_t r = 0; r < rows; r++) {
+        char *out = data[0] + r * row_strides[0];
+        const char *grad_output_p = data[1] + r * row_strides[1];
+        const char *self_p = data[2] + r * row_strides[2];
+        int64_t i;
+        if (out_step == 8 && grad_output_step == 16 && self_step == 8)
+            i = elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
+            i = elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p, 8, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
+            i = elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 16, n, ctx);
+        else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
+            i = elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 24, n, ctx);
+        else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
+            i = elu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 8, self_p, 8, n, ctx);
+        else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
+            i = elu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 16, self_p, 8, n, ctx);
+        else
+            i = elu_backward_stepped_row_avx2_f64(out, out_step, grad_output_p, grad_output_step,
+                                                  self_p, self_step, n, ctx);
+        /* the row's last elements, up to YT__STEPPED_LANES_F64 */
+        char *rest[3];
+        for (int k = 0; k < 3; k++)
+            rest[k] = data[k] + r * row_strides[k] + i * strides[k];
+        elu_backward_loop_f64(rest, strides, n - i, row_strides, 1, ctx);
+    }
+}
+
 yt_status
 yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha, yt_scalar scale,
                      yt_scalar input_scale, yt_tensor *self)
@@ -10055,11 +12732,15 @@ yt__cpu_elu_backward(yt_tensor *result, yt_tensor *grad_output, yt_scalar alpha,
         return yt__pointwise(result, 2, inputs, elu_backward_loop_bf16, elu_backward_blocks_bf16,
                              NULL, YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F32:
-        return yt__pointwise(result, 2, inputs, elu_backward_loop_f32, elu_backward_blocks_f32,
-                             elu_backward_stepped_f32, YT__PW_COMPUTE_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, elu_backward_loop_f32, elu_backward_blocks_f32,
+            yt__stepped_form(elu_backward_stepped_f32, elu_backward_stepped_avx2_f32),
+            YT__PW_COMPUTE_BOUND, scalars);
     case YT_DTYPE_F64:
-        return yt__pointwise(result, 2, inputs, elu_backward_loop_f64, elu_backward_blocks_f64,
-                             elu_backward_stepped_f64, YT__PW_COMPUTE_BOUND, scalars);
+        return yt__pointwise(
+            result, 2, inputs, elu_backward_loop_f64, elu_backward_blocks_f64,
+            yt__stepped_form(elu_backward_stepped_f64, elu_backward_stepped_avx2_f64),
+            YT__PW_COMPUTE_BOUND, scalars);
     default:
         break;
     }

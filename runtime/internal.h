@@ -400,10 +400,10 @@ typedef enum yt__pw_bound { YT__PW_MEMORY_BOUND, YT__PW_COMPUTE_BOUND } yt__pw_b
  * splits the outer loop across threads above YT_PARALLEL_GRAIN elements. When an input is
  * transposed against the output, runs `blocks` (the same loop in block form) over strips instead;
  * with `blocks` NULL, `loop` reads such an input element by element. Rows in which an operand
- * steps over elements run through `stepped` (the same loop in stepped form, built for AVX-512:
- * runtime/stepped_lanes.h) where the CPU has it and every operand steps 0 to 3 elements apart
- * (0 for inputs only), and otherwise through buffers, so `loop` must store every element of the
- * output (a loop that stores none takes yt__pointwise_scan). At most 7 inputs. */
+ * steps over elements run through `stepped` (the same loop in stepped form, built for the CPU's
+ * AVX-512 or AVX2: runtime/stepped_lanes.h) where given and every operand steps 0 to 3 elements
+ * apart (0 for inputs only), and otherwise through buffers, so `loop` must store every element
+ * of the output (a loop that stores none takes yt__pointwise_scan). At most 7 inputs. */
 YT_INTERNAL yt_status yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in,
                                     yt__loop_fn loop, yt__block_fn blocks, yt__loop_fn stepped,
                                     yt__pw_bound bound, const void *ctx);

@@ -496,8 +496,9 @@ gather_piece_bytes(const iter *it, int64_t bytes)
     return from_memory ? OUTPUT_FROM_MEMORY_BYTES : STAGE_BYTES;
 }
 
-/* Whether the loop's stepped form takes the rows in place of run_pieces: the CPU has its AVX-512
- * stores, and every operand steps 1 to 3 elements apart (an input 0 too). Where the output streams
+/* Whether the loop's stepped form takes the rows in place of run_pieces: the loop has one that
+ * this CPU runs (yt__stepped_form), and every operand steps 1 to 3 elements apart (an input 0
+ * too). Where the output streams
  * around the caches (nontemporal_output), the stepped form computes it into a buffer that is then
  * streamed out (run_stepped). From memory, [10000, 1000] f32, one thread, bench/strided, two
  * alternations each: run_pieces streaming against the stepped form storing plainly, a[:, ::2] + b
@@ -513,7 +514,7 @@ gather_piece_bytes(const iter *it, int64_t bytes)
 static bool
 takes_stepped(const iter *it, yt__loop_fn stepped)
 {
-    if (stepped == NULL || it->gathered == 0 || !yt__has_masked_stores())
+    if (stepped == NULL || it->gathered == 0)
         return false;
     for (int k = 0; k < it->n_ops; k++) {
         const int64_t step = it->strides[0][k], es = it->esize[k];

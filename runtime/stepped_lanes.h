@@ -14,8 +14,9 @@
  * permute and a store masked to its elements' lanes per vector of the row, so the elements
  * between are neither read for the store nor written (another thread may own them). That needs
  * AVX-512 (F, VL, BW, DQ as in runtime/stepped_copy.c), so these, and the loops that inline them,
- * are built for it and chosen at run time (yt__has_masked_stores). Reads fetch their lines a page
- * ahead (yt__lanes_fetch_ahead).
+ * are built for it; each loop has a second form built for AVX2 (the _avx2 functions at the end),
+ * and the call chooses at run time (yt__stepped_form). Reads fetch their lines a page ahead
+ * (yt__lanes_fetch_ahead).
  *
  * A vector of lanes read from a row stepped m > 1 elements apart spans m vectors of the row, up to
  * m - 1 elements past its last lane: callers run them while a further element of the row follows
@@ -26,6 +27,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <immintrin.h>
 
@@ -46,6 +48,36 @@ yt__has_masked_stores(void)
 {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+}
+
+/* The instruction sets a loop's stepped form is built for, in the order of preference. */
+typedef enum yt__stepped_isa {
+    YT__STEPPED_NONE,
+    YT__STEPPED_AVX2,
+    YT__STEPPED_AVX512,
+} yt__stepped_isa;
+
+/* The widest stepped form this CPU runs, or lower as yt__limit_stepped_isa set
+ * (runtime/stepped_isa.c). */
+YT_INTERNAL yt__stepped_isa yt__stepped_isa_in_use(void);
+
+/* Runs no stepped form wider than `widest` from here on (default: YT__STEPPED_AVX512): how the
+ * tests run both forms on a CPU that has AVX-512. */
+YT_INTERNAL void yt__limit_stepped_isa(yt__stepped_isa widest);
+
+/* The form of a loop to pass yt__pointwise as its stepped form: the AVX-512 one where the CPU
+ * runs it, else the AVX2 one, else none (its rows then go through buffers). */
+static inline yt__loop_fn
+yt__stepped_form(yt__loop_fn avx512, yt__loop_fn avx2)
+{
+    switch (yt__stepped_isa_in_use()) {
+    case YT__STEPPED_AVX512:
+        return avx512;
+    case YT__STEPPED_AVX2:
+        return avx2;
+    default:
+        return NULL;
+    }
 }
 
 /* Lanes of a stepped form's arrays: one 512-bit vector, 16 f32 or 8 f64 */
@@ -188,6 +220,125 @@ yt__lanes_store_f64(char *at, int64_t step, const double *lanes)
 #undef Q0
 #undef Q1
 #undef Q2
+    }
+}
+
+/* ---------------------------------------------------------------- AVX2
+ *
+ * The same moves for CPUs without AVX-512 (AMD guests that hide it, client CPUs): a vector of
+ * lanes is two 256-bit halves. A step of 2 is a shuffle and a permute per half; of 3, two
+ * blends and a permute. AVX2 has no store masked to lanes but vmaskmovps, which took 1.0 ns an
+ * element here (a[:, ::2] *= c on [65, 1000] f32, /tmp harness, AMD EPYC guest with AVX2 only:
+ * 65 us, against 20 us for one store per element); so a stepped output is stored an element at
+ * a time, from the vector's lanes, still with no buffer between. */
+#define YT__STEPPED_AVX2_TARGET __attribute__((target("avx2,fma")))
+
+/* 8 floats 0, 1, 2 or 3 elements apart (step 0, 4, 8 or 12 bytes) from p. */
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE __m256
+yt__half_load_f32(const float *p, int64_t step)
+{
+    if (step == 4)
+        return _mm256_loadu_ps(p);
+    if (step == 8) {
+        /* lanes 0-3: elements 0 1 4 5, lanes 4-7: 2 3 6 7; then the pairs in order */
+        const __m256 even =
+            _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _MM_SHUFFLE(2, 0, 2, 0));
+        return _mm256_castpd_ps(
+            _mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0)));
+    }
+    if (step == 12) {
+        /* element l sits at lane 3l % 8 of vector 3l / 8: lanes 0 3 6 of the first, 1 4 7 of
+         * the second, 2 5 of the third */
+        __m256 v = _mm256_blend_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), 0x92);
+        v = _mm256_blend_ps(v, _mm256_loadu_ps(p + 16), 0x24);
+        return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5));
+    }
+    return _mm256_broadcast_ss(p);
+}
+
+/* yt__lanes_load_f32 for AVX2 */
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE void
+yt__lanes_load_f32_avx2(float *lanes, const char *at, int64_t step)
+{
+    const float *p = (const float *)at;
+    yt__lanes_fetch_ahead(at, step, 4);
+    _mm256_storeu_ps(lanes, yt__half_load_f32(p, step));
+    _mm256_storeu_ps(lanes + 8, yt__half_load_f32(p + (step / 4) * 8, step));
+}
+
+/* The four floats of v to p, `step` bytes apart. */
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE void
+yt__quarter_store_f32(char *p, int64_t step, __m128 v)
+{
+    _mm_store_ss((float *)p, v);
+    /* lane bits through an int: an element stored is the one computed, NaN payloads too */
+    const int32_t l1 = _mm_extract_ps(v, 1), l2 = _mm_extract_ps(v, 2), l3 = _mm_extract_ps(v, 3);
+    memcpy(p + step, &l1, 4);
+    memcpy(p + 2 * step, &l2, 4);
+    memcpy(p + 3 * step, &l3, 4);
+}
+
+/* yt__lanes_store_f32 for AVX2 */
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE void
+yt__lanes_store_f32_avx2(char *at, int64_t step, const float *lanes)
+{
+    const __m256 lo = _mm256_loadu_ps(lanes), hi = _mm256_loadu_ps(lanes + 8);
+    if (step == 4) {
+        _mm256_storeu_ps((float *)at, lo);
+        _mm256_storeu_ps((float *)at + 8, hi);
+        return;
+    }
+    yt__quarter_store_f32(at, step, _mm256_castps256_ps128(lo));
+    yt__quarter_store_f32(at + 4 * step, step, _mm256_extractf128_ps(lo, 1));
+    yt__quarter_store_f32(at + 8 * step, step, _mm256_castps256_ps128(hi));
+    yt__quarter_store_f32(at + 12 * step, step, _mm256_extractf128_ps(hi, 1));
+}
+
+/* 4 doubles 0, 1, 2 or 3 elements apart (step 0, 8, 16 or 24 bytes) from p. */
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE __m256d
+yt__half_load_f64(const double *p, int64_t step)
+{
+    if (step == 8)
+        return _mm256_loadu_pd(p);
+    if (step == 16) {
+        const __m256d even = _mm256_unpacklo_pd(_mm256_loadu_pd(p), _mm256_loadu_pd(p + 4));
+        return _mm256_permute4x64_pd(even, _MM_SHUFFLE(3, 1, 2, 0)); /* was 0 2 1 3 */
+    }
+    if (step == 24) {
+        /* elements 0 and 1 at lanes 0 and 3 of the first vector, 2 at lane 2 of the second, 3 at
+         * lane 1 of the third */
+        __m256d v = _mm256_blend_pd(_mm256_loadu_pd(p), _mm256_loadu_pd(p + 4), 0x4);
+        v = _mm256_blend_pd(v, _mm256_loadu_pd(p + 8), 0x2);
+        return _mm256_permute4x64_pd(v, _MM_SHUFFLE(1, 2, 3, 0));
+    }
+    return _mm256_broadcast_sd(p);
+}
+
+/* yt__lanes_load_f64 for AVX2 */
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE void
+yt__lanes_load_f64_avx2(double *lanes, const char *at, int64_t step)
+{
+    const double *p = (const double *)at;
+    yt__lanes_fetch_ahead(at, step, 8);
+    _mm256_storeu_pd(lanes, yt__half_load_f64(p, step));
+    _mm256_storeu_pd(lanes + 4, yt__half_load_f64(p + (step / 8) * 4, step));
+}
+
+/* yt__lanes_store_f64 for AVX2 */
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE void
+yt__lanes_store_f64_avx2(char *at, int64_t step, const double *lanes)
+{
+    const __m256d lo = _mm256_loadu_pd(lanes), hi = _mm256_loadu_pd(lanes + 4);
+    if (step == 8) {
+        _mm256_storeu_pd((double *)at, lo);
+        _mm256_storeu_pd((double *)at + 4, hi);
+        return;
+    }
+    const __m128d part[4] = {_mm256_castpd256_pd128(lo), _mm256_extractf128_pd(lo, 1),
+                             _mm256_castpd256_pd128(hi), _mm256_extractf128_pd(hi, 1)};
+    for (int q = 0; q < 4; q++) {
+        _mm_storel_pd((double *)(at + 2 * q * step), part[q]);
+        _mm_storeh_pd((double *)(at + (2 * q + 1) * step), part[q]);
     }
 }
 

@@ -142,24 +142,31 @@ def test_a_bool_result_stores_bools():
 
 def test_f32_and_f64_loops_of_their_own_dtype_get_a_stepped_form():
     k = kernel("self + alpha * other", BROADCAST + "  promote: [self, other, alpha]\n", ADD)
-    stepped = {loop["dtype"]: loop["stepped"] for loop in k["loops"]}
-    assert stepped["f32"] == "add_stepped_f32" and stepped["f64"] == "add_stepped_f64"
+    stepped = {loop["dtype"]: [f["fn"] for f in loop["stepped_forms"]] for loop in k["loops"]}
+    # one form for AVX-512 and one for AVX2, each calling its own lanes functions
+    assert stepped["f32"] == ["add_stepped_f32", "add_stepped_avx2_f32"]
+    assert stepped["f64"] == ["add_stepped_f64", "add_stepped_avx2_f64"]
+    f32 = next(loop for loop in k["loops"] if loop["dtype"] == "f32")
+    assert [(f["target"], f["lanes_suffix"]) for f in f32["stepped_forms"]] == [
+        ("YT__STEPPED_TARGET", "_f32"), ("YT__STEPPED_AVX2_TARGET", "_f32_avx2")]
     # other dtypes move elements of other sizes (or compute in float from f16/bf16 storage)
-    assert all(stepped[d] is None for d in stepped if d not in ("f32", "f64"))
-    assert {loop["lanes"] for loop in k["loops"] if loop["stepped"]} == {"YT__STEPPED_LANES_F32",
-                                                                      "YT__STEPPED_LANES_F64"}
-    # the kernel hands it to yt__pointwise beside the row and block forms; NULL where there is none
+    assert all(stepped[d] == [] for d in stepped if d not in ("f32", "f64"))
+    assert {loop["lanes"] for loop in k["loops"] if loop["stepped_forms"]} == {"YT__STEPPED_LANES_F32",
+                                                                             "YT__STEPPED_LANES_F64"}
+    # the kernel hands yt__pointwise the form it chooses at run time beside the row and block
+    # forms; NULL where there is none
     cases = {c["enum"]: c["variants"][0]["stepped"] for c in k["cases"]}
-    assert cases["YT_DTYPE_F32"] == "add_stepped_f32" and cases["YT_DTYPE_I32"] == "NULL"
+    assert cases["YT_DTYPE_F32"] == "yt__stepped_form(add_stepped_f32, add_stepped_avx2_f32)"
+    assert cases["YT_DTYPE_I32"] == "NULL"
     # an operand or a result of another dtype than the loop's: no stepped form
     lt = kernel("self < other", "  broadcast: [self, other]\n  promote: [self, other]\n  result_dtype: bool\n",
                 "lt(Tensor self, Tensor other) -> Tensor")
-    assert all(loop["stepped"] is None for loop in lt["loops"])
+    assert all(loop["stepped_forms"] == [] for loop in lt["loops"])
     text = ("- func: masked_fill(Tensor self, Tensor mask, Scalar value) -> Tensor\n  family: pointwise\n"
             "  dtypes: {self: all, mask: bool}\n  broadcast: [self, mask]\n"
             "  pointwise: \"value if mask else self\"\n  doc: x.\n")
     fill = parse_ops(text, "ops.yaml")[0]
-    assert all(loop["stepped"] is None for loop in OpLowering(fill, registry([fill])).pointwise_kernel()["loops"])
+    assert all(loop["stepped_forms"] == [] for loop in OpLowering(fill, registry([fill])).pointwise_kernel()["loops"])
 
 
 def test_scalars_are_converted_once_per_loop():

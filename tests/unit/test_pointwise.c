@@ -1016,6 +1016,12 @@ stepped_view(const double *values, int64_t step, int64_t rows, int64_t n, yt_dty
     return view;
 }
 
+/* runtime/stepped_lanes.h: which stepped form runs, from none (buffers) to AVX-512 */
+enum { STEPPED_NONE, STEPPED_AVX2, STEPPED_AVX512 };
+void yt__limit_stepped_isa(int widest);
+int yt__stepped_isa_in_use(void);
+static const char *const FORM_NAMES[] = {"none", "AVX2", "AVX-512"};
+
 /* The stepped forms of f32 and f64 loops (runtime/stepped_lanes.h: operands 1 to 3 elements apart,
  * inputs 0 as well, a vector at a time in registers) against the same op on contiguous copies:
  * lerp, three inputs, with every combination of their steps and the output's, out= a stepped view
@@ -1065,9 +1071,10 @@ check_stepped_forms(yt_dtype dtype, int64_t n)
                     const double w = stepped_on ? want[r * n + c / out_step] : outv[r * cols + c];
                     const double g = got[r * cols + c];
                     cr_assert(fabs(g - w) <= tolerance * fmax(1, fabs(w)),
-                              "%s %s, n %lld, steps out %lld in %lld %lld %lld: [%lld, %lld] got "
-                              "%.17g want %.17g",
-                              op == 0 ? "lerp" : "exp", yt_dtype_name(dtype), (long long)n,
+                              "%s %s (stepped form: %s), n %lld, steps out %lld in %lld %lld "
+                              "%lld: [%lld, %lld] got %.17g want %.17g",
+                              op == 0 ? "lerp" : "exp", yt_dtype_name(dtype),
+                              FORM_NAMES[yt__stepped_isa_in_use()], (long long)n,
                               (long long)out_step, (long long)step[0], (long long)step[1],
                               (long long)step[2], (long long)r, (long long)c, g, w);
                 }
@@ -1083,14 +1090,21 @@ check_stepped_forms(yt_dtype dtype, int64_t n)
     }
 }
 
+/* check_stepped_forms with every form this CPU runs, then with none (through buffers) */
 static void
 all_stepped_forms(void)
 {
     const int64_t lengths[] = {128, 129, 135, 136, 137, 300};
-    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
-        check_stepped_forms(YT_DTYPE_F32, lengths[l]);
-        check_stepped_forms(YT_DTYPE_F64, lengths[l]);
+    for (int widest = STEPPED_AVX512; widest >= STEPPED_NONE; widest--) {
+        yt__limit_stepped_isa(widest);
+        if (yt__stepped_isa_in_use() != widest)
+            continue; /* not on this CPU */
+        for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+            check_stepped_forms(YT_DTYPE_F32, lengths[l]);
+            check_stepped_forms(YT_DTYPE_F64, lengths[l]);
+        }
     }
+    yt__limit_stepped_isa(STEPPED_AVX512);
 }
 
 Test(pointwise, stepped_forms_agree_with_contiguous_operands)
