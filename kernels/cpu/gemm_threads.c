@@ -34,6 +34,15 @@ yt__gemm_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+double
+yt__gemm_split_saving_ns(double macs, int threads, bool f64)
+{
+    /* Multiply-adds per ns of one thread, on the high side (so the saving is not overrated):
+     * f32 AVX-512 runs about 120, AVX2 half that, f64 half again. */
+    double rate = (yt__gemm_small_level() == 2 ? 130.0 : 65.0) * (f64 ? 0.5 : 1.0);
+    return macs / rate * (1.0 - 1.0 / threads);
+}
+
 int
 yt__gemm_threads(double macs, int max_threads, bool f64)
 {
@@ -57,11 +66,7 @@ yt__gemm_threads(double macs, int max_threads, bool f64)
         w[j] = v;
     }
     int64_t wait = w[WAITS - 2];
-    /* Multiply-adds per ns of one thread, on the high side (so the saving is not overrated):
-     * f32 AVX-512 runs about 120, AVX2 half that, f64 half again. */
-    double rate = (yt__gemm_small_level() == 2 ? 130.0 : 65.0) * (f64 ? 0.5 : 1.0);
-    double saved_ns = macs / rate * (1.0 - 1.0 / max_threads);
-    if (saved_ns >= 2.0 * (double)wait)
+    if (yt__gemm_split_saving_ns(macs, max_threads, f64) >= 2.0 * (double)wait)
         return max_threads;
     /* a probe, at most one per PROBE_NS: it may stall on a busy machine */
     int64_t last = __atomic_load_n(&last_probe, __ATOMIC_RELAXED);

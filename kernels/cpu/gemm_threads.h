@@ -22,6 +22,10 @@
 /* Threads for a product of `macs` multiply-adds on the small path: 1, or `max_threads`. */
 YT_INTERNAL int yt__gemm_threads(double macs, int max_threads, bool f64);
 
+/* The time, in ns, that splitting a product of `macs` multiply-adds over `threads` is taken to
+ * save the calling thread on this CPU (from the small path's instruction set). */
+YT_INTERNAL double yt__gemm_split_saving_ns(double macs, int threads, bool f64);
+
 /* Reports what a parallel product cost its calling thread beyond its own share: `wait_ns`. */
 YT_INTERNAL void yt__gemm_threads_observe(int64_t wait_ns);
 

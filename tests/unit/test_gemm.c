@@ -27,6 +27,7 @@ int yt__gemm_small_set_level(int level);      /* kernels/cpu/gemm_small.h */
 void yt__gemm_threads_set_always(int always); /* kernels/cpu/gemm_threads.h */
 int yt__gemm_threads(double macs, int max_threads, bool f64);
 void yt__gemm_threads_observe(int64_t wait_ns);
+double yt__gemm_split_saving_ns(double macs, int threads, bool f64);
 
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 
@@ -403,14 +404,18 @@ Test(gemm, thread_count_adapts_to_waits)
     }
     yt__gemm_threads_observe(800);
     cr_assert_eq(yt__gemm_threads(mlp, 2, false), 2);
-    /* Around the floor: 96^3 saves ~3.4 us on one of two threads, so it splits unless waits
-     * exceed ~1.7 us. */
+    /* Around the floor: a product splits while the time a second thread saves (96^3: ~3.4 us
+     * with AVX-512, twice that with AVX2) is at least twice the waits; a quarter above that
+     * break-even 100^3 and 96^3 stay on one thread, a quarter below 100^3 splits. */
+    const double near_floor = 100.0 * 100 * 100;
+    const int64_t even = (int64_t)(yt__gemm_split_saving_ns(near_floor, 2, false) / 2);
+    cr_assert_gt(even, 1000, "%lld ns", (long long)even);
     for (int i = 0; i < 8; i++)
-        yt__gemm_threads_observe(3000);
-    cr_assert_eq(yt__gemm_threads(100.0 * 100 * 100, 2, false), 1);
+        yt__gemm_threads_observe(even + even / 4);
+    cr_assert_eq(yt__gemm_threads(near_floor, 2, false), 1);
     cr_assert_eq(yt__gemm_threads(96.0 * 96 * 96, 2, false), 1);
     for (int i = 0; i < 8; i++)
-        yt__gemm_threads_observe(1500);
-    cr_assert_eq(yt__gemm_threads(100.0 * 100 * 100, 2, false), 2);
+        yt__gemm_threads_observe(even - even / 4);
+    cr_assert_eq(yt__gemm_threads(near_floor, 2, false), 2);
     yt__gemm_threads_set_always(0);
 }
