@@ -57,7 +57,17 @@ Test(view_inplace, backward_from_the_written_view)
     yt_tensor *mid = yt_narrow(y, 0, 1, 2);
     cr_assert_eq(yt_exp_(mid), YT_OK, "%s", yt_errmsg());
     backward_sum(mid); /* d/dx exp(2x) at x = 2, 3 */
-    expect_grad(x, (const double[]){0, 2 * exp(4), 2 * exp(6), 0}, 4);
+    /* the loop's exp is libmvec's vector one, within a few ulp of libm's: compared so */
+    const double want[4] = {0, 2 * exp(4), 2 * exp(6), 0};
+    yt_tensor *g = yt_grad(x);
+    int64_t n = 0;
+    double *got = test_values(g, &n);
+    cr_assert_eq(n, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert(fabs(got[i] - want[i]) <= 1e-14 * want[i], "element %d is %.17g, expected %.17g",
+                  i, got[i], want[i]);
+    free(got);
+    yt_release(g);
     yt_release(mid);
     yt_release(y);
     yt_release(x);
