@@ -13,7 +13,8 @@ makes it require grad, and yaten and PyTorch must both refuse it, naming it.
 
 Where PyTorch 1.13 has no CPU kernel for a half-precision dtype ("not implemented for 'Half'"),
 the reference is PyTorch's result on the inputs widened to f32, rounded back to the half dtype,
-which is how yaten computes half-precision ops."""
+which is how yaten computes half-precision ops; so is it for a half-precision result that misses
+PyTorch's own kernel, whose partial sums may be rounded to the half dtype (see test_vs_torch)."""
 
 import os
 import re
@@ -120,6 +121,12 @@ def torch_reference(case, inputs):
     except (RuntimeError, NotImplementedError) as e:
         if "not implemented for" not in str(e):
             raise
+    return widened_reference(case, inputs)
+
+
+def widened_reference(case, inputs):
+    """PyTorch's results on the half-precision inputs widened to f32, rounded back to their dtype,
+    with the leaves as in torch_reference, and True (widened)."""
     half = [t for t in inputs if t.dtype in (torch.float16, torch.bfloat16)]
     if not half:
         raise RuntimeError("PyTorch has no kernel for these dtypes")
@@ -153,7 +160,16 @@ def test_vs_torch(results, index, dtype, free, refuse):
     want = outs[0]
     assert got["out"].dtype == want.dtype, f"{where}: result dtype {YATEN_DTYPE[got['out'].dtype]} " \
                                            f"!= PyTorch's {YATEN_DTYPE.get(want.dtype, want.dtype)}"
-    assert_close(f"{where}: result", got["out"], want)
+    try:
+        assert_close(f"{where}: result", got["out"], want)
+    except AssertionError:
+        # Some of PyTorch's own half-precision CPU kernels round partial sums to the half dtype
+        # (1.13's bf16 conv2d on a CPU with AVX2 and no AVX-512: 0.04 off at 9, 0.98 relative
+        # where terms cancel), where yaten computes in f32 and rounds once, as the widened
+        # reference does; a result that matches that reference instead is PyTorch's rounding.
+        if widened or want.dtype not in (torch.float16, torch.bfloat16):
+            raise
+        assert_close(f"{where}: result (PyTorch on f32)", got["out"], widened_reference(case, inputs)[0][0])
 
     # PyTorch marks some results of non-differentiable ops (floor_divide) as requiring grad
     # through a NotImplemented node; those have no gradient either.
