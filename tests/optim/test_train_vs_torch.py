@@ -1,12 +1,16 @@
 """The differential training test: the same model, the same initial weights and the same batches
-in yaten and in PyTorch 1.13 give the same losses (to 1e-4 relative) for the first 50 steps of SGD
-with momentum and of Adam.
+in yaten and in PyTorch 1.13 give the same losses for the first 50 steps of SGD with momentum and of
+Adam.
 
-PyTorch runs in float64, as the reference trajectory that float32 rounding strays from: Adam divides
-by the root of small second moments, which magnifies a rounding difference in one step into a
-visible one a few steps on. On an Intel Xeon with AVX-512, float32 PyTorch's own losses strayed
-6.3e-4 relative from its float64 run by step 22 of the MLP's Adam run, while yaten's stayed within
-7.5e-8 of it: against float32 PyTorch the test failed there, although yaten was the closer.
+PyTorch runs in float64, the reference trajectory. yaten runs twice: in float64, where its losses
+must agree to 1e-7 relative at every step (the printed losses carry 9 digits), which checks the
+optimizer's and the model's arithmetic exactly; and in float32, as models train, where they must
+agree to 1e-4 over the first 10 steps and to 1e-2 over all 50. Adam divides by the root of small
+second moments, which magnifies a float32 rounding difference in one step into a visible one a few
+steps on: on an Intel Xeon with AVX-512, float32 PyTorch's own losses strayed 6.3e-4 relative from
+its float64 run by step 22 of the MLP's Adam run while yaten's stayed within 7.5e-8; on an AMD EPYC
+with AVX2 only, yaten's float32 losses strayed 6.3e-4 by step 22 (4.0e-5 by step 19, 6.6e-6 over
+the first 10), and its float64 ones stayed within 2.2e-9.
 
 yaten initialises the model (tests/optim/train_runner.c, build/tests/optim_train_runner) and
 writes its state dict as safetensors; PyTorch loads that file (through tests/io/st_format.py, a
@@ -52,14 +56,24 @@ def batches(kind, seed):
     return x, y
 
 
+# yaten's dtype: (relative tolerance on the losses of the first TIGHT_STEPS steps, on all of them,
+# and on each trained weight tensor, as the norm of its difference against its own norm). The
+# float32 MLP's Adam weights strayed 2.6 % so on the AMD EPYC (up to 12 % of the largest element
+# in one tensor), as its losses did; its SGD weights and every float64 weight stayed within 1e-6.
+TOLERANCES = {"f64": (1e-7, 1e-7, 1e-6), "f32": (1e-4, 1e-2, 1e-1)}
+TIGHT_STEPS = 10
+
+
+@pytest.mark.parametrize("dtype", ["f64", "f32"])
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
-def test_training_matches_torch(tmp_path, kind, optimizer):
+def test_training_matches_torch(tmp_path, kind, optimizer, dtype):
+    first, every, weights = TOLERANCES[dtype]
     x, y = batches(kind, 5 if kind == "mlp" else 6)
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "y.npy", y)
     proc = subprocess.run([RUNNER, kind, optimizer, str(STEPS), str(BATCH),
-                           str(tmp_path / "x.npy"), str(tmp_path / "y.npy"), str(tmp_path)],
+                           str(tmp_path / "x.npy"), str(tmp_path / "y.npy"), str(tmp_path), dtype],
                           capture_output=True, text=True)
     assert proc.returncode == 0, f"optim_train_runner failed:\n{proc.stderr}"
     got = [float(line.split()[2]) for line in proc.stdout.splitlines() if line.startswith("loss")]
@@ -85,14 +99,15 @@ def test_training_matches_torch(tmp_path, kind, optimizer):
 
     got, want = np.array(got), np.array(want)
     rel = np.abs(got - want) / np.abs(want)
-    assert np.all(rel <= 1e-4), (
-        f"{kind} {optimizer}: losses differ by up to {rel.max():.3g} relative, first at step "
-        f"{int(np.argmax(rel > 1e-4))}: yaten {got[rel > 1e-4][0]!r}, torch {want[rel > 1e-4][0]!r}")
+    allowed = np.where(np.arange(STEPS) < TIGHT_STEPS, first, every)
+    assert np.all(rel <= allowed), (
+        f"{kind} {optimizer} {dtype}: losses differ by up to {rel.max():.3g} relative, first past "
+        f"its tolerance at step {int(np.argmax(rel > allowed))}: yaten {got[rel > allowed][0]!r}, "
+        f"torch {want[rel > allowed][0]!r}")
     assert want[-1] < want[0], "the loss should fall over the 50 steps"
 
     final, _, _ = st_format.read(tmp_path / "final.safetensors")
     for name, value in model.state_dict().items():
         ref = value.numpy()
-        diff = np.abs(final[name].numpy() - ref).max()
-        assert diff <= 1e-3 * max(np.abs(ref).max(), 1e-3), (
-            f"{kind} {optimizer}: trained '{name}' differs by {diff:.3g}")
+        diff = np.linalg.norm(final[name].numpy() - ref) / max(np.linalg.norm(ref), 1e-3)
+        assert diff <= weights, f"{kind} {optimizer} {dtype}: trained '{name}' differs by {diff:.3g} relative"

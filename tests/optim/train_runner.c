@@ -1,13 +1,16 @@
 /* The yaten side of the differential training test (tests/optim/test_train_vs_torch.py).
  *
- * Usage: optim_train_runner MODEL OPTIMIZER STEPS BATCH INPUTS.npy TARGETS.npy OUTDIR
+ * Usage: optim_train_runner MODEL OPTIMIZER STEPS BATCH INPUTS.npy TARGETS.npy OUTDIR [DTYPE]
  *   MODEL      mlp (Linear 784-256-128-10 with ReLUs) or cnn (the issue's CNN: conv 1->8 3x3,
  *              ReLU, max-pool 2, conv 8->16 3x3, ReLU, max-pool 2, flatten, Linear 400->10)
  *   OPTIMIZER  sgd (lr 0.05, momentum 0.9) or adam (lr 1e-3)
+ *   DTYPE      f32 (the default) or f64: the model and the inputs are converted to it after
+ *              init.safetensors is written
  * Builds the model with yaten's default initialisation (seed 1234), writes its state dict to
  * OUTDIR/init.safetensors (the test loads it into PyTorch), then takes STEPS steps of
  * cross-entropy training on consecutive BATCH-row slices of the inputs, printing "loss STEP
  * VALUE" before each update, and writes the trained state dict to OUTDIR/final.safetensors. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +77,10 @@ save_state(yt_module *m, const char *dir, const char *file)
 int
 main(int argc, char **argv)
 {
-    if (argc != 8) {
-        fprintf(stderr, "usage: %s mlp|cnn sgd|adam STEPS BATCH INPUTS.npy TARGETS.npy OUTDIR\n",
+    const bool f64 = argc == 9 && strcmp(argv[8], "f64") == 0;
+    if ((argc != 8 && argc != 9) || (argc == 9 && !f64 && strcmp(argv[8], "f32") != 0)) {
+        fprintf(stderr,
+                "usage: %s mlp|cnn sgd|adam STEPS BATCH INPUTS.npy TARGETS.npy OUTDIR [f32|f64]\n",
                 argv[0]);
         return 2;
     }
@@ -89,6 +94,13 @@ main(int argc, char **argv)
     yt_tensor *inputs = yt_npy_load(argv[5]), *targets = yt_npy_load(argv[6]);
     if (inputs == NULL || targets == NULL)
         die("loading the batches");
+    if (f64) {
+        yt_tensor *wide = yt_to(inputs, YT_DTYPE_F64);
+        if (wide == NULL || yt_module_to(model, YT_DTYPE_F64) != YT_OK)
+            die("converting to f64");
+        yt_release(inputs);
+        inputs = wide;
+    }
     if (yt_tensor_size(inputs, 0) < steps * batch || yt_tensor_size(targets, 0) < steps * batch) {
         fprintf(stderr, "optim_train_runner: the .npy files hold fewer than STEPS * BATCH rows\n");
         return 1;
