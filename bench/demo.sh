@@ -5,6 +5,7 @@
 # resident memory of each process, and the ratio yaten / PyTorch (target <= 0.8).
 # Usage: bench/demo.sh BUILD_DIR [EPOCHS]   (default 1 epoch; the demo itself runs 3)
 set -eu
+openblas_core=$("$(dirname "$0")/openblas_core.sh")
 build=${1:-build}
 # never time a stale binary: bring it up to date with the library first
 make -s --no-print-directory BUILD="$build" "$build/yaten" >&2
@@ -22,7 +23,7 @@ for t in 1 2; do
         echo "yaten_demo_acc${e}_${t}t $(echo "$acc" | awk '{printf "%.4f", $1 / 100}') acc"
         echo "yaten_demo_peak_epoch${e}_${t}t $mib MiB"
     done >>"$out"
-    env OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE=SkylakeX \
+    env OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE=$openblas_core \
         MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296 \
         /usr/bin/python3 bench/demo_torch.py $t "$epochs" >>"$out"
 done

@@ -10,11 +10,13 @@
 # torch is at its best on OpenBLAS: Debian's libopenblas0-pthread (scripts/deps.sh bench) makes
 # it the system libblas.so.3 that torch loads; the first torch run prints the library it got
 # and OpenBLAS's kernel set. OpenBLAS 0.3.21 takes a Zen 5 for a Haswell (AVX2 kernels, about
-# half its speed here), so torch runs with OPENBLAS_CORETYPE=SkylakeX (its AVX-512 kernels;
-# TORCH_OPENBLAS_CORETYPE overrides it, whatever OPENBLAS_CORETYPE the caller's environment has).
+# half its speed here), so torch runs with OPENBLAS_CORETYPE=SkylakeX (its AVX-512 kernels) where
+# the CPU has AVX-512 (bench/openblas_core.sh; Haswell elsewhere); TORCH_OPENBLAS_CORETYPE
+# overrides it, whatever OPENBLAS_CORETYPE the caller's environment has.
 # TORCH_BLAS_DIR=DIR puts DIR/libblas.so.3 first instead. yaten links BLIS (libblis.so.4)
 # directly and never loads libblas.so.3.
 set -eu
+openblas_core=$("$(dirname "$0")/openblas_core.sh")
 build=${1:-build}
 # never time a stale binary: bring it up to date with the library first
 make -s --no-print-directory BUILD="$build" "$build/bench/gemm" >&2
@@ -32,7 +34,7 @@ for t in $threads_list; do
     while [ "$round" -lt "$rounds" ]; do
         round=$((round + 1))
         OMP_NUM_THREADS=$t OMP_WAIT_POLICY=PASSIVE "$build/bench/gemm" "$t" >>"$out"
-        OPENBLAS_CORETYPE=${TORCH_OPENBLAS_CORETYPE:-SkylakeX} OMP_WAIT_POLICY=PASSIVE \
+        OPENBLAS_CORETYPE=${TORCH_OPENBLAS_CORETYPE:-$openblas_core} OMP_WAIT_POLICY=PASSIVE \
             MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296 GEMM_SHOW_BLAS=$first \
             /usr/bin/python3 bench/gemm_torch.py "$t" >>"$out"
         first=0
