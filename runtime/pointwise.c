@@ -498,19 +498,19 @@ gather_piece_bytes(const iter *it, int64_t bytes)
 
 /* Whether the loop's stepped form takes the rows in place of run_pieces: the loop has one that
  * this CPU runs (yt__stepped_form), and every operand steps 1 to 3 elements apart (an input 0
- * too). Where the output streams
- * around the caches (nontemporal_output), the stepped form computes it into a buffer that is then
- * streamed out (run_stepped). From memory, [10000, 1000] f32, one thread, bench/strided, two
- * alternations each: run_pieces streaming against the stepped form storing plainly, a[:, ::2] + b
- * 11.6-15.5 against 10.0-10.3 ms, f64 30-31 against 20-25, -a[:, ::2] 11.6-11.8 against 9.0-9.9,
- * -a[:, ::3] 13.5-16.2 against 11.6-12.6; then the stepped form streaming through the buffer
- * against storing plainly, ratio to contiguous, -a[:, ::2] 0.67-0.69x -> 0.75-0.79x, a[:, ::2] + b
- * 0.68-0.75x -> 0.77-0.78x. In registers there is no buffer to store and load again: one thread,
- * bench/strided, ratio to contiguous at 65K / 1M / 10M f32 elements, old and new alternating twice:
- * a[:, ::2] *= 1 0.28-0.29 / 0.32-0.34 / 0.27-0.30 -> 0.43-0.50 / 0.48-0.50 / 0.33-0.42, -a[:, ::3]
- * 0.43-0.44 / 0.49-0.50 / 0.34-0.39 -> 0.55-0.68 / 0.51-0.52 / 0.49-0.53, out= x[:, ::2] 0.41-0.44
- * / 0.61-0.63 / 0.43-0.48 -> 0.52-0.53 / 0.66 / 0.57-0.59, exp(a[:, ::3]) 0.61-0.64 / 0.43-0.47 /
- * 0.36-0.38 -> 0.71-0.73 / 0.52-0.56 / 0.45-0.47. */
+ * too). Where the output streams around the caches (nontemporal_output), the stepped form computes
+ * it into a buffer that is then streamed out (run_stepped). From memory, [10000, 1000] f32, one
+ * thread, bench/strided, two alternations each: run_pieces streaming against the stepped form
+ * storing plainly, a[:, ::2] + b 11.6-15.5 against 10.0-10.3 ms, f64 30-31 against 20-25,
+ * -a[:, ::2] 11.6-11.8 against 9.0-9.9, -a[:, ::3] 13.5-16.2 against 11.6-12.6; then the stepped
+ * form streaming through the buffer against storing plainly, ratio to contiguous, -a[:, ::2]
+ * 0.67-0.69x -> 0.75-0.79x, a[:, ::2] + b 0.68-0.75x -> 0.77-0.78x. In registers there is no
+ * buffer to store and load again: one thread, bench/strided, ratio to contiguous at 65K / 1M / 10M
+ * f32 elements, old and new alternating twice: a[:, ::2] *= 1 0.28-0.29 / 0.32-0.34 / 0.27-0.30 ->
+ * 0.43-0.50 / 0.48-0.50 / 0.33-0.42, -a[:, ::3] 0.43-0.44 / 0.49-0.50 / 0.34-0.39 -> 0.55-0.68 /
+ * 0.51-0.52 / 0.49-0.53, out= x[:, ::2] 0.41-0.44 / 0.61-0.63 / 0.43-0.48 -> 0.52-0.53 / 0.66 /
+ * 0.57-0.59, exp(a[:, ::3]) 0.61-0.64 / 0.43-0.47 / 0.36-0.38 -> 0.71-0.73 / 0.52-0.56 /
+ * 0.45-0.47. */
 static bool
 takes_stepped(const iter *it, yt__loop_fn stepped)
 {

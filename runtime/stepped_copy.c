@@ -249,7 +249,7 @@ yt__scatter_elements(char *dst, int64_t step, const char *src, int64_t es, int64
 {
     int64_t j = 0;
 #ifdef __x86_64__
-    if (yt__has_masked_stores())
+    if (yt__cpu_isa() == YT__ISA_AVX512)
         j = scatter_masked_any(dst, step, src, es, n);
 #endif
 #ifdef __AVX2__

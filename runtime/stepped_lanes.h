@@ -31,6 +31,7 @@
 
 #include <immintrin.h>
 
+#include "cpu_isa.h"
 #include "internal.h"
 
 #define YT__STEPPED_TARGET                                                                         \
@@ -40,40 +41,15 @@
  * full, whatever their step (1 to 3 elements). */
 #define YT__STEPPED_FITS(i, lanes, n) ((i) + (lanes) < (n))
 
-/* Whether this CPU has AVX-512 F, VL, BW and DQ: runs the functions built with
- * YT__STEPPED_TARGET, and the masked stores of runtime/stepped_copy.c (reads flags set at
- * start-up: cheap). */
-static inline bool
-yt__has_masked_stores(void)
-{
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-}
-
-/* The instruction sets a loop's stepped form is built for, in the order of preference. */
-typedef enum yt__stepped_isa {
-    YT__STEPPED_NONE,
-    YT__STEPPED_AVX2,
-    YT__STEPPED_AVX512,
-} yt__stepped_isa;
-
-/* The widest stepped form this CPU runs, or lower as yt__limit_stepped_isa set
- * (runtime/stepped_isa.c). */
-YT_INTERNAL yt__stepped_isa yt__stepped_isa_in_use(void);
-
-/* Runs no stepped form wider than `widest` from here on (default: YT__STEPPED_AVX512): how the
- * tests run both forms on a CPU that has AVX-512. */
-YT_INTERNAL void yt__limit_stepped_isa(yt__stepped_isa widest);
-
 /* The form of a loop to pass yt__pointwise as its stepped form: the AVX-512 one where the CPU
  * runs it, else the AVX2 one, else none (its rows then go through buffers). */
 static inline yt__loop_fn
 yt__stepped_form(yt__loop_fn avx512, yt__loop_fn avx2)
 {
-    switch (yt__stepped_isa_in_use()) {
-    case YT__STEPPED_AVX512:
+    switch (yt__cpu_isa()) {
+    case YT__ISA_AVX512:
         return avx512;
-    case YT__STEPPED_AVX2:
+    case YT__ISA_AVX2:
         return avx2;
     default:
         return NULL;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "blis_setup.h"
+#include "cpu_isa.h"
 
 /* blis.h defines hundreds of unused static inline helpers. */
 #pragma GCC diagnostic push
@@ -55,15 +56,10 @@ choose_arch(void)
 {
     if (getenv("BLIS_ARCH_TYPE") != NULL || blis_knows_cpu())
         return;
-    __builtin_cpu_init();
-    int id = -1;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-        id = BLIS_ARCH_SKX;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        id = BLIS_ARCH_HASWELL;
-    if (id < 0)
+    const yt__isa has = yt__cpu_widest_isa(); /* the CPU's, not a test's cap: BLIS picks once */
+    if (has == YT__ISA_NONE)
         return;
+    const int id = has == YT__ISA_AVX512 ? BLIS_ARCH_SKX : BLIS_ARCH_HASWELL;
     char value[16];
     snprintf(value, sizeof value, "%d", id);
     setenv("BLIS_ARCH_TYPE", value, 0);

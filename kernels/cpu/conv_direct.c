@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "conv.h"
+#include "cpu_isa.h"
 #include "parallel.h"
 
 #define ATTR
@@ -37,12 +38,6 @@
 #undef SFX
 #undef VL
 #undef ATTR
-
-static bool
-use_avx512(void)
-{
-    return __builtin_cpu_supports("avx512f"); /* reads a flag set at start-up: cheap */
-}
 
 bool
 yt__conv_direct_ok(const yt__conv_geom *g)
@@ -101,7 +96,7 @@ yt__conv_direct(yt__conv_kind kind, void *out, const void *a, const void *b, con
                 const yt__conv_geom *g, bool f64, int nt)
 {
     size_t es = f64 ? sizeof(double) : sizeof(float);
-    bool wide = !f64 && use_avx512();
+    bool wide = !f64 && yt__cpu_isa() == YT__ISA_AVX512;
     /* the nt image blocks are fixed (their partial sums are added in order); how many threads
      * run them follows the pool (about 40 multiply-adds per ns on one thread) */
     double macs = (double)g->n * (double)g->c_out * (double)(g->oh * g->ow) *

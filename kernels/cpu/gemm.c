@@ -221,8 +221,8 @@ run(const problem *pp, int threads)
     int64_t rsa = p->rsa, csa = p->csa, rsb = p->rsb, csb = p->csb, rsc = p->rsc, csc = p->csc;
     bool blis_ok = blis_strides(p->m, p->k, &rsa, &csa) && blis_strides(p->k, p->n, &rsb, &csb) &&
                    blis_strides(p->m, p->n, &rsc, &csc);
-    int isa = yt__gemm_small_level();
-    if (isa == 2 || (isa == 1 && (macs <= AVX2_MAX_MACS || !blis_ok))) {
+    const yt__isa isa = yt__cpu_isa();
+    if (isa == YT__ISA_AVX512 || (isa == YT__ISA_AVX2 && (macs <= AVX2_MAX_MACS || !blis_ok))) {
         threads = yt__gemm_threads(macs, threads, p->f64);
         if (p->f64)
             return yt__gemm_small_d(p->m, p->n, p->k, p->alpha, p->a, p->rsa, p->csa, p->b, p->rsb,

@@ -93,57 +93,16 @@ static const kset_d kset_d256 = KSET_INIT(ukr_d256, D256, 6, 4, 2, NULL);
 
 /* ---------------------------------------------------------------- choosing the kernel set */
 
-static int isa = -1; /* 0 none, 1 avx2, 2 avx512; written once, idempotently */
-
-static int
-detect(void)
-{
-    int v = __atomic_load_n(&isa, __ATOMIC_RELAXED);
-    if (v >= 0)
-        return v;
-    __builtin_cpu_init();
-    v = 0;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        v = 1;
-    if (v == 1 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
-        v = 2;
-    __atomic_store_n(&isa, v, __ATOMIC_RELAXED);
-    return v;
-}
-
-int
-yt__gemm_small_level(void)
-{
-    return detect();
-}
-
-int
-yt__gemm_small_set_level(int level)
-{
-    __atomic_store_n(&isa, -1, __ATOMIC_RELAXED);
-    int cpu = detect(); /* what the CPU has */
-    int v = level < 0 || level > cpu ? cpu : level;
-    __atomic_store_n(&isa, v, __ATOMIC_RELAXED);
-    return v;
-}
-
-const char *
-yt__gemm_small_isa(void)
-{
-    static const char *const names[] = {"none", "avx2", "avx512"};
-    return names[detect()];
-}
-
 static const kset_s *
 kset_s_get(void)
 {
-    return detect() == 2 ? &kset_s512 : &kset_s256;
+    return yt__cpu_isa() == YT__ISA_AVX512 ? &kset_s512 : &kset_s256;
 }
 
 static const kset_d *
 kset_d_get(void)
 {
-    return detect() == 2 ? &kset_d512 : &kset_d256;
+    return yt__cpu_isa() == YT__ISA_AVX512 ? &kset_d512 : &kset_d256;
 }
 
 /* ---------------------------------------------------------------- operand access plans */

@@ -1,20 +1,11 @@
-/* The small-GEMM path behind yt__gemm_*: register-blocked microkernels (AVX-512 where the CPU
- * has it, else AVX2 + FMA) over operands packed from any strides. BLIS spends most of a 64^3
- * product in per-call setup; this path has none beyond two cached packing buffers. */
+/* The small-GEMM path behind yt__gemm_*: register-blocked microkernels (AVX-512 or AVX2 + FMA, as
+ * yt__cpu_isa says) over operands packed from any strides. BLIS spends most of a 64^3 product in
+ * per-call setup; this path has none beyond two cached packing buffers. */
 #ifndef YT_KERNELS_CPU_GEMM_SMALL_H
 #define YT_KERNELS_CPU_GEMM_SMALL_H
 
+#include "cpu_isa.h"
 #include "internal.h"
-
-/* The microkernel set this CPU runs: 0 none (no AVX2 + FMA), 1 AVX2, 2 AVX-512. */
-YT_INTERNAL int yt__gemm_small_level(void);
-
-/* For tests: runs the kernel set `level` (as above; at most what the CPU has, -1 for that)
- * from now on, in every thread. Returns the level set. Not for concurrent use with GEMMs. */
-YT_INTERNAL int yt__gemm_small_set_level(int level);
-
-/* Name of the microkernel set in use ("avx512", "avx2" or "none"). */
-YT_INTERNAL const char *yt__gemm_small_isa(void);
 
 /* C = alpha * A B + beta * C (beta == 0 overwrites) with A m x k, B k x n already in
  * no-transpose form, k >= 1, m, n >= 1, any strides for A and B, non-overlapping C. With a bias

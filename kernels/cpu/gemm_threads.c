@@ -39,7 +39,7 @@ yt__gemm_split_saving_ns(double macs, int threads, bool f64)
 {
     /* Multiply-adds per ns of one thread, on the high side (so the saving is not overrated):
      * f32 AVX-512 runs about 120, AVX2 half that, f64 half again. */
-    double rate = (yt__gemm_small_level() == 2 ? 130.0 : 65.0) * (f64 ? 0.5 : 1.0);
+    double rate = (yt__cpu_isa() == YT__ISA_AVX512 ? 130.0 : 65.0) * (f64 ? 0.5 : 1.0);
     return macs / rate * (1.0 - 1.0 / threads);
 }
 

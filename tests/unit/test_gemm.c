@@ -10,6 +10,7 @@
 
 #include <criterion/criterion.h>
 
+#include "../../runtime/cpu_isa.h" /* the library's internal: capped to run narrow kernels */
 #include "test_util.h"
 
 /* The prototypes of kernels/cpu/gemm.h (internal: the test build does not see runtime/). */
@@ -23,7 +24,6 @@ yt_status yt__gemm_batched_f32(bool trans_a, bool trans_b, int64_t batch, int64_
                                int64_t k, float alpha, const float *a, int64_t bsa, int64_t rsa,
                                int64_t csa, const float *b, int64_t bsb, int64_t rsb, int64_t csb,
                                float beta, float *c, int64_t bsc, int64_t rsc, int64_t csc);
-int yt__gemm_small_set_level(int level);      /* kernels/cpu/gemm_small.h */
 void yt__gemm_threads_set_always(int always); /* kernels/cpu/gemm_threads.h */
 int yt__gemm_threads(double macs, int max_threads, bool f64);
 void yt__gemm_threads_observe(int64_t wait_ns);
@@ -232,8 +232,8 @@ Test(gemm, tile_edges_and_operand_paths)
 Test(gemm, every_kernel_set)
 {
     /* The AVX2 kernels (and, at level 0, BLIS or the plain loop) on this CPU too. */
-    for (int level = 0; level <= 2; level++) {
-        int got = yt__gemm_small_set_level(level);
+    for (yt__isa level = YT__ISA_NONE; level <= YT__ISA_AVX512; level++) {
+        const yt__isa got = yt__cap_cpu_isa(level);
         for (int it = 0; it < 150; it++) {
             gemm_case t = {.f64 = it % 2, .ta = next() % 2, .tb = next() % 2};
             t.m = pick(1, 40), t.n = pick(1, 40), t.k = pick(1, 300);
@@ -245,7 +245,7 @@ Test(gemm, every_kernel_set)
         if (got < level)
             break;
     }
-    yt__gemm_small_set_level(-1);
+    yt__cap_cpu_isa(YT__ISA_AVX512);
 }
 
 Test(gemm, blis_path_split_over_threads)
@@ -254,8 +254,8 @@ Test(gemm, blis_path_split_over_threads)
      * past 96^3 multiply-adds one BLIS call per block of rows (or columns, when C is wider) of C,
      * on two threads here. Shapes put block edges off the 16-row steps and leave a short last
      * block; every layout BLIS takes. */
-    int got = yt__gemm_small_set_level(0);
-    cr_assert_eq(got, 0);
+    const yt__isa got = yt__cap_cpu_isa(YT__ISA_NONE);
+    cr_assert_eq(got, YT__ISA_NONE);
     for (int it = 0; it < 24; it++) {
         gemm_case t = {.f64 = it % 2, .ta = next() % 2, .tb = next() % 2};
         t.m = pick(97, 260), t.n = pick(97, 260), t.k = pick(100, 300);
@@ -267,7 +267,7 @@ Test(gemm, blis_path_split_over_threads)
         t.threads = 2;
         run_case(&t);
     }
-    yt__gemm_small_set_level(-1);
+    yt__cap_cpu_isa(YT__ISA_AVX512);
 }
 
 Test(gemm, random_large_shapes)

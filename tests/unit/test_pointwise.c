@@ -8,6 +8,7 @@
 
 #include <criterion/criterion.h>
 
+#include "../../runtime/cpu_isa.h" /* the library's internal: capped to run narrow kernels */
 #include "test_util.h"
 
 void yt__set_cache_bytes(int64_t bytes); /* runtime/internal.h */
@@ -1016,10 +1017,7 @@ stepped_view(const double *values, int64_t step, int64_t rows, int64_t n, yt_dty
     return view;
 }
 
-/* runtime/stepped_lanes.h: which stepped form runs, from none (buffers) to AVX-512 */
-enum { STEPPED_NONE, STEPPED_AVX2, STEPPED_AVX512 };
-void yt__limit_stepped_isa(int widest);
-int yt__stepped_isa_in_use(void);
+/* The stepped form that runs, by yt__cpu_isa: none (buffers), AVX2 or AVX-512 */
 static const char *const FORM_NAMES[] = {"none", "AVX2", "AVX-512"};
 
 /* The stepped forms of f32 and f64 loops (runtime/stepped_lanes.h: operands 1 to 3 elements apart,
@@ -1074,9 +1072,9 @@ check_stepped_forms(yt_dtype dtype, int64_t n)
                               "%s %s (stepped form: %s), n %lld, steps out %lld in %lld %lld "
                               "%lld: [%lld, %lld] got %.17g want %.17g",
                               op == 0 ? "lerp" : "exp", yt_dtype_name(dtype),
-                              FORM_NAMES[yt__stepped_isa_in_use()], (long long)n,
-                              (long long)out_step, (long long)step[0], (long long)step[1],
-                              (long long)step[2], (long long)r, (long long)c, g, w);
+                              FORM_NAMES[yt__cpu_isa()], (long long)n, (long long)out_step,
+                              (long long)step[0], (long long)step[1], (long long)step[2],
+                              (long long)r, (long long)c, g, w);
                 }
             yt_release(expected);
             yt_release(out);
@@ -1095,16 +1093,15 @@ static void
 all_stepped_forms(void)
 {
     const int64_t lengths[] = {128, 129, 135, 136, 137, 300};
-    for (int widest = STEPPED_AVX512; widest >= STEPPED_NONE; widest--) {
-        yt__limit_stepped_isa(widest);
-        if (yt__stepped_isa_in_use() != widest)
+    for (int widest = YT__ISA_AVX512; widest >= YT__ISA_NONE; widest--) {
+        if (yt__cap_cpu_isa((yt__isa)widest) != (yt__isa)widest)
             continue; /* not on this CPU */
         for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
             check_stepped_forms(YT_DTYPE_F32, lengths[l]);
             check_stepped_forms(YT_DTYPE_F64, lengths[l]);
         }
     }
-    yt__limit_stepped_isa(STEPPED_AVX512);
+    yt__cap_cpu_isa(YT__ISA_AVX512);
 }
 
 Test(pointwise, stepped_forms_agree_with_contiguous_operands)

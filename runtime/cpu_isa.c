@@ -1,0 +1,40 @@
+/* Which vector instruction set the run-time-chosen kernels use (cpu_isa.h). */
+#include <stdatomic.h>
+
+#include "cpu_isa.h"
+
+static _Atomic int cpu_has = -1; /* the CPU's widest, read on first use (idempotently) */
+static _Atomic int cap = YT__ISA_AVX512;
+
+yt__isa
+yt__cpu_widest_isa(void)
+{
+    int has = atomic_load_explicit(&cpu_has, memory_order_relaxed);
+    if (has >= 0)
+        return (yt__isa)has;
+    __builtin_cpu_init(); /* answers right even before libgcc's constructor has run */
+    has = YT__ISA_NONE;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        has = YT__ISA_AVX2;
+    if (has == YT__ISA_AVX2 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq"))
+        has = YT__ISA_AVX512;
+    atomic_store_explicit(&cpu_has, has, memory_order_relaxed);
+    return (yt__isa)has;
+}
+
+yt__isa
+yt__cpu_isa(void)
+{
+    const yt__isa has = yt__cpu_widest_isa();
+    const int widest = atomic_load_explicit(&cap, memory_order_relaxed);
+    return (int)has < widest ? has : (yt__isa)widest;
+}
+
+yt__isa
+yt__cap_cpu_isa(yt__isa widest)
+{
+    atomic_store_explicit(&cap, (int)widest, memory_order_relaxed);
+    return yt__cpu_isa();
+}
