@@ -1,8 +1,7 @@
 /* Which vector instruction set the run-time-chosen kernels use (cpu_isa.h). */
-#include <stdatomic.h>
-
 #include "cpu_isa.h"
 
+_Atomic int yt__isa_in_use = -1;
 static _Atomic int cpu_has = -1; /* the CPU's widest, read on first use (idempotently) */
 static _Atomic int cap = YT__ISA_AVX512;
 
@@ -25,16 +24,18 @@ yt__cpu_widest_isa(void)
 }
 
 yt__isa
-yt__cpu_isa(void)
+yt__cpu_isa_first(void)
 {
     const yt__isa has = yt__cpu_widest_isa();
     const int widest = atomic_load_explicit(&cap, memory_order_relaxed);
-    return (int)has < widest ? has : (yt__isa)widest;
+    const yt__isa in_use = (int)has < widest ? has : (yt__isa)widest;
+    atomic_store_explicit(&yt__isa_in_use, (int)in_use, memory_order_relaxed);
+    return in_use;
 }
 
 yt__isa
 yt__cap_cpu_isa(yt__isa widest)
 {
     atomic_store_explicit(&cap, (int)widest, memory_order_relaxed);
-    return yt__cpu_isa();
+    return yt__cpu_isa_first();
 }

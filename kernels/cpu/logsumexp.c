@@ -15,6 +15,7 @@
 #include "reduce_plan.h"
 #include "reduce_rows4d.h"
 #include "reduce_rows8.h"
+#include "cpu_isa.h"
 #include "vec_math.h"
 #include "vec_math512.h"
 
@@ -166,7 +167,7 @@ rows16_all_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int6
 static void
 rows8_all_f32(acc *accs, const char *x, int64_t count, int64_t row_stride, int64_t n)
 {
-    int64_t k = yt__have_avx512() ? rows16_all_f32(accs, x, count, row_stride, n) : 0;
+    int64_t k = yt__cpu_isa() == YT__ISA_AVX512 ? rows16_all_f32(accs, x, count, row_stride, n) : 0;
     for (; k < count; k += 8) {
         int64_t rows = count - k < 8 ? count - k : 8;
         if (n == 16)

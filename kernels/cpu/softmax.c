@@ -23,6 +23,7 @@
 #include "kernels.h"
 #include "parallel.h"
 #include "softmax_rows.h"
+#include "cpu_isa.h"
 #include "vec_math.h"
 #include "vec_math512.h"
 
@@ -128,7 +129,7 @@ row_expsum16_f32(float *out, const float *x, int64_t n, float shift)
 static float
 row_expsum_f32(float *out, const float *x, int64_t n, float shift)
 {
-    if (n >= 16 && yt__have_avx512())
+    if (n >= 16 && yt__cpu_isa() == YT__ISA_AVX512)
         return row_expsum16_f32(out, x, n, shift);
     return row_expsum8_f32(out, x, n, shift);
 }
@@ -497,7 +498,7 @@ bwd_row_f32(float *out, const float *g, const float *y, int64_t n, kind k, bool 
             store8(out + i,
                    _mm256_mul_ps(_mm256_loadu_ps(y + i), _mm256_sub_ps(_mm256_loadu_ps(g + i), vs)),
                    stream);
-    else if (yt__have_avx512())
+    else if (yt__cpu_isa() == YT__ISA_AVX512)
         i = bwd_log_lanes16(out, g, y, i, n, s, stream);
     if (k == LOG_SOFTMAX)
         for (; i + 8 <= n; i += 8)
@@ -658,7 +659,7 @@ bwd_rows8_of_length(float *out, const float *g, const float *y, int64_t n, kind 
 {
     if (k == SOFTMAX)
         bwd_write_side_by_side(out, g, y, n, bwd_sums8(g, y, 8, n, SOFTMAX), SOFTMAX);
-    else if (yt__have_avx512())
+    else if (yt__cpu_isa() == YT__ISA_AVX512)
         bwd_log_rows8_wide(out, g, y, n, bwd_sums8(g, y, 8, n, LOG_SOFTMAX));
     else
         bwd_write_side_by_side(out, g, y, n, bwd_sums8(g, y, 8, n, LOG_SOFTMAX), LOG_SOFTMAX);
@@ -1006,7 +1007,7 @@ row_softmax16(float *out, const float *x, int64_t n)
 void
 yt__softmax_rows_f32(float *out, const float *x, int64_t rows, int64_t n)
 {
-    bool have = yt__have_avx512();
+    bool have = yt__cpu_isa() == YT__ISA_AVX512;
     if (n <= ROWS8_MAX) {
         rows_short_softmax_f32(out, x, rows, n);
         return;

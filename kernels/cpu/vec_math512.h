@@ -1,6 +1,6 @@
 /* AVX-512 forms of vec_math.h's helpers, for kernels that pick them at run time where the CPU has
- * AVX-512F (__builtin_cpu_supports): the library's baseline is x86-64-v3, so every function here
- * carries its own target attribute, and so must its callers (YT_AVX512).
+ * AVX-512 (yt__cpu_isa): the library's baseline is x86-64-v3, so every function here carries its
+ * own target attribute, and so must its callers (YT_AVX512).
  *
  * yt__exp16 is yt__exp8 on 16 lanes, the same steps in the same order: identical values lane by
  * lane, so a row's result does not depend on which width computed it. */
@@ -9,19 +9,9 @@
 
 #include <immintrin.h>
 #include <math.h>
-#include <stdbool.h>
 #include <stdint.h>
 
 #define YT_AVX512 __attribute__((target("avx512f,avx2,fma")))
-
-/* Whether the CPU has AVX-512F. __builtin_cpu_init returns at once after its first call; calling
- * it makes the answer right even before libgcc's constructor has run. */
-static inline bool
-yt__have_avx512(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
-}
 
 /* Lanes 8-15 of v (AVX-512F has no f32 form of this extract; it moves the bits alike). */
 YT_AVX512 static inline __attribute__((always_inline)) __m256
