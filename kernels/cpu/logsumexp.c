@@ -11,11 +11,11 @@
 
 #include <math.h>
 
+#include "cpu_isa.h"
 #include "logsumexp_rows.h"
 #include "reduce_plan.h"
 #include "reduce_rows4d.h"
 #include "reduce_rows8.h"
-#include "cpu_isa.h"
 #include "vec_math.h"
 #include "vec_math512.h"
 

@@ -20,10 +20,10 @@
 
 #include <math.h>
 
+#include "cpu_isa.h"
 #include "kernels.h"
 #include "parallel.h"
 #include "softmax_rows.h"
-#include "cpu_isa.h"
 #include "vec_math.h"
 #include "vec_math512.h"
 

@@ -13,7 +13,7 @@
 #include "../../runtime/cpu_isa.h" /* the library's internal: capped to run narrow kernels */
 #include "test_util.h"
 
-/* The prototypes of kernels/cpu/gemm.h (internal: the test build does not see runtime/). */
+/* The prototypes of kernels/cpu/gemm.h (internal, and its includes need the library's -I paths). */
 yt_status yt__gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                        const float *a, int64_t rsa, int64_t csa, const float *b, int64_t rsb,
                        int64_t csb, float beta, float *c, int64_t rsc, int64_t csc);
