@@ -2,25 +2,19 @@
 #include "cpu_isa.h"
 
 _Atomic int yt__isa_in_use = -1;
-static _Atomic int cpu_has = -1; /* the CPU's widest, read on first use (idempotently) */
 static _Atomic int cap = YT__ISA_AVX512;
 
 yt__isa
 yt__cpu_widest_isa(void)
 {
-    int has = atomic_load_explicit(&cpu_has, memory_order_relaxed);
-    if (has >= 0)
-        return (yt__isa)has;
+    /* asked once per run and per cap, so not cached: __builtin_cpu_supports reads a table */
     __builtin_cpu_init(); /* answers right even before libgcc's constructor has run */
-    has = YT__ISA_NONE;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        has = YT__ISA_AVX2;
-    if (has == YT__ISA_AVX2 && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq"))
-        has = YT__ISA_AVX512;
-    atomic_store_explicit(&cpu_has, has, memory_order_relaxed);
-    return (yt__isa)has;
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+        return YT__ISA_NONE;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
+        return YT__ISA_AVX512;
+    return YT__ISA_AVX2;
 }
 
 yt__isa
