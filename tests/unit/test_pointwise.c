@@ -1093,8 +1093,8 @@ static void
 all_stepped_forms(void)
 {
     const int64_t lengths[] = {128, 129, 135, 136, 137, 300};
-    for (int widest = YT__ISA_AVX512; widest >= YT__ISA_NONE; widest--) {
-        if (yt__cap_cpu_isa((yt__isa)widest) != (yt__isa)widest)
+    for (yt__isa widest = YT__ISA_NONE; widest <= YT__ISA_AVX512; widest++) {
+        if (yt__cap_cpu_isa(widest) != widest)
             continue; /* not on this CPU */
         for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
             check_stepped_forms(YT_DTYPE_F32, lengths[l]);
