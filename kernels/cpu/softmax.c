@@ -981,43 +981,15 @@ yt__cpu_log_softmax_backward_data(yt_tensor *result, yt_tensor *grad_output, yt_
 
 /* ---------------------------------------------------------------- rows for other kernels */
 
-/* A softmax row on 16 lanes (masked at the end of the row). */
-YT_AVX512 static void
-row_softmax16(float *out, const float *x, int64_t n)
-{
-    __m512 m = _mm512_set1_ps(-INFINITY);
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
-        m = _mm512_mask_max_ps(m, k, m, _mm512_maskz_loadu_ps(k, x + i));
-    }
-    __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(m)), s = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
-        __m512 e = yt__exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm));
-        _mm512_mask_storeu_ps(out + i, k, e);
-        s = _mm512_mask_add_ps(s, k, s, e);
-    }
-    __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(s));
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
-        _mm512_mask_storeu_ps(out + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, out + i), inv));
-    }
-}
-
 void
 yt__softmax_rows_f32(float *out, const float *x, int64_t rows, int64_t n)
 {
-    bool have = yt__cpu_isa() == YT__ISA_AVX512;
     if (n <= ROWS8_MAX) {
         rows_short_softmax_f32(out, x, rows, n);
         return;
     }
-    for (int64_t r = 0; r < rows; r++) {
-        if (have)
-            row_softmax16(out + r * n, x + r * n, n);
-        else
-            row_f32(out + r * n, x + r * n, n, SOFTMAX);
-    }
+    for (int64_t r = 0; r < rows; r++)
+        row_f32(out + r * n, x + r * n, n, SOFTMAX);
 }
 
 void

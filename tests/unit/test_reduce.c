@@ -7,6 +7,7 @@
 
 #include <criterion/criterion.h>
 
+#include "../../runtime/cpu_isa.h" /* the library's internal: capped to run narrow kernels */
 #include "test_util.h"
 
 static yt_tensor *
@@ -358,6 +359,65 @@ Test(softmax, backward_streamed_matches_cached)
     }
     yt__parallel_set_always(false);
     yt_set_num_threads(saved);
+    YT_ASSERT_NO_LEAKS();
+}
+
+/* kernels/cpu/softmax_rows.h, the rows attention and cross_entropy take their softmax from */
+void yt__softmax_rows_f32(float *out, const float *x, int64_t rows, int64_t n);
+void yt__softmax_backward_rows_f32(float *out, const float *g, const float *y, int64_t rows,
+                                   int64_t n);
+
+/* softmax, log_softmax and their backward kernels give the same bits with every instruction set
+ * the CPU runs (capped in turn: the 16-lane forms keep the 8-lane sums' order), and the rows that
+ * attention and cross_entropy fuse with their own work are the ops' own: rows short enough to go
+ * 8 at a time, and long ones with a masked tail. */
+Test(softmax, same_bits_on_every_instruction_set_and_in_fused_rows)
+{
+    enum { ROWS = 9, MAX_N = 1031 };
+    static const int64_t lengths[] = {5, 16, 33, 100, 1031};
+    static float x[ROWS * MAX_N], g[ROWS * MAX_N], first[4][ROWS * MAX_N], got[ROWS * MAX_N],
+        fused[ROWS * MAX_N];
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+        const int64_t n = lengths[li], sizes[] = {ROWS, n}, numel = ROWS * n;
+        for (int64_t i = 0; i < numel; i++) {
+            x[i] = (float)(9 * sin(0.37 * (double)i));
+            g[i] = (float)cos(0.11 * (double)i);
+        }
+        yt_tensor *t = yt_tensor_from_data(x, sizes, 2, YT_DTYPE_F32);
+        yt_tensor *gt = yt_tensor_from_data(g, sizes, 2, YT_DTYPE_F32);
+        bool have_first = false;
+        for (yt__isa widest = YT__ISA_NONE; widest <= YT__ISA_AVX512; widest++) {
+            if (yt__cap_cpu_isa(widest) != widest)
+                continue; /* not on this CPU */
+            yt_tensor *y = yt_softmax(t, 1), *ly = yt_log_softmax(t, 1);
+            cr_assert(y != NULL && ly != NULL, "%s", yt_errmsg());
+            yt_tensor *const results[4] = {yt_retain(y), ly, yt_softmax_backward_data(gt, y, 1),
+                                           yt_log_softmax_backward_data(gt, ly, 1)};
+            for (int op = 0; op < 4; op++) {
+                cr_assert_not_null(results[op], "%s", yt_errmsg());
+                float *dst = have_first ? got : first[op];
+                cr_assert_eq(yt_tensor_copy_to(results[op], dst, sizeof(float) * (size_t)numel,
+                                               YT_DTYPE_F32),
+                             YT_OK, "%s", yt_errmsg());
+                yt_release(results[op]);
+                cr_assert(memcmp(dst, first[op], sizeof(float) * (size_t)numel) == 0,
+                          "n=%lld op %d: instruction set %d differs", (long long)n, op, widest);
+            }
+            have_first = true;
+            yt__softmax_rows_f32(fused, x, ROWS, n);
+            cr_assert(memcmp(fused, first[0], sizeof(float) * (size_t)numel) == 0,
+                      "n=%lld, instruction set %d: fused softmax rows differ from softmax",
+                      (long long)n, widest);
+            yt__softmax_backward_rows_f32(fused, g, first[0], ROWS, n);
+            cr_assert(memcmp(fused, first[2], sizeof(float) * (size_t)numel) == 0,
+                      "n=%lld, instruction set %d: fused backward rows differ from the op's",
+                      (long long)n, widest);
+            yt_release(y);
+        }
+        yt_release(t);
+        yt_release(gt);
+    }
+    yt__cap_cpu_isa(YT__ISA_AVX512);
     YT_ASSERT_NO_LEAKS();
 }
 
