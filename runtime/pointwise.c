@@ -1114,6 +1114,32 @@ broadcast_error(const yt_tensor *out, int n_in, yt_tensor *const *in)
     return yt__fail_status(YT_ERR_INTERNAL, "pointwise: inputs do not broadcast to %s", want);
 }
 
+/* Operands of at most SMALL_BYTES in all, every one on the CPU, contiguous and of the output's
+ * shape, run as one call of the loop, with none of the iterator's set-up: they are below every
+ * threshold it weighs (streams, streaming stores, and splitting over threads, which
+ * yt__parallel_threads refuses under 3 us of work, some 12,000 elements), so they would run as
+ * that one call anyway. yt_add of two 1-element f32 tensors, bench/overhead's add_nograd: the
+ * set-up was a third of the call. */
+enum { SMALL_BYTES = 16384 };
+
+static bool
+runs_as_one_call(const yt_tensor *out, int n_in, yt_tensor *const *in, char **data, int64_t *esize)
+{
+    int64_t bytes = 0;
+    for (int k = 0; k <= n_in; k++) {
+        const yt_tensor *t = k == 0 ? out : in[k - 1];
+        if (t->device != YT_DEVICE_CPU || !t->is_contiguous || t->dim != out->dim)
+            return false;
+        for (int d = 0; d < out->dim; d++)
+            if (t->sizes[d] != out->sizes[d])
+                return false;
+        data[k] = yt__data_ptr(t);
+        esize[k] = (int64_t)yt_dtype_size(t->dtype);
+        bytes += out->numel * esize[k];
+    }
+    return bytes <= SMALL_BYTES;
+}
+
 /* yt__pointwise; with writes_out false, the output is never gathered or staged into a buffer
  * and stored back (yt__pointwise_scan). */
 static yt_status
@@ -1125,6 +1151,12 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
                                MAX_OPERANDS - 1);
     if (out->numel == 0)
         return YT_OK;
+    char *data[MAX_OPERANDS];
+    int64_t esize[MAX_OPERANDS];
+    if (runs_as_one_call(out, n_in, in, data, esize)) {
+        loop(data, esize, out->numel, esize, 1, ctx);
+        return YT_OK;
+    }
 
     iter it;
     it.n_ops = n_in + 1;
