@@ -33,11 +33,15 @@ typedef struct build {
     __typeof__(&yt_cumsum) cumsum;
     __typeof__(&yt_neg_out) neg_out;
     __typeof__(&yt_add_out) add_out;
+    __typeof__(&yt_add) add;
+    __typeof__(&yt_add_scalar_out) add_scalar_out;
+    __typeof__(&yt_narrow) narrow;
     __typeof__(&yt_softmax) softmax;
     __typeof__(&yt_log_softmax) log_softmax;
     __typeof__(&yt_softmax_backward_data) softmax_backward_data;
     __typeof__(&yt_log_softmax_backward_data) log_softmax_backward_data;
     yt_tensor *x, *xt, *y, *out; /* x and y [ROWS, COLS], xt x's transpose, out for out= cases */
+    yt_tensor *left, *half;      /* x[:, :COLS / 2] (a view), and a tensor of its shape for out= */
 } build;
 
 typedef const char *(*case_fn)(build *b); /* NULL, or the failing call's message */
@@ -107,6 +111,20 @@ add_transposed(build *b)
     return checked(b, b->add_out(b->out, b->xt, b->y));
 }
 
+/* the per-call cost on small tensors: 1-element ones with ROWS = COLS = 1 */
+static const char *
+add(build *b)
+{
+    return released(b, b->add(b->x, b->y));
+}
+
+/* rows read in part: COLS = 8 times bench/pointwise's add_scalar_short_rows */
+static const char *
+add_scalar_left_half(build *b)
+{
+    return checked(b, b->add_scalar_out(b->half, b->left, yt_float(2.0)));
+}
+
 static const char *
 softmax_rows(build *b)
 {
@@ -149,6 +167,8 @@ static const struct {
     {"log_softmax_bwd_dim1", log_softmax_bwd_rows, false},
     {"neg_transposed", neg_transposed, true},
     {"add_transposed", add_transposed, true},
+    {"add", add, false},
+    {"add_scalar_left_half", add_scalar_left_half, false},
 };
 
 static void
@@ -182,6 +202,9 @@ load(build *b, const char *path, const int64_t *sizes, yt_dtype dtype)
     LOOK_UP(cumsum, "yt_cumsum");
     LOOK_UP(neg_out, "yt_neg_out");
     LOOK_UP(add_out, "yt_add_out");
+    LOOK_UP(add, "yt_add");
+    LOOK_UP(add_scalar_out, "yt_add_scalar_out");
+    LOOK_UP(narrow, "yt_narrow");
     LOOK_UP(softmax, "yt_softmax");
     LOOK_UP(log_softmax, "yt_log_softmax");
     LOOK_UP(softmax_backward_data, "yt_softmax_backward_data");
@@ -197,7 +220,13 @@ load(build *b, const char *path, const int64_t *sizes, yt_dtype dtype)
             fail(path, b->errmsg());
     }
     b->xt = b->transpose(b->x, 0, 1);
-    if (b->xt == NULL)
+    b->left = b->narrow(b->x, 1, 0, sizes[1] / 2 > 0 ? sizes[1] / 2 : 1);
+    const int64_t half_sizes[2] = {sizes[0], sizes[1] / 2 > 0 ? sizes[1] / 2 : 1};
+    yt_tensor *drawn = b->randn(half_sizes, 2);
+    b->half = drawn != NULL ? b->to(drawn, dtype) : NULL;
+    if (drawn != NULL)
+        b->release(drawn);
+    if (b->xt == NULL || b->left == NULL || b->half == NULL)
         fail(path, b->errmsg());
 }
 
@@ -232,7 +261,7 @@ main(int argc, char **argv)
                 fail(argv[k + 1], error);
             best[k] = took < best[k] ? took : best[k];
         }
-    printf("%s %s [%s, %s]: old %.1f us, new %.1f us, new / old %.2f\n", argv[3],
+    printf("%s %s [%s, %s]: old %.3f us, new %.3f us, new / old %.2f\n", argv[3],
            f64 ? "f64" : "f32", argv[4], argv[5], best[0] * 1e6, best[1] * 1e6, best[1] / best[0]);
     return 0;
 }
