@@ -1,18 +1,21 @@
 /* Backward nodes: allocation, reference counting, edges to the inputs' nodes or leaves, and the
  * link from a result to the node that produced it. */
 #include <stdalign.h>
-#include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
 /* Creation order for the engine's "later nodes first" rule; shared by all threads. */
 static atomic_uint_fast64_t next_seq = 1;
 
-/* A node's memory is one block: this header, then the op's node struct (yt_node first), then
- * the per-node arrays. The header links nodes that died while another node was being destroyed,
- * so freeing a long chain runs as a loop instead of a recursion as deep as the graph. */
+/* A node's memory is one block from the caching allocator (as tensors' are: a training step
+ * records the same nodes every iteration; glibc's calloc bypasses its per-thread cache): this
+ * header, then the op's node struct (yt_node first), then the per-node arrays. The header keeps
+ * the block's size for its free, and links nodes that died while another node was being
+ * destroyed, so freeing a long chain runs as a loop instead of a recursion as deep as the graph. */
 typedef struct node_header {
     yt_node *next_dead;
+    size_t bytes;
 } node_header;
 
 #define NODE_ALIGN alignof(max_align_t)
@@ -56,12 +59,14 @@ yt__node_new(const yt_node_kind *kind, int n_inputs, int n_outputs)
     size_t off_dtypes = off_accum + round_up(no * sizeof(yt_tensor *));
     size_t off_needs = off_dtypes + round_up(no * sizeof(yt_dtype));
     size_t total = off_needs + round_up(ni * sizeof(bool));
-    char *block = calloc(1, total);
+    char *block = yt__cpu_alloc(total);
     if (block == NULL) {
         yt__fail(YT_ERR_NOMEM, "%s: out of memory allocating %s (%zu bytes)", kind->op_name,
                  kind->name, total);
         return NULL;
     }
+    memset(block, 0, total);
+    ((node_header *)block)->bytes = total;
     yt_node *node = (yt_node *)(block + off_node);
     node->kind = kind;
     atomic_init(&node->refcount, 1);
@@ -99,7 +104,8 @@ destroy(yt_node *node)
     }
     for (int i = 0; i < node->n_outputs; i++)
         yt_release(node->grad_accum[i]);
-    free(header_of(node));
+    node_header *header = header_of(node);
+    yt__cpu_free(header, header->bytes);
 }
 
 static _Thread_local yt_node *dead_head;
