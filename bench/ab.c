@@ -36,12 +36,15 @@ typedef struct build {
     __typeof__(&yt_add) add;
     __typeof__(&yt_add_scalar_out) add_scalar_out;
     __typeof__(&yt_narrow) narrow;
+    __typeof__(&yt_slice_ex) slice_ex;
+    __typeof__(&yt_set_requires_grad) set_requires_grad;
     __typeof__(&yt_softmax) softmax;
     __typeof__(&yt_log_softmax) log_softmax;
     __typeof__(&yt_softmax_backward_data) softmax_backward_data;
     __typeof__(&yt_log_softmax_backward_data) log_softmax_backward_data;
     yt_tensor *x, *xt, *y, *out; /* x and y [ROWS, COLS], xt x's transpose, out for out= cases */
     yt_tensor *left, *half;      /* x[:, :COLS / 2] (a view), and a tensor of its shape for out= */
+    yt_tensor *even;             /* x[:, ::2] (a view, of half's shape) */
 } build;
 
 typedef const char *(*case_fn)(build *b); /* NULL, or the failing call's message */
@@ -118,11 +121,27 @@ add(build *b)
     return released(b, b->add(b->x, b->y));
 }
 
+/* the same with a backward node recorded */
+static const char *
+add_recorded(build *b)
+{
+    if (b->set_requires_grad(b->x, true) != YT_OK || b->set_requires_grad(b->y, true) != YT_OK)
+        return b->errmsg();
+    return released(b, b->add(b->x, b->y));
+}
+
 /* rows read in part: COLS = 8 times bench/pointwise's add_scalar_short_rows */
 static const char *
 add_scalar_left_half(build *b)
 {
     return checked(b, b->add_scalar_out(b->half, b->left, yt_float(2.0)));
+}
+
+/* every other element of each row, as bench/strided's neg_step2 (COLS = 2000) */
+static const char *
+neg_every_other(build *b)
+{
+    return checked(b, b->neg_out(b->half, b->even));
 }
 
 static const char *
@@ -168,7 +187,9 @@ static const struct {
     {"neg_transposed", neg_transposed, true},
     {"add_transposed", add_transposed, true},
     {"add", add, false},
+    {"add_recorded", add_recorded, false},
     {"add_scalar_left_half", add_scalar_left_half, false},
+    {"neg_every_other", neg_every_other, false},
 };
 
 static void
@@ -205,6 +226,8 @@ load(build *b, const char *path, const int64_t *sizes, yt_dtype dtype)
     LOOK_UP(add, "yt_add");
     LOOK_UP(add_scalar_out, "yt_add_scalar_out");
     LOOK_UP(narrow, "yt_narrow");
+    LOOK_UP(slice_ex, "yt_slice_ex");
+    LOOK_UP(set_requires_grad, "yt_set_requires_grad");
     LOOK_UP(softmax, "yt_softmax");
     LOOK_UP(log_softmax, "yt_log_softmax");
     LOOK_UP(softmax_backward_data, "yt_softmax_backward_data");
@@ -226,7 +249,8 @@ load(build *b, const char *path, const int64_t *sizes, yt_dtype dtype)
     b->half = drawn != NULL ? b->to(drawn, dtype) : NULL;
     if (drawn != NULL)
         b->release(drawn);
-    if (b->xt == NULL || b->left == NULL || b->half == NULL)
+    b->even = b->slice_ex(b->x, 1, 0, sizes[1], 2);
+    if (b->xt == NULL || b->left == NULL || b->half == NULL || b->even == NULL)
         fail(path, b->errmsg());
 }
 
