@@ -524,6 +524,22 @@ takes_stepped(const iter *it, yt__loop_fn stepped)
     return true;
 }
 
+/* next = what the inputs of the piece at element j of row r (len elements) read, for those
+ * whose elements lie at most a line apart (so every line of the range holds some). */
+static void
+piece_reads(const iter *it, char *const *data, const int64_t *row_strides, int64_t r, int64_t j,
+            int64_t len, yt__next_reads *next)
+{
+    next->n = 0;
+    for (int k = 1; k < it->n_ops; k++) {
+        const int64_t step = it->strides[0][k];
+        if (step <= 0 || step > LINE)
+            continue;
+        next->at[next->n] = data[k] + r * row_strides[k] + j * step;
+        next->bytes[next->n++] = len * step;
+    }
+}
+
 /* Runs `rows` rows of n elements `piece` at a time with the operands in `gathered` gathered
  * (inputs) or scattered (the output) through buffers (see stepping_operands), and an output that
  * streams around the caches computed into its buffer and streamed out from there. An input that is
@@ -554,10 +570,18 @@ run_pieces(const iter *it, char *const *data, int64_t n, const int64_t *row_stri
             if (scatters || it->nontemporal)
                 at[0] = stage[0]; /* a streamed output is contiguous along the row */
             loop(at, strides, len, strides, 1, ctx);
-            if (scatters)
+            if (scatters) {
                 yt__scatter_elements(out, s0[0], stage[0], it->esize[0], len);
-            else if (it->nontemporal)
-                yt__store_streaming(out, stage[0], len * it->esize[0]);
+            } else if (it->nontemporal) {
+                /* the next piece's inputs fetched meanwhile (yt__store_streaming_ahead) */
+                const bool row_ends = j + piece >= n;
+                const int64_t r2 = row_ends ? r + 1 : r, j2 = row_ends ? 0 : j + piece;
+                yt__next_reads next = {0};
+                if (r2 < rows)
+                    piece_reads(it, data, row_strides, r2, j2, n - j2 < piece ? n - j2 : piece,
+                                &next);
+                yt__store_streaming_ahead(out, stage[0], len * it->esize[0], &next);
+            }
         }
 }
 
