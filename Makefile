@@ -246,9 +246,11 @@ test-io: $(BUILD)/tests/io_roundtrip
 	$(Q)YT_IO_ROUNDTRIP=$(BUILD)/tests/io_roundtrip $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider \
 	  tests/io $(ARGS)
 
+# Unit tests also see the library's internal headers: some drive its test hooks (instruction-set
+# caps, cache sizes, the thread switches) and kernels below the public API.
 $(BUILD)/tests/%: tests/unit/%.c $(STATIC_LIB)
 	@mkdir -p $(@D)
-	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ \
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) -Iruntime -Ikernels/cpu $(CFLAGS) -fvisibility=default $< -o $@ \
 	  $(STATIC_LIB) -lcriterion $(LDLIBS_LIB)
 
 # Each binary runs its whole Criterion suite; `make test-unit ARGS='--filter ops/*'` narrows it.

@@ -8,6 +8,7 @@
 
 #include <criterion/criterion.h>
 
+#include "parallel.h"
 #include "test_util.h"
 
 static uint64_t rng_state = 1;
@@ -187,8 +188,6 @@ Test(conv2d, benchmark_cnn_shapes_f32)
     check_conv(&c1, YT_DTYPE_F32, true, 2e-4);
     check_conv(&c2, YT_DTYPE_F32, true, 2e-4);
 }
-
-void yt__parallel_set_always(bool on); /* runtime/parallel.h */
 
 Test(conv2d, strided_above_the_thread_threshold_on_two_threads)
 {

@@ -8,11 +8,8 @@
 
 #include <criterion/criterion.h>
 
+#include "internal.h" /* yt__fail_status and yt__error_context */
 #include "test_util.h"
-
-/* runtime/internal.h */
-yt_status yt__fail_status(yt_status code, const char *fmt, ...);
-void yt__error_context(const char *base, const char *suffix);
 
 Test(errors, first_error_survives_a_chain)
 {

@@ -10,24 +10,10 @@
 
 #include <criterion/criterion.h>
 
-#include "../../runtime/cpu_isa.h" /* the library's internal: capped to run narrow kernels */
+#include "cpu_isa.h" /* capped to run the narrower kernels */
+#include "gemm.h"
+#include "gemm_threads.h"
 #include "test_util.h"
-
-/* The prototypes of kernels/cpu/gemm.h (internal, and its includes need the library's -I paths). */
-yt_status yt__gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                       const float *a, int64_t rsa, int64_t csa, const float *b, int64_t rsb,
-                       int64_t csb, float beta, float *c, int64_t rsc, int64_t csc);
-yt_status yt__gemm_f64(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
-                       const double *a, int64_t rsa, int64_t csa, const double *b, int64_t rsb,
-                       int64_t csb, double beta, double *c, int64_t rsc, int64_t csc);
-yt_status yt__gemm_batched_f32(bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n,
-                               int64_t k, float alpha, const float *a, int64_t bsa, int64_t rsa,
-                               int64_t csa, const float *b, int64_t bsb, int64_t rsb, int64_t csb,
-                               float beta, float *c, int64_t bsc, int64_t rsc, int64_t csc);
-void yt__gemm_threads_set_always(int always); /* kernels/cpu/gemm_threads.h */
-int yt__gemm_threads(double macs, int max_threads, bool f64);
-void yt__gemm_threads_observe(int64_t wait_ns);
-double yt__gemm_split_saving_ns(double macs, int threads, bool f64);
 
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 

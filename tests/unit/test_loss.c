@@ -7,6 +7,7 @@
 
 #include <criterion/criterion.h>
 
+#include "parallel.h"
 #include "test_util.h"
 
 static yt_tensor *
@@ -212,8 +213,6 @@ Test(loss, cross_entropy_values_and_stability)
     yt_release(tt);
     YT_ASSERT_NO_LEAKS();
 }
-
-void yt__parallel_set_always(bool on); /* runtime/parallel.h */
 
 /* f32 cross_entropy over contiguous rows (the vector path: rows of up to 32 classes 8 at a time,
  * longer ones one by one), per-row losses and gradients against double references, with class

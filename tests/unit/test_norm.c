@@ -13,7 +13,7 @@
 
 #include "test_util.h"
 
-#include "../../kernels/cpu/norm.h"
+#include "norm.h"
 
 static yt_tensor *
 from(const double *v, const int64_t *sizes, int dim, yt_dtype dt)

@@ -9,13 +9,8 @@
 
 #include <criterion/criterion.h>
 
+#include "parallel.h"
 #include "test_util.h"
-
-/* runtime/parallel.h (internal; the tests link the static library) */
-typedef void (*yt__chunk_fn)(void *ctx, int64_t chunk);
-int64_t yt__parallel_run(int64_t n_chunks, int threads, yt__chunk_fn fn, void *ctx);
-int yt__parallel_threads(double ns, int max_threads);
-int yt__max_threads(void);
 
 enum { MAX_CHUNKS = 300 };
 

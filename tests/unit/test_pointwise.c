@@ -8,7 +8,7 @@
 
 #include <criterion/criterion.h>
 
-#include "../../runtime/cpu_isa.h" /* the library's internal: capped to run narrow kernels */
+#include "cpu_isa.h" /* capped to run the narrower kernels */
 #include "test_util.h"
 
 void yt__set_cache_bytes(int64_t bytes); /* runtime/internal.h */

@@ -7,7 +7,9 @@
 
 #include <criterion/criterion.h>
 
-#include "../../runtime/cpu_isa.h" /* the library's internal: capped to run narrow kernels */
+#include "cpu_isa.h" /* capped to run the narrower kernels */
+#include "parallel.h"
+#include "softmax_rows.h"
 #include "test_util.h"
 
 static yt_tensor *
@@ -81,8 +83,6 @@ Test(softmax, stable_at_1e4)
     }
     YT_ASSERT_NO_LEAKS();
 }
-
-void yt__parallel_set_always(bool on); /* runtime/parallel.h */
 
 /* softmax and log_softmax of short rows and narrow column blocks, against double references:
  * rows of 1 to 50 (19 of them: groups of 8 rows, 8 rows at a time up to 32 elements, and the 3
@@ -287,8 +287,6 @@ Test(softmax, f32_matches_f64_reference)
     YT_ASSERT_NO_LEAKS();
 }
 
-void yt__set_cache_bytes(int64_t bytes); /* runtime/internal.h */
-
 /* softmax_backward_data and log_softmax_backward_data against a double reference, with the
  * result written through the cache and, with the cache size set to 1 byte, by non-temporal
  * stores (the path for operands larger than the last-level cache). Row lengths of 1021 and 3
@@ -361,11 +359,6 @@ Test(softmax, backward_streamed_matches_cached)
     yt_set_num_threads(saved);
     YT_ASSERT_NO_LEAKS();
 }
-
-/* kernels/cpu/softmax_rows.h, the rows attention and cross_entropy take their softmax from */
-void yt__softmax_rows_f32(float *out, const float *x, int64_t rows, int64_t n);
-void yt__softmax_backward_rows_f32(float *out, const float *g, const float *y, int64_t rows,
-                                   int64_t n);
 
 /* softmax, log_softmax and their backward kernels give the same bits with every instruction set
  * the CPU runs (capped in turn: the 16-lane forms keep the 8-lane sums' order), and the rows that

@@ -10,8 +10,8 @@
 
 #include <criterion/criterion.h>
 
-#include "../../kernels/cpu/vec_math.h"
-#include "../../kernels/cpu/vec_math512.h"
+#include "vec_math.h"
+#include "vec_math512.h"
 
 static float
 lane0(__m256 v)
