@@ -524,13 +524,12 @@ takes_stepped(const iter *it, yt__loop_fn stepped)
     return true;
 }
 
-/* next = what the inputs of the piece at element j of row r (len elements) read, for those
- * whose elements lie at most a line apart (so every line of the range holds some). */
+/* Appends to `next` what the inputs of the piece at element j of row r (len elements) read, for
+ * those whose elements lie at most a line apart (so every line of the range holds some). */
 static void
 piece_reads(const iter *it, char *const *data, const int64_t *row_strides, int64_t r, int64_t j,
             int64_t len, yt__next_reads *next)
 {
-    next->n = 0;
     for (int k = 1; k < it->n_ops; k++) {
         const int64_t step = it->strides[0][k];
         if (step <= 0 || step > LINE)
