@@ -33,7 +33,7 @@ enum {
 };
 
 /* Class index of a request of `n` bytes and the block size it gets, or -1 when too large. */
-static int
+static inline int
 class_of(size_t n, size_t *rounded)
 {
     if (n <= SMALL_MAX) {

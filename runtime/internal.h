@@ -140,11 +140,18 @@ yt__size_as_1d(const yt_tensor *t, int d)
     return t->dim == 0 ? 1 : t->sizes[d];
 }
 YT_INTERNAL void yt__contiguous_strides(int64_t *strides, const int64_t *sizes, int dim);
+/* yt_dtype_size of a dtype known valid (a tensor's), as an inline load for the hot paths. */
+YT_INTERNAL extern const unsigned char yt__dtype_bytes[YT_DTYPE_COUNT];
+static inline int64_t
+yt__elem_bytes(yt_dtype dtype)
+{
+    return yt__dtype_bytes[dtype];
+}
 /* Pointer to element 0 (CPU). */
 static inline char *
 yt__data_ptr(const yt_tensor *t)
 {
-    return (char *)t->storage->data + t->offset * (int64_t)yt_dtype_size(t->dtype);
+    return (char *)t->storage->data + t->offset * yt__elem_bytes(t->dtype);
 }
 /* Marks an in-place write: bumps the version counter shared by all views. */
 static inline void

@@ -1161,7 +1161,7 @@ runs_as_one_call(const yt_tensor *out, int n_in, yt_tensor *const *in, char **da
             if (t->sizes[d] != out->sizes[d])
                 return false;
         data[k] = yt__data_ptr(t);
-        esize[k] = (int64_t)yt_dtype_size(t->dtype);
+        esize[k] = yt__elem_bytes(t->dtype);
         bytes += out->numel * esize[k];
     }
     return bytes <= SMALL_BYTES;
