@@ -37,9 +37,12 @@ OPT ?= -O2 -march=x86-64-v3 -mtune=native
 # -fopenmp-simd: the `omp simd` loops vectorise; nothing links or starts OpenMP's runtime.
 # -mtls-dialect=gnu2: thread-locals (error, grad mode, allocator cache) through TLS descriptors,
 # which for a library loaded at start-up are an offset load, not a __tls_get_addr call (that call
-# was 18 % of yt_add on 1-element tensors through libyaten.so); dlopen still works.
+# was 18 % of yt_add on 1-element tensors through libyaten.so); dlopen still works. Where the
+# compiler has it (GCC; clang from 19).
+TLS_DIALECT := $(shell $(CC) -mtls-dialect=gnu2 -fPIC -x c -c /dev/null -o /dev/null 2>/dev/null \
+                 && echo -mtls-dialect=gnu2)
 CFLAGS_BASE := -std=c11 $(WARN) $(OPT) -g -fPIC -fopenmp-simd -fvisibility=hidden -D_GNU_SOURCE \
-               -mtls-dialect=gnu2
+               $(TLS_DIALECT)
 CPPFLAGS_LIB := -Iinclude -Igenerated/include -Iruntime -Igenerated -Ikernels/cpu -I$(BLIS_INC) \
                 -DYT_BUILDING_LIBRARY
 SAN_FLAGS :=
