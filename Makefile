@@ -84,7 +84,7 @@ comma := ,
 GEN_DEPS := ops.yaml derivatives.yaml .clang-format $(wildcard codegen/*.py codegen/templates/*.j2)
 
 .PHONY: all lib generate check-generated check-no-openmp deps deps-test deps-bench deps-demo demo test test-unit test-diff \
-        test-nn test-optim test-io test-cli test-codegen test-examples test-asan fuzz bench install uninstall clean \
+        test-nn test-optim test-io test-cli test-codegen test-examples test-shared test-asan fuzz bench install uninstall clean \
         format check-format
 .DEFAULT_GOAL := all
 
@@ -175,6 +175,7 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory test-io
 	$(Q)$(MAKE) --no-print-directory test-cli
 	$(Q)$(MAKE) --no-print-directory test-examples
+	$(Q)$(MAKE) --no-print-directory test-shared
 	$(Q)$(MAKE) --no-print-directory test-asan
 
 # yaten's kernel pool is its only thread pool: neither the library nor the command may need
@@ -280,6 +281,18 @@ test-examples: $(EXAMPLES)
 	$(Q)tmp=$$(mktemp -d) && for e in $(EXAMPLES); do echo "  RUN     $$e"; \
 	  (cd $$tmp && $(CURDIR)/$$e >/dev/null) || { echo "$$e failed" >&2; rm -rf $$tmp; exit 1; }; \
 	done; rm -rf $$tmp
+
+# libyaten.so itself (every other program links the static library): linked at start-up, and a
+# copy loaded by dlopen beside it, each on two threads (tests/shared/shared_lib.c).
+$(BUILD)/tests/shared_lib: tests/shared/shared_lib.c $(BUILD)/libyaten.so
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ \
+	  -L$(BUILD) -Wl,-rpath,$(abspath $(BUILD)) -lyaten -ldl -lpthread
+
+test-shared: $(BUILD)/tests/shared_lib
+	$(Q)tmp=$$(mktemp -d) && cp $(SHARED_LIB) $$tmp/libyaten_copy.so && \
+	  $(BUILD)/tests/shared_lib $$tmp/libyaten_copy.so; status=$$?; rm -rf $$tmp; exit $$status
+	@echo "  OK      libyaten.so linked and loaded by dlopen"
 
 # Second stage: the same C tests under AddressSanitizer + UndefinedBehaviorSanitizer. The library
 # answers an allocation it cannot get with an error, and the sweeps of bad arguments ask for
