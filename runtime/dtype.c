@@ -141,7 +141,7 @@ yt_dtype
 yt__result_type(int n_tensors, yt_tensor *const *tensors, int n_scalars, const yt_scalar *scalars)
 {
     /* Tensors of one dtype and no scalars promote to that dtype: most calls, decided before the
-     * category walk, which is a tenth of a small op's cost (bench/overhead). */
+     * category walk, which was 9 % of yt_add on 1-element tensors (perf, bench/overhead's loop). */
     if (n_scalars == 0 && n_tensors > 0 && tensors[0] != NULL && valid_dtype(tensors[0]->dtype)) {
         int same = 1;
         while (same < n_tensors && tensors[same] != NULL &&
