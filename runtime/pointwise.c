@@ -665,7 +665,7 @@ run_range(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
  * input), a row of dim 0 reads one cache line, on its own page, per element, and the loop
  * cannot take its contiguous (vectorised) path: 0.26x of contiguous before the tiled traversals.
  * Instead the two inner dims are walked in strips of one cache line's worth of rows (16 for
- * 4-byte elements), and each strip in square blocks of a line's worth of columns
+ * 4-byte elements; 8 from memory, strip_height), and each strip in square blocks of a line's worth of columns
  * (runtime/pointwise_blocks.h): a transposed input's block is transposed in registers into a
  * buffer that stays in L1, and the loop's body, inlined beside it, runs over the block's rows with
  * every operand contiguous. Every line a block reads or writes is used whole. Work is split
@@ -804,6 +804,25 @@ packed_panel(const iter *it, int64_t bytes)
         }
     const int64_t panel = (PACK_BYTES / rows - pads) / per_column / YT__BLOCK * YT__BLOCK;
     return panel >= YT__BLOCK ? panel : 0;
+}
+
+/* Rows per strip as run: strip_rows, times PACKED_STRIPS for the packed traversal, and from
+ * memory (it->prefetch) at most YT__BLOCK, half a line of 4-byte columns. A strip streams its rows
+ * of the operands read in place (the output's among them) side by side, and 16 such streams a
+ * strip of f32 outran what the hardware keeps in flight from memory; with 8, a transposed input's
+ * line serves two strips run one after the other, and stays in L2 between them (a strip reads one
+ * line a column: 64 KiB for 1000 columns). bench/ab, this against 16-row strips, one thread, f32,
+ * new / old time: a.t() + b [10000, 1000] 0.88-0.93, [3000, 3000] 0.93, [2048, 2048] 0.85;
+ * -a.t() [10000, 1000] 0.64, [2048, 2048] 0.97-1.02; two threads, a.t() + b [3000, 3000]
+ * 0.87-0.93. From L3 ([1000, 1000], [1024, 1024]) 8 rows did no better (1.00-1.07), so there the
+ * strips stay a line high; fetching the next new line (16 rows ahead, not the next strip's 8) did
+ * no better either (1.00-1.05). */
+static int64_t
+strip_height(const iter *it)
+{
+    if (it->panel > 0)
+        return strip_rows(it) * PACKED_STRIPS;
+    return it->prefetch && strip_rows(it) > YT__BLOCK ? YT__BLOCK : strip_rows(it);
 }
 
 /* From memory, the next strip's lines of a transposed input whose columns are a multiple of
@@ -1256,7 +1275,7 @@ pointwise(yt_tensor *out, int n_in, yt_tensor *const *in, yt__loop_fn loop, yt__
         it.fetch_out = !it.prefetch && bytes > yt__l2_bytes() && yt__has_prefetchw();
         it.nontemporal = writes_out && nontemporal_output(&it, bytes, bound);
         it.panel = packed_panel(&it, bytes);
-        it.height = strip_rows(&it) * (it.panel > 0 ? PACKED_STRIPS : 1);
+        it.height = strip_height(&it);
         it.block_panel = block_panel(&it);
         int64_t strips = numel / it.sizes[0] / it.sizes[1] * strip_count(it.sizes[1], it.height);
         run_split(&it, numel, strips, loop, blocks, ctx);
