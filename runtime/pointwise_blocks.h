@@ -200,8 +200,15 @@ yt__run_blocks(const yt__block_strip *s, int n_ops, const int64_t *esize, yt__lo
             for (int k = 0; k < n_ops; k++) {
                 if ((copied >> k) & 1)
                     continue;
+                /* past the strip's last column: the same distance into the next strip's rows */
+                const int64_t width = s->cols * s->col_strides[k];
+                int64_t off = j * s->col_strides[k] + s->ahead, first = 0;
+                if (off >= width) {
+                    off -= width;
+                    first = s->rows;
+                }
                 for (int64_t r = 0; r < s->rows; r++) {
-                    const char *row = at[k] + r * s->row_strides[k] + s->ahead;
+                    const char *row = s->data[k] + (first + r) * s->row_strides[k] + off;
                     for (int64_t b = 0; b < side * esize[k]; b += 64) {
                         if (k == 0 && s->stream_out)
                             break; /* not fetched into cache */
