@@ -665,10 +665,11 @@ run_range(const iter *it, int64_t begin, int64_t end, yt__loop_fn loop, const vo
  * input), a row of dim 0 reads one cache line, on its own page, per element, and the loop
  * cannot take its contiguous (vectorised) path: 0.26x of contiguous before the tiled traversals.
  * Instead the two inner dims are walked in strips of one cache line's worth of rows (16 for
- * 4-byte elements; 8 from memory, strip_height), and each strip in square blocks of a line's worth of columns
- * (runtime/pointwise_blocks.h): a transposed input's block is transposed in registers into a
- * buffer that stays in L1, and the loop's body, inlined beside it, runs over the block's rows with
- * every operand contiguous. Every line a block reads or writes is used whole. Work is split
+ * 4-byte elements; 8 from memory, strip_height), and each strip in square blocks of a line's
+ * worth of columns (runtime/pointwise_blocks.h): a transposed input's block is transposed in
+ * registers into a buffer that stays in L1, and the loop's body, inlined beside it, runs over the
+ * block's rows with every operand contiguous. Every line a block reads or writes is used whole
+ * (from memory, a transposed input's line over two strips). Work is split
  * across threads by strips.
  *
  * This replaced copying a tile of up to 64 KiB of the transposed input into a buffer and then
@@ -701,8 +702,9 @@ yt__copy_block_any(char *dst, int64_t dn, const char *src, int64_t s0, int64_t s
  * follow, and take the lines from further ahead. bench/ab, one thread, f32, against 128 bytes
  * ahead and no fetches into the next strip, new / old time: a.t() + b [20000, 500] 0.62,
  * [10000, 1000] 0.69-0.71 (256 bytes ahead: 0.82, 0.79-0.83), -a.t() [10000, 1000] 0.92; with rows
- * longer than a page 512 bytes did worse than 256 ([5000, 2000] 1.07 against 0.98, [3000, 3000]
- * 1.04 against 1.00), and 256 gave [2048, 2048] 0.94, [1500, 1500] 0.94, f64 [10000, 1000] 0.98.
+ * longer than a page 512 bytes did worse than 256 ([5000, 2000] 1.07-1.11 against 0.98,
+ * [3000, 3000] 1.04 against 1.00, f64 [10000, 1000] 1.06-1.09 against 256's), and 256 gave
+ * [2048, 2048] 0.94, [1500, 1500] 0.94, f64 [10000, 1000] 0.98.
  * From L2 or L3 the prefetches only cost, so they start at a quarter of the last-level cache. */
 enum { AHEAD_BYTES = 256, SHORT_ROW_AHEAD_BYTES = 512, PAGE_BYTES = 4096 };
 
