@@ -155,7 +155,8 @@ yt__copy_block(char *dst, int64_t dn, const char *src, int64_t s0, int64_t s1, i
  * others, the output always among them, are contiguous along the row and read in place. So the
  * loop body runs at a constant row length, where only its contiguous path remains (two vectors
  * a row for f32), and every line a block reads or writes is used whole. With s->ahead set, each
- * block column first fetches the lines that far along the rows of the operands read in place.
+ * block column first fetches the lines that far along the rows of the operands read in place
+ * (past the strip's last column, as far into the next strip's rows).
  * n_ops and esize (bytes per element of each operand, out first) are constants in every
  * caller.
  *
