@@ -41,7 +41,9 @@ OPT ?= -O2 -march=x86-64-v3 -mtune=native
 # compiler has it (GCC; clang from 19).
 TLS_DIALECT := $(shell $(CC) -mtls-dialect=gnu2 -fPIC -x c -c /dev/null -o /dev/null 2>/dev/null \
                  && echo -mtls-dialect=gnu2)
-CFLAGS_BASE := -std=c11 $(WARN) $(OPT) -g -fPIC -fopenmp-simd -fvisibility=hidden -D_GNU_SOURCE \
+# Debug information: full for the normal build; the sanitizer build (test-asan) keeps line tables only.
+DEBUG ?= -g
+CFLAGS_BASE := -std=c11 $(WARN) $(OPT) $(DEBUG) -fPIC -fopenmp-simd -fvisibility=hidden -D_GNU_SOURCE \
                $(TLS_DIALECT)
 CPPFLAGS_LIB := -Iinclude -Igenerated/include -Iruntime -Igenerated -Ikernels/cpu -I$(BLIS_INC) \
                 -DYT_BUILDING_LIBRARY
@@ -71,10 +73,13 @@ LDLIBS_TOOL := -lyaml
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 EXAMPLES := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
 
-# C unit tests: one Criterion binary per tests/unit/test_*.c; the per-op cases generated from
-# ops.yaml link into test_ops.
+# C unit tests: every tests/unit/test_*.c and the per-op cases generated from ops.yaml link into
+# one Criterion binary (each test still runs in a process of its own). One binary per file linked
+# the whole library into each: 36 copies, 1.3 GB in build/ and 9.7 GB in build-asan/.
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
-TESTS := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+OP_CASES_OBJ := $(BUILD)/generated/tests/op_cases.o
+UNIT_TESTS := $(BUILD)/tests/unit_tests
 CPPFLAGS_TEST := -Iinclude -Igenerated/include -Itests/unit
 
 BENCH_SRC := $(sort $(wildcard bench/*.c))
@@ -196,11 +201,6 @@ test-codegen: lib
 	$(Q)test -n "$(PYTEST)" || { echo "no Python with pytest, jinja2 and yaml: run make deps-test" >&2; exit 1; }
 	$(Q)$(PYTEST) -m pytest -q -p no:cacheprovider tests/codegen
 
-$(BUILD)/tests/test_ops: tests/unit/test_ops.c generated/tests/op_cases.c $(STATIC_LIB)
-	@mkdir -p $(@D)
-	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $(filter %.c,$^) -o $@ \
-	  $(STATIC_LIB) -lcriterion $(LDLIBS_LIB)
-
 # Test programs outside tests/unit/: their own sources linked with the library (no Criterion); the
 # Python tests beside them drive them and compare with PyTorch.
 #   diff_runner         every per-op case from ops.yaml (tests/diff/)
@@ -210,14 +210,14 @@ $(BUILD)/tests/test_ops: tests/unit/test_ops.c generated/tests/op_cases.c $(STAT
 #                       weights (safetensors) on batches from .npy files (tests/optim/)
 #   io_roundtrip        safetensors and .npy files crossing with PyTorch and NumPy (tests/io/)
 TEST_PROGRAMS := $(addprefix $(BUILD)/tests/,diff_runner nn_runner optim_runner optim_train_runner io_roundtrip)
-$(BUILD)/tests/diff_runner: tests/diff/runner.c generated/tests/op_cases.c
+$(BUILD)/tests/diff_runner: tests/diff/runner.c $(OP_CASES_OBJ)
 $(BUILD)/tests/nn_runner: tests/nn/runner.c
 $(BUILD)/tests/optim_runner: tests/optim/runner.c
 $(BUILD)/tests/optim_train_runner: tests/optim/train_runner.c
 $(BUILD)/tests/io_roundtrip: tests/io/roundtrip.c
 $(TEST_PROGRAMS): $(STATIC_LIB)
 	@mkdir -p $(@D)
-	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $(filter %.c,$^) -o $@ \
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $(filter %.c %.o,$^) -o $@ \
 	  $(STATIC_LIB) $(LDLIBS_LIB)
 
 # The Python that runs the tests against PyTorch (/usr/bin/python3 has Debian's python3-torch), and
@@ -231,12 +231,6 @@ require_python = $(TORCH_PYTHON) -c 'import $(1)' 2>/dev/null || \
 test-diff: $(BUILD)/tests/diff_runner
 	$(Q)$(call require_python,torch$(comma) numpy$(comma) pytest)
 	$(Q)YT_DIFF_RUNNER=$(BUILD)/tests/diff_runner $(TORCH_PYTHON) -m pytest -q -p no:cacheprovider tests/diff $(ARGS)
-
-# The CLI's tests link the yaten command's objects (tools/ but main.o) and libyaml.
-$(BUILD)/tests/test_cli%: tests/unit/test_cli%.c $(TOOL_LIB_OBJ) $(STATIC_LIB)
-	@mkdir -p $(@D)
-	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) -Itools $(CFLAGS) -fvisibility=default $< $(TOOL_LIB_OBJ) \
-	  -o $@ $(STATIC_LIB) -lcriterion $(LDLIBS_TOOL) $(LDLIBS_LIB)
 
 # nn modules: the same weights, inputs and upstream gradient through both; outputs, gradients and
 # running statistics must agree.
@@ -258,15 +252,25 @@ test-io: $(BUILD)/tests/io_roundtrip
 	  tests/io $(ARGS)
 
 # Unit tests also see the library's internal headers: some drive its test hooks (instruction-set
-# caps, cache sizes, the thread switches) and kernels below the public API.
-$(BUILD)/tests/%: tests/unit/%.c $(STATIC_LIB)
+# caps, cache sizes, the thread switches) and kernels below the public API. The CLI's tests link
+# the yaten command's objects (tools/ but main.o) and libyaml. op_cases.c is compiled once, for
+# this binary and diff_runner.
+CPPFLAGS_UNIT := $(CPPFLAGS_TEST) -Iruntime -Ikernels/cpu -Itools
+$(BUILD)/tests/unit/%.o: tests/unit/%.c $(BUILD)/gen.stamp
 	@mkdir -p $(@D)
-	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) -Iruntime -Ikernels/cpu $(CFLAGS) -fvisibility=default $< -o $@ \
-	  $(STATIC_LIB) -lcriterion $(LDLIBS_LIB)
+	$(QUIET_CC)$(CC) $(CPPFLAGS_UNIT) $(CFLAGS) -fvisibility=default -MMD -MP -c $< -o $@
+$(OP_CASES_OBJ): generated/tests/op_cases.c $(BUILD)/gen.stamp
+	@mkdir -p $(@D)
+	$(QUIET_CC)$(CC) $(CPPFLAGS_UNIT) $(CFLAGS) -fvisibility=default -MMD -MP -c $< -o $@
 
-# Each binary runs its whole Criterion suite; `make test-unit ARGS='--filter ops/*'` narrows it.
-test-unit: $(TESTS)
-	$(Q)for t in $(TESTS); do echo "  TEST    $$t"; $$t $(ARGS) || exit 1; done
+$(UNIT_TESTS): $(TEST_OBJ) $(OP_CASES_OBJ) $(TOOL_LIB_OBJ) $(STATIC_LIB)
+	@mkdir -p $(@D)
+	$(QUIET_LINK)$(CC) $(CFLAGS) $(TEST_OBJ) $(OP_CASES_OBJ) $(TOOL_LIB_OBJ) -o $@ \
+	  $(STATIC_LIB) -lcriterion $(LDLIBS_TOOL) $(LDLIBS_LIB)
+
+# Every suite; `make test-unit ARGS='--filter conv2d/*'` runs one suite.
+test-unit: $(UNIT_TESTS)
+	$(Q)echo "  TEST    $(UNIT_TESTS)" && $(UNIT_TESTS) $(ARGS)
 
 # The yaten command as a user runs it (tests/cli/): help and usage errors, `ops` against ops.yaml,
 # config errors, its weights in PyTorch, Ctrl-C and resume, the progress bar, the plot.
@@ -297,9 +301,10 @@ test-shared: $(BUILD)/tests/shared_lib
 # Second stage: the same C tests under AddressSanitizer + UndefinedBehaviorSanitizer. The library
 # answers an allocation it cannot get with an error, and the sweeps of bad arguments ask for
 # terabytes (tests/unit/test_ops.c): ASan must return NULL for them as malloc does, not abort.
+# Line tables (-g1) are all the reports need; full debug information doubled the objects' size.
 test-asan:
 	$(Q)ASAN_OPTIONS=allocator_may_return_null=1 $(MAKE) --no-print-directory BUILD=build-asan \
-	  OPT='-O1 -march=x86-64-v3' \
+	  OPT='-O1 -march=x86-64-v3' DEBUG=-g1 \
 	  SAN_FLAGS='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
 	  test-unit test-diff test-nn test-optim test-io test-cli
 
@@ -358,4 +363,4 @@ check-format:
 clean:
 	rm -rf build build-asan
 
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(OP_CASES_OBJ:.o=.d)
