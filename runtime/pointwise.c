@@ -829,9 +829,10 @@ packed_panel(const iter *it, int64_t bytes)
 static int64_t
 strip_height(const iter *it)
 {
+    const int64_t rows = strip_rows(it);
     if (it->panel > 0)
-        return strip_rows(it) * PACKED_STRIPS;
-    return it->prefetch && strip_rows(it) > YT__BLOCK ? YT__BLOCK : strip_rows(it);
+        return rows * PACKED_STRIPS;
+    return it->prefetch && rows > YT__BLOCK ? YT__BLOCK : rows;
 }
 
 /* From memory, the next strip's lines of a transposed input whose columns are a multiple of
