@@ -256,10 +256,7 @@ test-io: $(BUILD)/tests/io_roundtrip
 # the yaten command's objects (tools/ but main.o) and libyaml. op_cases.c is compiled once, for
 # this binary and diff_runner.
 CPPFLAGS_UNIT := $(CPPFLAGS_TEST) -Iruntime -Ikernels/cpu -Itools
-$(BUILD)/tests/unit/%.o: tests/unit/%.c $(BUILD)/gen.stamp
-	@mkdir -p $(@D)
-	$(QUIET_CC)$(CC) $(CPPFLAGS_UNIT) $(CFLAGS) -fvisibility=default -MMD -MP -c $< -o $@
-$(OP_CASES_OBJ): generated/tests/op_cases.c $(BUILD)/gen.stamp
+$(TEST_OBJ) $(OP_CASES_OBJ): $(BUILD)/%.o: %.c $(BUILD)/gen.stamp
 	@mkdir -p $(@D)
 	$(QUIET_CC)$(CC) $(CPPFLAGS_UNIT) $(CFLAGS) -fvisibility=default -MMD -MP -c $< -o $@
 
