@@ -149,28 +149,71 @@ b_in_place(int64_t rsb, int64_t csb, size_t esz)
            in_place_stride(rsb, esz);
 }
 
-/* Rough cost, in cycles of FMA issue, of one orientation: the padded tile work plus packing
- * (per element: copy 0.1, vector transpose 0.3, scalar gather 1.5) plus C's element-wise stores
- * when its rows are not contiguous (2-3 per element, once per k block: 64x784x256 with B
- * transposed ran 8% slower as C^T = B^T A^T). */
-static double
-plan_cost(int mr_min, int lanes, bool has_tr, size_t esz, int64_t m, int64_t n, int64_t k,
-          int64_t rsa, int64_t csa, int64_t rsb, int64_t csb, int64_t rsc, int64_t csc)
+/* What plan_cost needs of a kernel set: its tile heights (largest and smallest), its vector
+ * length, whether it has a vector transpose, and the element size. */
+typedef struct {
+    int mr, mr_min, lanes;
+    bool has_tr;
+    size_t esz;
+} plan_kernels;
+
+/* How one product runs: its cost for the busiest thread, and the strips C is cut into (1: run
+ * on the calling thread alone), of columns (split_n) or of rows. */
+typedef struct {
+    double cost;
+    int64_t chunks;
+    bool split_n;
+} plan;
+
+/* The cheapest way to run one orientation on up to `threads` threads. Costs are rough cycles of
+ * FMA issue: the padded tile work plus packing (per element: copy 0.1, vector transpose 0.3,
+ * scalar gather 1.5) plus C's element-wise stores when its rows are not contiguous (2-3 per
+ * element, once per k block: 64x784x256 with B transposed ran 8% slower as C^T = B^T A^T).
+ * Strips divide the tiles, C's stores and the packing of the operand they cut, but each strip
+ * packs all of the other operand it reads: row strips each pack the whole of a packed B, column
+ * strips the whole of a packed A. Cutting x @ W^T (64x256x128, W gathered on AVX2) into 4 row
+ * strips packed W 4 times and ran 2 threads slower than 1. So the plan weighs row strips, column
+ * strips (two a thread, so that a thread that starts late leaves less undone) and one thread. */
+static plan
+plan_cost(const plan_kernels *pk, int threads, int64_t m, int64_t n, int64_t k, int64_t rsa,
+          int64_t csa, int64_t rsb, int64_t csb, int64_t rsc, int64_t csc)
 {
-    int64_t nr = 2 * lanes, rem = n % nr;
-    int64_t n_pad = n - rem + (rem == 0 ? 0 : rem <= lanes ? lanes : nr);
-    double cost = (double)round_up(m, mr_min) * (double)n_pad * (double)k / (2.0 * lanes);
-    double tr = has_tr ? 0.3 : 1.5;
-    if (a_access(rsa, csa, esz) == 0) {
-        double per = rsa == 1 ? 0.1 : csa == 1 ? tr : 1.5;
-        cost += per * (double)m * (double)k * (double)((n + SMALL_NC - 1) / SMALL_NC);
-    }
-    if (!b_in_place(rsb, csb, esz))
-        cost += (csb == 1 ? 0.1 : rsb == 1 ? tr : 1.5) * (double)k * (double)n;
+    int64_t nr = 2 * pk->lanes, rem = n % nr;
+    int64_t n_pad = n - rem + (rem == 0 ? 0 : rem <= pk->lanes ? pk->lanes : nr);
+    double tiles = (double)round_up(m, pk->mr_min) * (double)n_pad * (double)k / (2.0 * pk->lanes);
+    double tr = pk->has_tr ? 0.3 : 1.5;
+    /* one pass over a packed A (repeated for every SMALL_NC columns of C) and over a packed B */
+    double pack_a = 0, pack_b = 0, store_c = 0;
+    if (a_access(rsa, csa, pk->esz) == 0)
+        pack_a = (rsa == 1 ? 0.1 : csa == 1 ? tr : 1.5) * (double)m * (double)k;
+    if (!b_in_place(rsb, csb, pk->esz))
+        pack_b = (csb == 1 ? 0.1 : rsb == 1 ? tr : 1.5) * (double)k * (double)n;
     if (csc != 1)
-        cost += (rsc == 1 ? 2.0 : 3.0) * (double)m * (double)n *
-                (double)((k + SMALL_KC - 1) / SMALL_KC);
-    return cost;
+        store_c = (rsc == 1 ? 2.0 : 3.0) * (double)m * (double)n *
+                  (double)((k + SMALL_KC - 1) / SMALL_KC);
+    plan best = {tiles + pack_a * (double)((n + SMALL_NC - 1) / SMALL_NC) + pack_b + store_c, 1,
+                 true};
+    for (int split_n = 0; threads > 1 && split_n <= 1; split_n++) {
+        int64_t strip_tiles = split_n ? (n + nr - 1) / nr : (m + pk->mr - 1) / pk->mr;
+        int64_t chunks = 2 * threads < strip_tiles ? 2 * threads : strip_tiles;
+        if (chunks <= 1)
+            continue;
+        /* the busiest thread: its strips, and their share of the tiles */
+        int64_t own = (chunks + threads - 1) / threads;
+        int64_t chunk_tiles = (strip_tiles + chunks - 1) / chunks, own_tiles = own * chunk_tiles;
+        double share = own_tiles < strip_tiles ? (double)own_tiles / (double)strip_tiles : 1.0;
+        double cost;
+        if (split_n) {
+            cost = share * (tiles + pack_b + store_c) +
+                   (double)own * pack_a * (double)((chunk_tiles * nr + SMALL_NC - 1) / SMALL_NC);
+        } else {
+            cost = share * (tiles + pack_a * (double)((n + SMALL_NC - 1) / SMALL_NC) + store_c) +
+                   (double)own * pack_b;
+        }
+        if (cost < best.cost)
+            best = (plan){cost, chunks, split_n};
+    }
+    return best;
 }
 
 /* ---------------------------------------------------------------- the per-type bodies */
@@ -229,23 +272,23 @@ plan_cost(int mr_min, int lanes, bool has_tr, size_t esz, int64_t m, int64_t n, 
 DEFINE_SPLIT(split_s, float, kset_s, small_gemm_s)
 DEFINE_SPLIT(split_d, double, kset_d, small_gemm_d)
 
-/* Picks C = A B or C^T = B^T A^T (whichever plan_cost prefers), then, with several threads,
- * splits C into column (or row) strips of whole micro-tiles, two per thread, which the threads
- * of the pool (parallel.h) claim as they come. A bias row (bias[j] added to every row of C, beta
- * 0) goes into the kernels' stores; in the transposed orientation it is a column of C^T, so C is
- * filled with it first and accumulated into (beta 1). */
+/* Picks C = A B or C^T = B^T A^T and, with several threads, how to split C: into column or
+ * row strips of whole micro-tiles, two per thread, or not at all (whichever plan_cost prefers);
+ * the threads of the pool (parallel.h) claim the strips as they come. A bias row (bias[j] added
+ * to every row of C, beta 0) goes into the kernels' stores; in the transposed orientation it is
+ * a column of C^T, so C is filled with it first and accumulated into (beta 1). */
 #define DEFINE_DRIVER(NAME, T, KSET, GET, BODY, SPLIT)                                             \
     yt_status NAME(int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t rsa, int64_t csa, \
                    const T *b, int64_t rsb, int64_t csb, T beta, T *c, int64_t rsc, int64_t csc,   \
                    const T *bias, int threads)                                                     \
     {                                                                                              \
         const KSET *u = GET();                                                                     \
-        bool tr = u->tr != NULL;                                                                   \
-        double direct =                                                                            \
-            plan_cost(u->mrs[2], u->lanes, tr, sizeof(T), m, n, k, rsa, csa, rsb, csb, rsc, csc);  \
-        double swapped =                                                                           \
-            plan_cost(u->mrs[2], u->lanes, tr, sizeof(T), n, m, k, csb, rsb, csa, rsa, csc, rsc);  \
-        if (swapped < direct) {                                                                    \
+        const plan_kernels pk = {u->mr, u->mrs[2], u->lanes, u->tr != NULL, sizeof(T)};            \
+        plan direct = plan_cost(&pk, threads, m, n, k, rsa, csa, rsb, csb, rsc, csc);              \
+        plan swapped = plan_cost(&pk, threads, n, m, k, csb, rsb, csa, rsa, csc, rsc);             \
+        bool swap = swapped.cost < direct.cost;                                                    \
+        plan p = swap ? swapped : direct;                                                          \
+        if (swap) {                                                                                \
             if (bias != NULL) {                                                                    \
                 for (int64_t i = 0; i < m; i++)                                                    \
                     if (csc == 1)                                                                  \
@@ -270,16 +313,13 @@ DEFINE_SPLIT(split_d, double, kset_d, small_gemm_d)
             rsc = csc;                                                                             \
             csc = tcs;                                                                             \
         }                                                                                          \
-        int64_t nr = 2 * u->lanes;                                                                 \
-        int64_t n_tiles = (n + nr - 1) / nr, m_tiles = (m + u->mr - 1) / u->mr;                    \
-        bool split_n = n_tiles >= m_tiles;                                                         \
-        int64_t tiles = split_n ? n_tiles : m_tiles;                                               \
-        int64_t chunks = 2 * (int64_t)threads < tiles ? 2 * (int64_t)threads : tiles;              \
-        if (threads <= 1 || chunks <= 1)                                                           \
+        if (p.chunks <= 1)                                                                         \
             return BODY(u, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc, bias);     \
-        SPLIT##_job job = {u,     m,      n,     k,    rsa, csa, rsb,  csb, rsc,     csc,          \
-                           tiles, chunks, alpha, beta, a,   b,   bias, c,   split_n, YT_OK};       \
-        int64_t wait = yt__parallel_run(chunks, threads, SPLIT, &job);                             \
+        int64_t nr = 2 * u->lanes;                                                                 \
+        int64_t tiles = p.split_n ? (n + nr - 1) / nr : (m + u->mr - 1) / u->mr;                   \
+        SPLIT##_job job = {u,     m,        n,     k,    rsa, csa, rsb,  csb, rsc,       csc,      \
+                           tiles, p.chunks, alpha, beta, a,   b,   bias, c,   p.split_n, YT_OK};   \
+        int64_t wait = yt__parallel_run(p.chunks, threads, SPLIT, &job);                           \
         yt__gemm_threads_observe(wait);                                                            \
         int status = atomic_load(&job.status);                                                     \
         if (status != YT_OK)                                                                       \
