@@ -46,7 +46,7 @@ typedef void (*tr_d_fn)(const double *src, int64_t ss, int rows, int cols, doubl
 
 /* One instruction set's kernels for one type: tile heights mrs[0] = mr > mrs[1] > mrs[2];
  * fn[h][wide][rows]: height mrs[h], two vectors wide or one, A read as rows (in place) or as a
- * panel (packed, or a column-major A in place). tr: the vector transpose, or NULL (scalar). */
+ * panel (packed, or a column-major A in place). tr: the vector transpose. */
 #define DEFINE_KSET_TYPE(KSET, UKR, TR)                                                            \
     typedef struct {                                                                               \
         int mr, lanes, mrs[3];                                                                     \
@@ -88,8 +88,8 @@ DEFINE_UKRS(ukr_d256, double, AVX2, D256, 6, 4, 2)
 
 static const kset_s kset_s512 = KSET_INIT(ukr_s512, S512, 12, 8, 4, transpose_s512);
 static const kset_d kset_d512 = KSET_INIT(ukr_d512, D512, 12, 8, 4, transpose_d512);
-static const kset_s kset_s256 = KSET_INIT(ukr_s256, S256, 6, 4, 2, NULL);
-static const kset_d kset_d256 = KSET_INIT(ukr_d256, D256, 6, 4, 2, NULL);
+static const kset_s kset_s256 = KSET_INIT(ukr_s256, S256, 6, 4, 2, transpose_s256);
+static const kset_d kset_d256 = KSET_INIT(ukr_d256, D256, 6, 4, 2, transpose_d256);
 
 /* ---------------------------------------------------------------- choosing the kernel set */
 
@@ -150,10 +150,9 @@ b_in_place(int64_t rsb, int64_t csb, size_t esz)
 }
 
 /* What plan_cost needs of a kernel set: its tile heights (largest and smallest), its vector
- * length, whether it has a vector transpose, and the element size. */
+ * length and the element size. */
 typedef struct {
     int mr, mr_min, lanes;
-    bool has_tr;
     size_t esz;
 } plan_kernels;
 
@@ -181,13 +180,12 @@ plan_cost(const plan_kernels *pk, int threads, int64_t m, int64_t n, int64_t k, 
     int64_t nr = 2 * pk->lanes, rem = n % nr;
     int64_t n_pad = n - rem + (rem == 0 ? 0 : rem <= pk->lanes ? pk->lanes : nr);
     double tiles = (double)round_up(m, pk->mr_min) * (double)n_pad * (double)k / (2.0 * pk->lanes);
-    double tr = pk->has_tr ? 0.3 : 1.5;
     /* one pass over a packed A (repeated for every SMALL_NC columns of C) and over a packed B */
     double pack_a = 0, pack_b = 0, store_c = 0;
     if (a_access(rsa, csa, pk->esz) == 0)
-        pack_a = (rsa == 1 ? 0.1 : csa == 1 ? tr : 1.5) * (double)m * (double)k;
+        pack_a = (rsa == 1 ? 0.1 : csa == 1 ? 0.3 : 1.5) * (double)m * (double)k;
     if (!b_in_place(rsb, csb, pk->esz))
-        pack_b = (csb == 1 ? 0.1 : rsb == 1 ? tr : 1.5) * (double)k * (double)n;
+        pack_b = (csb == 1 ? 0.1 : rsb == 1 ? 0.3 : 1.5) * (double)k * (double)n;
     if (csc != 1)
         store_c = (rsc == 1 ? 2.0 : 3.0) * (double)m * (double)n *
                   (double)((k + SMALL_KC - 1) / SMALL_KC);
@@ -283,7 +281,7 @@ DEFINE_SPLIT(split_d, double, kset_d, small_gemm_d)
                    const T *bias, int threads)                                                     \
     {                                                                                              \
         const KSET *u = GET();                                                                     \
-        const plan_kernels pk = {u->mr, u->mrs[2], u->lanes, u->tr != NULL, sizeof(T)};            \
+        const plan_kernels pk = {u->mr, u->mrs[2], u->lanes, sizeof(T)};                           \
         plan direct = plan_cost(&pk, threads, m, n, k, rsa, csa, rsb, csb, rsc, csc);              \
         plan swapped = plan_cost(&pk, threads, n, m, k, csb, rsb, csa, rsa, csc, rsc);             \
         bool swap = swapped.cost < direct.cost;                                                    \

@@ -9,7 +9,7 @@
 
 /* A's rows [0, rows) x cols [0, kc) into mr-row panels: for each p, mr values of column p (rows
  * past `rows` are zero). A column-major A copies runs; a row-major one is transposed in
- * LANES x LANES blocks when the set has a vector transpose; anything else is gathered. */
+ * LANES x LANES blocks; anything else is gathered. */
 static void
 FN(pack_a_)(const KSET *u, int64_t rows, int64_t kc, const T *a, int64_t rsa, int64_t csa, T *out)
 {
@@ -23,7 +23,7 @@ FN(pack_a_)(const KSET *u, int64_t rows, int64_t kc, const T *a, int64_t rsa, in
                 for (int64_t i = h; i < mr; i++)
                     out[p * mr + i] = 0;
             }
-        } else if (csa == 1 && u->tr != NULL) {
+        } else if (csa == 1) {
             for (int64_t p0 = 0; p0 < kc; p0 += lanes) {
                 int cols = kc - p0 < lanes ? (int)(kc - p0) : lanes;
                 for (int r0 = 0; r0 < mr; r0 += lanes) {
@@ -75,7 +75,7 @@ FN(pack_b_)(const KSET *u, int64_t kc, int64_t cols, const T *b, int64_t rsb, in
                 for (int64_t j = w; j < nr; j++)
                     out[p * nr + j] = 0;
             }
-        } else if (rsb == 1 && u->tr != NULL) {
+        } else if (rsb == 1) {
             for (int64_t p0 = 0; p0 < kc; p0 += lanes) {
                 int np = kc - p0 < lanes ? (int)(kc - p0) : lanes;
                 for (int v0 = 0; v0 < nr; v0 += lanes) {

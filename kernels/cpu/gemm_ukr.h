@@ -288,4 +288,69 @@ transpose_d512(const double *src, int64_t ss, int rows, int cols, double *dst, i
     }
 }
 
+/* The AVX2 forms: 3 (f32) or 2 (f64) rounds of shuffles; the last swaps 128-bit halves. */
+__attribute__((target("avx2"))) static void
+transpose_s256(const float *src, int64_t ss, int rows, int cols, float *dst, int64_t lds, int width)
+{
+    __m256 r[8], t[8], u[8];
+    __m256i mc = S256_MKMASK(cols), mw = S256_MKMASK(width);
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) r[i] =
+        i >= rows   ? _mm256_setzero_ps()
+        : cols == 8 ? _mm256_loadu_ps(src + i * ss)
+                    : _mm256_maskload_ps(src + i * ss, mc);
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+    {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4g + c], 128-bit half h: rows 4g..4g+3 of column 4h + c */
+    _Pragma("GCC unroll 2") for (int g = 0; g < 2; g++)
+    {
+        u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+        u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++)
+    {
+        if (q >= cols)
+            break;
+        __m256 o = q < 4 ? _mm256_permute2f128_ps(u[q], u[4 + q], 0x20)
+                         : _mm256_permute2f128_ps(u[q - 4], u[q], 0x31);
+        if (width == 8)
+            _mm256_storeu_ps(dst + q * lds, o);
+        else
+            _mm256_maskstore_ps(dst + q * lds, mw, o);
+    }
+}
+
+__attribute__((target("avx2"))) static void
+transpose_d256(const double *src, int64_t ss, int rows, int cols, double *dst, int64_t lds,
+               int width)
+{
+    __m256d r[4], t[4];
+    __m256i mc = D256_MKMASK(cols), mw = D256_MKMASK(width);
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) r[i] =
+        i >= rows   ? _mm256_setzero_pd()
+        : cols == 4 ? _mm256_loadu_pd(src + i * ss)
+                    : _mm256_maskload_pd(src + i * ss, mc);
+    /* t[2g + c], 128-bit half h: rows 2g, 2g+1 of column 2h + c */
+    _Pragma("GCC unroll 2") for (int g = 0; g < 2; g++)
+    {
+        t[2 * g] = _mm256_unpacklo_pd(r[2 * g], r[2 * g + 1]);
+        t[2 * g + 1] = _mm256_unpackhi_pd(r[2 * g], r[2 * g + 1]);
+    }
+    _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
+    {
+        if (q >= cols)
+            break;
+        __m256d o = q < 2 ? _mm256_permute2f128_pd(t[q], t[2 + q], 0x20)
+                          : _mm256_permute2f128_pd(t[q - 2], t[q], 0x31);
+        if (width == 4)
+            _mm256_storeu_pd(dst + q * lds, o);
+        else
+            _mm256_maskstore_pd(dst + q * lds, mw, o);
+    }
+}
+
 #endif
