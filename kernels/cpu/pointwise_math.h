@@ -121,16 +121,24 @@ YT_PW_FLOAT(double, d, yt__fmod_f64, floor, fabs, copysign, trunc)
  * relative after float rounding). exp is inline, so the loop vectorises without calls: Cody and
  * Waite's reduction with a degree-6 polynomial; u^2 is split into hi + lo (an fma) because
  * exp's argument is large in the tail (u^2 from x^2 / 2, not from a rounded u). Results below
- * FLT_MIN flush to 0, so gelu(-inf) is NaN as in PyTorch. |x| is clamped at 14 (Phi is then 0
- * or 1), which keeps x^2 finite; a NaN x reaches gelu's result through the multiplication by x.
+ * FLT_MIN flush to 0 (from |x| = 13.2 on, 2^(n - 1) is below float's normals), so gelu(-inf) is
+ * NaN as in PyTorch. |x| is clamped at 14 (Phi is then 0 or 1), which keeps x^2 finite; a NaN x
+ * reaches gelu's result through the multiplication by x. The clamp is a minimum of the bits (a
+ * NaN's are above 14's): written as a float select, GCC if-converted it with the clamped side's
+ * constants folded in, 4 blends a vector (vectorised gelu, 1M f32, one thread: 0.86x the time
+ * without them; the results are the same for every float).
  * always_inline: the vectoriser needs the body inside the loop. */
 YT_ALWAYS_INLINE float
 yt__pw_normal_cdf_f(float x)
 {
-    float ax = fabsf(x) < 14.0f ? fabsf(x) : 14.0f;
+    float ax = fabsf(x);
+    int32_t ax_bits;
+    memcpy(&ax_bits, &ax, sizeof ax_bits);
+    ax_bits = ax_bits < 0x41600000 ? ax_bits : 0x41600000; /* 14.0f */
+    memcpy(&ax, &ax_bits, sizeof ax);
     float x2 = ax * ax;
     float hi = 0.5f * x2, lo = 0.5f * fmaf(ax, ax, -x2); /* u^2 = x^2 / 2, exactly hi + lo */
-    float a = -(hi < 87.0f ? hi : 104.0f);               /* past 87, 2^n below underflows to 0 */
+    float a = -hi;
     float n = (a * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(a / ln 2) */
     float r = fmaf(n, -0.693359375f, a);
     r = fmaf(n, 2.12194440e-4f, r);
