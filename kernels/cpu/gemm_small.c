@@ -157,10 +157,11 @@ typedef struct {
 } plan_kernels;
 
 /* How one product runs: its cost for the busiest thread, and the strips C is cut into (1: run
- * on the calling thread alone), of columns (split_n) or of rows. */
+ * on the calling thread alone), of columns (split_n) or of rows, out of `tiles` micro-tiles
+ * along that side. */
 typedef struct {
     double cost;
-    int64_t chunks;
+    int64_t chunks, tiles;
     bool split_n;
 } plan;
 
@@ -180,7 +181,7 @@ plan_cost(const plan_kernels *pk, int threads, int64_t m, int64_t n, int64_t k, 
     int64_t nr = 2 * pk->lanes, rem = n % nr;
     int64_t n_pad = n - rem + (rem == 0 ? 0 : rem <= pk->lanes ? pk->lanes : nr);
     double tiles = (double)round_up(m, pk->mr_min) * (double)n_pad * (double)k / (2.0 * pk->lanes);
-    /* one pass over a packed A (repeated for every SMALL_NC columns of C) and over a packed B */
+    /* one pass over a packed A (made once for every SMALL_NC columns of C) and over a packed B */
     double pack_a = 0, pack_b = 0, store_c = 0;
     if (a_access(rsa, csa, pk->esz) == 0)
         pack_a = (rsa == 1 ? 0.1 : csa == 1 ? 0.3 : 1.5) * (double)m * (double)k;
@@ -189,8 +190,8 @@ plan_cost(const plan_kernels *pk, int threads, int64_t m, int64_t n, int64_t k, 
     if (csc != 1)
         store_c = (rsc == 1 ? 2.0 : 3.0) * (double)m * (double)n *
                   (double)((k + SMALL_KC - 1) / SMALL_KC);
-    plan best = {tiles + pack_a * (double)((n + SMALL_NC - 1) / SMALL_NC) + pack_b + store_c, 1,
-                 true};
+    double pack_a_all = pack_a * (double)((n + SMALL_NC - 1) / SMALL_NC);
+    plan best = {tiles + pack_a_all + pack_b + store_c, 1, 1, false};
     for (int split_n = 0; threads > 1 && split_n <= 1; split_n++) {
         int64_t strip_tiles = split_n ? (n + nr - 1) / nr : (m + pk->mr - 1) / pk->mr;
         int64_t chunks = 2 * threads < strip_tiles ? 2 * threads : strip_tiles;
@@ -205,11 +206,10 @@ plan_cost(const plan_kernels *pk, int threads, int64_t m, int64_t n, int64_t k, 
             cost = share * (tiles + pack_b + store_c) +
                    (double)own * pack_a * (double)((chunk_tiles * nr + SMALL_NC - 1) / SMALL_NC);
         } else {
-            cost = share * (tiles + pack_a * (double)((n + SMALL_NC - 1) / SMALL_NC) + store_c) +
-                   (double)own * pack_b;
+            cost = share * (tiles + pack_a_all + store_c) + (double)own * pack_b;
         }
         if (cost < best.cost)
-            best = (plan){cost, chunks, split_n};
+            best = (plan){cost, chunks, strip_tiles, split_n};
     }
     return best;
 }
@@ -313,10 +313,8 @@ DEFINE_SPLIT(split_d, double, kset_d, small_gemm_d)
         }                                                                                          \
         if (p.chunks <= 1)                                                                         \
             return BODY(u, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc, bias);     \
-        int64_t nr = 2 * u->lanes;                                                                 \
-        int64_t tiles = p.split_n ? (n + nr - 1) / nr : (m + u->mr - 1) / u->mr;                   \
-        SPLIT##_job job = {u,     m,        n,     k,    rsa, csa, rsb,  csb, rsc,       csc,      \
-                           tiles, p.chunks, alpha, beta, a,   b,   bias, c,   p.split_n, YT_OK};   \
+        SPLIT##_job job = {u,       m,        n,     k,    rsa, csa, rsb,  csb, rsc,       csc,    \
+                           p.tiles, p.chunks, alpha, beta, a,   b,   bias, c,   p.split_n, YT_OK}; \
         int64_t wait = yt__parallel_run(p.chunks, threads, SPLIT, &job);                           \
         yt__gemm_threads_observe(wait);                                                            \
         int status = atomic_load(&job.status);                                                     \
