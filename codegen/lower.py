@@ -1268,6 +1268,10 @@ class OpLowering:
             if a.name in used and a.kind != "tensor":
                 if ctype in ("float", "double"):
                     conv = f"({ctype})scalars[{i}].f"
+                    if a.name in op.promote and DTYPE_C[d][0] != ctype:
+                        # a number beside a tensor takes the tensor's dtype, as in PyTorch (where
+                        # it is a wrapped 0-d tensor cast to the common dtype): f16 / bf16 round it
+                        conv = DTYPE_C[d][2].format(DTYPE_C[d][3].format(conv))
                 elif d == "u8":  # through uint8_t first, so -1 is 255 as in PyTorch
                     conv = f"({ctype})(uint8_t)scalars[{i}].i"
                 else:

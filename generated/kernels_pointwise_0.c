@@ -1121,7 +1121,7 @@ sub_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     const float alpha = (float)scalars[1].f;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
@@ -1163,7 +1163,7 @@ sub_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     const float alpha = (float)scalars[1].f;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
@@ -14509,7 +14509,7 @@ ge_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -14550,7 +14550,7 @@ ge_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);

@@ -255,7 +255,7 @@ rsub_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     const float alpha = (float)scalars[1].f;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
@@ -297,7 +297,7 @@ rsub_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *ro
                int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     const float alpha = (float)scalars[1].f;
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
@@ -1829,7 +1829,7 @@ mul_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -1870,7 +1870,7 @@ mul_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -2759,7 +2759,7 @@ div_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -2800,7 +2800,7 @@ div_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -4224,7 +4224,7 @@ pow_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t *row_
              int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float exponent = (float)scalars[0].f;
+    const float exponent = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -4546,7 +4546,7 @@ pow_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_t *row
               int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float exponent = (float)scalars[0].f;
+    const float exponent = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -8023,7 +8023,7 @@ pow_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float self = (float)scalars[0].f;
+    const float self = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *exponent_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -8066,7 +8066,7 @@ pow_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64
                      int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float self = (float)scalars[0].f;
+    const float self = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *exponent_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -12012,7 +12012,7 @@ div_scalar_mode_rows_f16_none(char **data, const int64_t *strides, int64_t n,
                               const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -12053,7 +12053,7 @@ div_scalar_mode_rows_f16_trunc(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -12094,7 +12094,7 @@ div_scalar_mode_rows_f16_floor(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -12135,7 +12135,7 @@ div_scalar_mode_rows_bf16_none(char **data, const int64_t *strides, int64_t n,
                                const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -12176,7 +12176,7 @@ div_scalar_mode_rows_bf16_trunc(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -12217,7 +12217,7 @@ div_scalar_mode_rows_bf16_floor(char **data, const int64_t *strides, int64_t n,
                                 const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -18196,7 +18196,7 @@ lt_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -18237,7 +18237,7 @@ lt_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -19324,7 +19324,7 @@ ne_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -19365,7 +19365,7 @@ ne_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);

@@ -1167,7 +1167,7 @@ clamp_max_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float max = (float)scalars[0].f;
+    const float max = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -1208,7 +1208,7 @@ clamp_max_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float max = (float)scalars[0].f;
+    const float max = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -3488,7 +3488,7 @@ remainder_scalar_rows_f16(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -3529,7 +3529,7 @@ remainder_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -4508,7 +4508,7 @@ clamp_rows_f16_no_max(char **data, const int64_t *strides, int64_t n, const int6
                       int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float min = (float)scalars[0].f;
+    const float min = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -4549,7 +4549,7 @@ clamp_rows_f16_max_no_min(char **data, const int64_t *strides, int64_t n,
                           const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float max = (float)scalars[1].f;
+    const float max = yt__f16_to_f32(yt__f32_to_f16((float)scalars[1].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -4590,8 +4590,8 @@ clamp_rows_f16_max_min(char **data, const int64_t *strides, int64_t n, const int
                        int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float min = (float)scalars[0].f;
-    const float max = (float)scalars[1].f;
+    const float min = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
+    const float max = yt__f16_to_f32(yt__f32_to_f16((float)scalars[1].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -4634,7 +4634,7 @@ clamp_rows_bf16_no_max(char **data, const int64_t *strides, int64_t n, const int
                        int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float min = (float)scalars[0].f;
+    const float min = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -4675,7 +4675,7 @@ clamp_rows_bf16_max_no_min(char **data, const int64_t *strides, int64_t n,
                            const int64_t *row_strides, int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float max = (float)scalars[1].f;
+    const float max = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[1].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -4716,8 +4716,8 @@ clamp_rows_bf16_max_min(char **data, const int64_t *strides, int64_t n, const in
                         int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float min = (float)scalars[0].f;
-    const float max = (float)scalars[1].f;
+    const float min = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
+    const float max = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[1].f));
     for (int64_t r = 0; r < rows; r++) {
         uint16_t *out = (uint16_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -16085,7 +16085,7 @@ gt_scalar_rows_f16(char **data, const int64_t *strides, int64_t n, const int64_t
                    int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__f16_to_f32(yt__f32_to_f16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);
@@ -16126,7 +16126,7 @@ gt_scalar_rows_bf16(char **data, const int64_t *strides, int64_t n, const int64_
                     int64_t rows, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
-    const float other = (float)scalars[0].f;
+    const float other = yt__bf16_to_f32(yt__f32_to_bf16((float)scalars[0].f));
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *out = (uint8_t *)(data[0] + r * row_strides[0]);
         const uint16_t *self_p = (const uint16_t *)(data[1] + r * row_strides[1]);

@@ -614,6 +614,35 @@ Test(pointwise, gelu_f32_is_accurate_in_the_tail)
     YT_ASSERT_NO_LEAKS();
 }
 
+/* A number beside an f16 or bf16 tensor takes the tensor's dtype first, as PyTorch's wrapped
+ * scalar does: 0.1 is then the half-precision 0.1, so a half x == 0.1 holds for x = 0.1, and
+ * x % 0.1 and x ** 1.1 use the rounded operand. Expected values are PyTorch 1.13's on the same
+ * inputs. */
+Test(pointwise, scalar_operand_takes_half_dtype)
+{
+    const double x[] = {0.1, 5.5, 34.75};
+    yt_tensor *h = vec(x, 3, YT_DTYPE_F16), *b = vec(x, 3, YT_DTYPE_BF16);
+    expect(yt_eq_scalar(h, yt_float(0.1)), (double[]){1, 0, 0}, 3, "f16 == 0.1");
+    expect(yt_gt_scalar(h, yt_float(0.1)), (double[]){0, 1, 1}, 3, "f16 > 0.1");
+    expect(yt_eq_scalar(b, yt_float(0.1)), (double[]){1, 0, 0}, 3, "bf16 == 0.1");
+    expect(yt_remainder_scalar(h, yt_float(0.1)), (double[]){0, 0.0013427734375, 0.0584716796875},
+           3, "f16 % 0.1");
+    expect(yt_remainder_scalar(b, yt_float(0.1)), (double[]){0, 0.0947265625, 0.01611328125}, 3,
+           "bf16 % 0.1");
+    expect(yt_pow(h, yt_float(1.1)), (double[]){0.0794677734375, 6.51953125, 49.46875}, 3,
+           "f16 ** 1.1");
+    expect(yt_pow_scalar(yt_float(1.01), b), (double[]){1.0, 1.046875, 1.3125}, 3, "1.01 ** bf16");
+    expect(yt_mul_scalar(h, yt_float(0.1)),
+           (double[]){0.0099945068359375, 0.5498046875, 3.474609375}, 3, "f16 * 0.1");
+    /* f32 and f64 hold these numbers as the f32 and f64 nearest them, as before */
+    yt_tensor *f = vec(x, 3, YT_DTYPE_F32);
+    expect(yt_eq_scalar(f, yt_float(0.1)), (double[]){1, 0, 0}, 3, "f32 == 0.1");
+    yt_release(f);
+    yt_release(b);
+    yt_release(h);
+    YT_ASSERT_NO_LEAKS();
+}
+
 Test(pointwise, div_rounding_modes)
 {
     yt_tensor *a = vec((double[]){-7, 7, -7, 7}, 4, YT_DTYPE_I64);
