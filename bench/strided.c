@@ -20,8 +20,13 @@
  *   neg_into_step2      out[:, ::2] = -a (yt_neg_out into every 2nd column of [rows, 2000])
  *   mul_step2_inplace   a[:, ::2] *= 1 against a *= 1
  *
+ * The stepped cases are also timed as a hand-written loop specialised to each (bare_moves.h):
+ * "bare_us", and "bound", contiguous time over it, the ratio a loop that only moves the case's
+ * bytes reaches on this machine (a stepped output is stored an element at a time; a stepped
+ * input reads 2 or 3 times the lines). "-" for the others.
+ *
  * Usage: bench/strided.sh BUILD_DIR [CASE...] (default: every case), which rebuilds this first;
- * prints a table of case, size, both times, ratio. */
+ * prints a table of case, size, both times, ratio, and the bare loop's time and ratio. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +35,7 @@
 
 #include <yaten.h>
 
+#include "bare_moves.h"
 #include "clock.h"
 
 enum { COLS = 1000, ROUNDS = 40 };
@@ -57,6 +63,31 @@ in_dtype(yt_tensor *t, yt_dtype dtype)
     return converted;
 }
 
+/* One call of the case's hand-written loop (bare_moves.h), with plain or streaming stores to a
+ * contiguous output; false for a case that has none (the transposed ones, whose least work is
+ * not one obvious loop, and exp, whose time is its arithmetic). */
+static bool
+run_bare(const char *c, bool stream, const operands *o)
+{
+    const int64_t rows = yt_tensor_size(o->out, 0), cols = yt_tensor_size(o->out, 1);
+    const int64_t wide = yt_tensor_stride(o->stepped, 0);
+    void *out = yt_tensor_data(o->out), *b = yt_tensor_data(o->b);
+    void *stepped = yt_tensor_data(o->stepped), *a = yt_tensor_data(o->a);
+    if (!strcmp(c, "add_step2_f64"))
+        bare_step2_add_f64(out, stepped, b, rows, cols, wide, stream);
+    else if (!strcmp(c, "add_step2"))
+        bare_stepped_in_f32(out, stepped, b, rows, cols, wide, 2, stream);
+    else if (!strcmp(c, "neg_step2") || !strcmp(c, "neg_step3"))
+        bare_stepped_in_f32(out, stepped, NULL, rows, cols, wide, c[8] - '0', stream);
+    else if (!strcmp(c, "neg_into_step2") && !stream)
+        bare_step2_out_f32(stepped, a, rows, cols, wide);
+    else if (!strcmp(c, "mul_step2_inplace") && !stream)
+        bare_step2_out_f32(stepped, NULL, rows, cols, wide);
+    else
+        return false;
+    return true;
+}
+
 /* One call: the contiguous form of the case, or its strided one. */
 static yt_status
 run(const char *c, bool strided, const operands *o)
@@ -80,6 +111,25 @@ run(const char *c, bool strided, const operands *o)
     if (strided)
         return yt_add_out(o->out, o->a, o->row);
     return yt_add_scalar_out(o->out, o->a, yt_float(1.0));
+}
+
+/* Whether the case's bare loop, where it has one, writes what yaten's strided call writes (into
+ * out, or into `every`, the tensor a stepped output is a view of), so that its time is for the
+ * same work. */
+static bool
+bare_agrees(const char *c, const operands *o, yt_tensor *every)
+{
+    yt_tensor *written = strstr(c, "_into_") || strstr(c, "_inplace") ? every : o->out;
+    const size_t bytes = (size_t)yt_tensor_numel(written) * yt_dtype_size(yt_tensor_dtype(written));
+    void *want = malloc(bytes);
+    if (want == NULL || run(c, true, o) != YT_OK)
+        exit(1);
+    memcpy(want, yt_tensor_data(written), bytes);
+    memset(yt_tensor_data(o->out), 0xff,
+           (size_t)yt_tensor_numel(o->out) * yt_dtype_size(yt_tensor_dtype(o->out)));
+    const bool same = !run_bare(c, false, o) || !memcmp(want, yt_tensor_data(written), bytes);
+    free(want);
+    return same;
 }
 
 static void
@@ -108,19 +158,34 @@ bench(const char *c, int64_t n)
         fprintf(stderr, "strided bench %s: %s\n", c, yt_errmsg());
         exit(1);
     }
+    if (!bare_agrees(c, &o, every)) {
+        fprintf(stderr, "strided bench %s: the bare loop's result differs from yaten's\n", c);
+        exit(1);
+    }
     int calls = rows * cols < 1000000 ? 400 : 5;
-    double best[2] = {1e30, 1e30};
+    /* contiguous, strided, then the hand-written loop with plain and with streaming stores */
+    double best[4] = {1e30, 1e30, 1e30, 1e30};
     for (int r = 0; r < ROUNDS; r++)
-        for (int strided = 0; strided < 2; strided++) {
+        for (int form = 0; form < 4; form++) {
+            if (form >= 2 && !run_bare(c, form == 3, &o))
+                continue;
             double t0 = bench_now_s();
             for (int i = 0; i < calls; i++)
-                run(c, strided, &o);
+                if (form < 2)
+                    run(c, form == 1, &o);
+                else
+                    run_bare(c, form == 3, &o);
             double dt = (bench_now_s() - t0) / calls;
-            if (dt < best[strided])
-                best[strided] = dt;
+            if (dt < best[form])
+                best[form] = dt;
         }
-    printf("%-24s %10lld %11.2f %11.2f %7.3f\n", c, (long long)(rows * cols), best[0] * 1e6,
+    printf("%-24s %10lld %11.2f %11.2f %7.3f", c, (long long)(rows * cols), best[0] * 1e6,
            best[1] * 1e6, best[0] / best[1]);
+    const double bare = best[2] < best[3] ? best[2] : best[3];
+    if (bare < 1e30)
+        printf(" %9.2f %7.3f\n", bare * 1e6, best[0] / bare);
+    else
+        printf(" %9s %7s\n", "-", "-");
     fflush(stdout);
     yt_release(ta);
     yt_release(every);
@@ -139,7 +204,8 @@ main(int argc, char **argv)
         fprintf(stderr, "strided bench: %s\n", yt_errmsg());
         return 1;
     }
-    printf("%-24s %10s %11s %11s %7s\n", "case", "size", "contig_us", "strided_us", "ratio");
+    printf("%-24s %10s %11s %11s %7s %9s %7s\n", "case", "size", "contig_us", "strided_us", "ratio",
+           "bare_us", "bound");
     for (size_t k = 0; k < sizeof CASES / sizeof CASES[0]; k++) {
         bool wanted = argc == 1;
         for (int i = 1; i < argc; i++)
