@@ -1325,7 +1325,9 @@ def _step_cases(names: list, size: int) -> list:
     for p in patterns:
         steps = [str(size * p.get(k, 1)) for k in range(len(names))]
         cond = " && ".join(f"{n}_step == {s}" for n, s in zip(names, steps))
-        cases.append({"cond": cond, "steps": steps})
+        # a contiguous output may be stored around the caches (the form's `stream`): such a case's
+        # rows are inlined once storing so and once plainly, each with `stream` a constant
+        cases.append({"cond": cond, "steps": steps, "contiguous_out": steps[0] == str(size)})
     return cases
 
 

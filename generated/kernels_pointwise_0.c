@@ -20,7 +20,8 @@
  * (OP_stepped_row_avx2_DTYPE), inlined once per common set of steps (one input 2 or 3 elements
  * apart, the output 2 apart, or both in place, the rest contiguous: codegen/lower.py, _step_cases)
  * with those steps as constants, so that the lanes' tests of each operand's step fold away, and
- * once more for any other steps. */
+ * once more for any other steps; with a contiguous output, once storing it around the caches and
+ * once plainly (the form's `stream`, yt__stepped_fn). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -563,7 +564,8 @@ sub_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sub_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -580,14 +582,17 @@ sub_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
             const float out_value = self - (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 sub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -599,19 +604,24 @@ sub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = sub_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? sub_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : sub_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = sub_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? sub_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                       : sub_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = sub_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? sub_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : sub_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = sub_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? sub_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                       : sub_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = sub_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = sub_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = sub_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = sub_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
-            i = sub_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
+            i = sub_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
+                                    stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -622,7 +632,8 @@ sub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sub_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                         const char *other_p, int64_t other_step, int64_t n, bool stream,
+                         const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -639,14 +650,17 @@ sub_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
             const float out_value = self - (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 sub_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -658,20 +672,24 @@ sub_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = sub_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? sub_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : sub_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = sub_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? sub_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                       : sub_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                       : sub_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = sub_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = sub_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = sub_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = sub_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = sub_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         ctx);
+                                         stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -746,7 +764,8 @@ sub_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sub_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -763,14 +782,17 @@ sub_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
             const double out_value = self - (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 sub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -782,19 +804,24 @@ sub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = sub_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? sub_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                       : sub_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = sub_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? sub_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                       : sub_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = sub_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? sub_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                       : sub_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = sub_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? sub_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                       : sub_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = sub_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = sub_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = sub_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = sub_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
-            i = sub_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
+            i = sub_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
+                                    stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -805,7 +832,8 @@ sub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sub_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                         const char *other_p, int64_t other_step, int64_t n, bool stream,
+                         const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -822,14 +850,17 @@ sub_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
             const double out_value = self - (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 sub_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -841,20 +872,24 @@ sub_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = sub_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? sub_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                       : sub_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = sub_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? sub_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                       : sub_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                       : sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                       : sub_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = sub_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = sub_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = sub_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = sub_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
             i = sub_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         ctx);
+                                         stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1243,7 +1278,7 @@ sub_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sub_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -1258,14 +1293,17 @@ sub_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
             const float out_value = self - (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 sub_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1275,15 +1313,17 @@ sub_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = sub_scalar_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? sub_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : sub_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = sub_scalar_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? sub_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : sub_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sub_scalar_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = sub_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sub_scalar_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = sub_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = sub_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = sub_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1294,7 +1334,7 @@ sub_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sub_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -1309,14 +1349,17 @@ sub_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
             const float out_value = self - (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 sub_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1326,15 +1369,17 @@ sub_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : sub_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sub_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = sub_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sub_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = sub_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = sub_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = sub_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1386,7 +1431,7 @@ sub_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sub_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -1401,14 +1446,17 @@ sub_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
             const double out_value = self - (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 sub_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1418,15 +1466,17 @@ sub_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = sub_scalar_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? sub_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : sub_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = sub_scalar_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? sub_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : sub_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sub_scalar_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = sub_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sub_scalar_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = sub_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = sub_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = sub_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1437,7 +1487,7 @@ sub_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sub_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -1452,14 +1502,17 @@ sub_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
             const double out_value = self - (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 sub_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1469,15 +1522,17 @@ sub_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : sub_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sub_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = sub_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sub_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = sub_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = sub_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = sub_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2045,7 +2100,8 @@ floor_divide_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 floor_divide_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                             const char *other_p, int64_t other_step, int64_t n, bool stream,
+                             const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2061,14 +2117,17 @@ floor_divide_stepped_row_f32(char *out, int64_t out_step, const char *self_p, in
             const float out_value = yt__pw_floor_divide_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 floor_divide_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2080,20 +2139,26 @@ floor_divide_stepped_f32(char **data, const int64_t *strides, int64_t n, const i
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = floor_divide_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? floor_divide_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : floor_divide_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = floor_divide_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream
+                    ? floor_divide_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                    : floor_divide_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream
+                    ? floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                    : floor_divide_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = floor_divide_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = floor_divide_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = floor_divide_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = floor_divide_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = floor_divide_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step,
-                                             n, ctx);
+                                             n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2105,7 +2170,7 @@ floor_divide_stepped_f32(char **data, const int64_t *strides, int64_t n, const i
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 floor_divide_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
                                   int64_t self_step, const char *other_p, int64_t other_step,
-                                  int64_t n, const void *ctx)
+                                  int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2121,14 +2186,18 @@ floor_divide_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_
             const float out_value = yt__pw_floor_divide_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 floor_divide_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, const void *ctx)
+                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2140,20 +2209,32 @@ floor_divide_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = floor_divide_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream
+                    ? floor_divide_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                    : floor_divide_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false,
+                                                        ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = floor_divide_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? floor_divide_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true,
+                                                           ctx)
+                       : floor_divide_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false,
+                                                           ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream
+                    ? floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                    : floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false,
+                                                        ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true,
+                                                           ctx)
+                       : floor_divide_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false,
+                                                           ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = floor_divide_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = floor_divide_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = floor_divide_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = floor_divide_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = floor_divide_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p,
-                                                  other_step, n, ctx);
+                                                  other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2227,7 +2308,8 @@ floor_divide_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 floor_divide_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                             const char *other_p, int64_t other_step, int64_t n, bool stream,
+                             const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2243,14 +2325,17 @@ floor_divide_stepped_row_f64(char *out, int64_t out_step, const char *self_p, in
             const double out_value = yt__pw_floor_divide_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 floor_divide_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2262,20 +2347,28 @@ floor_divide_stepped_f64(char **data, const int64_t *strides, int64_t n, const i
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = floor_divide_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream
+                    ? floor_divide_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                    : floor_divide_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = floor_divide_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream
+                    ? floor_divide_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                    : floor_divide_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream
+                    ? floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                    : floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream
+                    ? floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                    : floor_divide_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = floor_divide_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = floor_divide_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = floor_divide_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = floor_divide_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
             i = floor_divide_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step,
-                                             n, ctx);
+                                             n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2287,7 +2380,7 @@ floor_divide_stepped_f64(char **data, const int64_t *strides, int64_t n, const i
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 floor_divide_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
                                   int64_t self_step, const char *other_p, int64_t other_step,
-                                  int64_t n, const void *ctx)
+                                  int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2303,14 +2396,18 @@ floor_divide_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_
             const double out_value = yt__pw_floor_divide_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 floor_divide_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, const void *ctx)
+                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2322,20 +2419,32 @@ floor_divide_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = floor_divide_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? floor_divide_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true,
+                                                           ctx)
+                       : floor_divide_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false,
+                                                           ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = floor_divide_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? floor_divide_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true,
+                                                           ctx)
+                       : floor_divide_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false,
+                                                           ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = floor_divide_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? floor_divide_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true,
+                                                           ctx)
+                       : floor_divide_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false,
+                                                           ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = floor_divide_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? floor_divide_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true,
+                                                           ctx)
+                       : floor_divide_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false,
+                                                           ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = floor_divide_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = floor_divide_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = floor_divide_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = floor_divide_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
             i = floor_divide_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p,
-                                                  other_step, n, ctx);
+                                                  other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2617,7 +2726,7 @@ lerp_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 lerp_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                     const char *end_p, int64_t end_step, int64_t n, const void *ctx)
+                     const char *end_p, int64_t end_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float weight = (float)scalars[0].f;
@@ -2636,14 +2745,17 @@ lerp_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
                                         : (end - ((end - self) * ((float)1 - weight)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 lerp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2655,19 +2767,24 @@ lerp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *end_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && end_step == 4)
-            i = lerp_stepped_row_f32(out, 4, self_p, 8, end_p, 4, n, ctx);
+            i = stream ? lerp_stepped_row_f32(out, 4, self_p, 8, end_p, 4, n, true, ctx)
+                       : lerp_stepped_row_f32(out, 4, self_p, 8, end_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && end_step == 4)
-            i = lerp_stepped_row_f32(out, 4, self_p, 12, end_p, 4, n, ctx);
+            i = stream ? lerp_stepped_row_f32(out, 4, self_p, 12, end_p, 4, n, true, ctx)
+                       : lerp_stepped_row_f32(out, 4, self_p, 12, end_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 8)
-            i = lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 8, n, ctx);
+            i = stream ? lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 8, n, true, ctx)
+                       : lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 12)
-            i = lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 12, n, ctx);
+            i = stream ? lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 12, n, true, ctx)
+                       : lerp_stepped_row_f32(out, 4, self_p, 4, end_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && end_step == 4)
-            i = lerp_stepped_row_f32(out, 8, self_p, 4, end_p, 4, n, ctx);
+            i = lerp_stepped_row_f32(out, 8, self_p, 4, end_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 4)
-            i = lerp_stepped_row_f32(out, 8, self_p, 8, end_p, 4, n, ctx);
+            i = lerp_stepped_row_f32(out, 8, self_p, 8, end_p, 4, n, false, ctx);
         else
-            i = lerp_stepped_row_f32(out, out_step, self_p, self_step, end_p, end_step, n, ctx);
+            i = lerp_stepped_row_f32(out, out_step, self_p, self_step, end_p, end_step, n, stream,
+                                     ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2678,7 +2795,8 @@ lerp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 lerp_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          const char *end_p, int64_t end_step, int64_t n, const void *ctx)
+                          const char *end_p, int64_t end_step, int64_t n, bool stream,
+                          const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float weight = (float)scalars[0].f;
@@ -2697,14 +2815,17 @@ lerp_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
                                         : (end - ((end - self) * ((float)1 - weight)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 lerp_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2716,20 +2837,24 @@ lerp_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *end_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && end_step == 4)
-            i = lerp_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, n, ctx);
+            i = stream ? lerp_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, n, true, ctx)
+                       : lerp_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && end_step == 4)
-            i = lerp_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, n, ctx);
+            i = stream ? lerp_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, n, true, ctx)
+                       : lerp_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 8)
-            i = lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, n, ctx);
+            i = stream ? lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, n, true, ctx)
+                       : lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 12)
-            i = lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, n, ctx);
+            i = stream ? lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, n, true, ctx)
+                       : lerp_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && end_step == 4)
-            i = lerp_stepped_row_avx2_f32(out, 8, self_p, 4, end_p, 4, n, ctx);
+            i = lerp_stepped_row_avx2_f32(out, 8, self_p, 4, end_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 4)
-            i = lerp_stepped_row_avx2_f32(out, 8, self_p, 8, end_p, 4, n, ctx);
+            i = lerp_stepped_row_avx2_f32(out, 8, self_p, 8, end_p, 4, n, false, ctx);
         else
             i = lerp_stepped_row_avx2_f32(out, out_step, self_p, self_step, end_p, end_step, n,
-                                          ctx);
+                                          stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2812,7 +2937,7 @@ lerp_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 lerp_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                     const char *end_p, int64_t end_step, int64_t n, const void *ctx)
+                     const char *end_p, int64_t end_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double weight = (double)scalars[0].f;
@@ -2831,14 +2956,17 @@ lerp_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
                                          : (end - ((end - self) * ((double)1 - weight)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 lerp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2850,19 +2978,24 @@ lerp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *end_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && end_step == 8)
-            i = lerp_stepped_row_f64(out, 8, self_p, 16, end_p, 8, n, ctx);
+            i = stream ? lerp_stepped_row_f64(out, 8, self_p, 16, end_p, 8, n, true, ctx)
+                       : lerp_stepped_row_f64(out, 8, self_p, 16, end_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && end_step == 8)
-            i = lerp_stepped_row_f64(out, 8, self_p, 24, end_p, 8, n, ctx);
+            i = stream ? lerp_stepped_row_f64(out, 8, self_p, 24, end_p, 8, n, true, ctx)
+                       : lerp_stepped_row_f64(out, 8, self_p, 24, end_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 16)
-            i = lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 16, n, ctx);
+            i = stream ? lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 16, n, true, ctx)
+                       : lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 24)
-            i = lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 24, n, ctx);
+            i = stream ? lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 24, n, true, ctx)
+                       : lerp_stepped_row_f64(out, 8, self_p, 8, end_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && end_step == 8)
-            i = lerp_stepped_row_f64(out, 16, self_p, 8, end_p, 8, n, ctx);
+            i = lerp_stepped_row_f64(out, 16, self_p, 8, end_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && end_step == 8)
-            i = lerp_stepped_row_f64(out, 16, self_p, 16, end_p, 8, n, ctx);
+            i = lerp_stepped_row_f64(out, 16, self_p, 16, end_p, 8, n, false, ctx);
         else
-            i = lerp_stepped_row_f64(out, out_step, self_p, self_step, end_p, end_step, n, ctx);
+            i = lerp_stepped_row_f64(out, out_step, self_p, self_step, end_p, end_step, n, stream,
+                                     ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2873,7 +3006,8 @@ lerp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 lerp_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          const char *end_p, int64_t end_step, int64_t n, const void *ctx)
+                          const char *end_p, int64_t end_step, int64_t n, bool stream,
+                          const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double weight = (double)scalars[0].f;
@@ -2892,14 +3026,17 @@ lerp_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
                                          : (end - ((end - self) * ((double)1 - weight)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 lerp_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2911,20 +3048,24 @@ lerp_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *end_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && end_step == 8)
-            i = lerp_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, n, ctx);
+            i = stream ? lerp_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, n, true, ctx)
+                       : lerp_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && end_step == 8)
-            i = lerp_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, n, ctx);
+            i = stream ? lerp_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, n, true, ctx)
+                       : lerp_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 16)
-            i = lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, n, ctx);
+            i = stream ? lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, n, true, ctx)
+                       : lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 24)
-            i = lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, n, ctx);
+            i = stream ? lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, n, true, ctx)
+                       : lerp_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && end_step == 8)
-            i = lerp_stepped_row_avx2_f64(out, 16, self_p, 8, end_p, 8, n, ctx);
+            i = lerp_stepped_row_avx2_f64(out, 16, self_p, 8, end_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && end_step == 8)
-            i = lerp_stepped_row_avx2_f64(out, 16, self_p, 16, end_p, 8, n, ctx);
+            i = lerp_stepped_row_avx2_f64(out, 16, self_p, 16, end_p, 8, n, false, ctx);
         else
             i = lerp_stepped_row_avx2_f64(out, out_step, self_p, self_step, end_p, end_step, n,
-                                          ctx);
+                                          stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3251,7 +3392,7 @@ lerp_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 lerp_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                             const char *end_p, int64_t end_step, const char *weight_p,
-                            int64_t weight_step, int64_t n, const void *ctx)
+                            int64_t weight_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -3271,14 +3412,17 @@ lerp_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int
                                         : (end - ((end - self) * ((float)1 - weight)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 lerp_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, const void *ctx)
+                        int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3292,24 +3436,44 @@ lerp_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n, const in
         const char *weight_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && self_step == 8 && end_step == 4 && weight_step == 4)
-            i = lerp_tensor_stepped_row_f32(out, 4, self_p, 8, end_p, 4, weight_p, 4, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_f32(out, 4, self_p, 8, end_p, 4, weight_p, 4, n,
+                                                     true, ctx)
+                       : lerp_tensor_stepped_row_f32(out, 4, self_p, 8, end_p, 4, weight_p, 4, n,
+                                                     false, ctx);
         else if (out_step == 4 && self_step == 12 && end_step == 4 && weight_step == 4)
-            i = lerp_tensor_stepped_row_f32(out, 4, self_p, 12, end_p, 4, weight_p, 4, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_f32(out, 4, self_p, 12, end_p, 4, weight_p, 4, n,
+                                                     true, ctx)
+                       : lerp_tensor_stepped_row_f32(out, 4, self_p, 12, end_p, 4, weight_p, 4, n,
+                                                     false, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 8 && weight_step == 4)
-            i = lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 8, weight_p, 4, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 8, weight_p, 4, n,
+                                                     true, ctx)
+                       : lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 8, weight_p, 4, n,
+                                                     false, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 12 && weight_step == 4)
-            i = lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 12, weight_p, 4, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 12, weight_p, 4, n,
+                                                     true, ctx)
+                       : lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 12, weight_p, 4, n,
+                                                     false, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 4 && weight_step == 8)
-            i = lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 4, weight_p, 8, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 4, weight_p, 8, n,
+                                                     true, ctx)
+                       : lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 4, weight_p, 8, n,
+                                                     false, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 4 && weight_step == 12)
-            i = lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 4, weight_p, 12, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 4, weight_p, 12, n,
+                                                     true, ctx)
+                       : lerp_tensor_stepped_row_f32(out, 4, self_p, 4, end_p, 4, weight_p, 12, n,
+                                                     false, ctx);
         else if (out_step == 8 && self_step == 4 && end_step == 4 && weight_step == 4)
-            i = lerp_tensor_stepped_row_f32(out, 8, self_p, 4, end_p, 4, weight_p, 4, n, ctx);
+            i = lerp_tensor_stepped_row_f32(out, 8, self_p, 4, end_p, 4, weight_p, 4, n, false,
+                                            ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 4 && weight_step == 4)
-            i = lerp_tensor_stepped_row_f32(out, 8, self_p, 8, end_p, 4, weight_p, 4, n, ctx);
+            i = lerp_tensor_stepped_row_f32(out, 8, self_p, 8, end_p, 4, weight_p, 4, n, false,
+                                            ctx);
         else
             i = lerp_tensor_stepped_row_f32(out, out_step, self_p, self_step, end_p, end_step,
-                                            weight_p, weight_step, n, ctx);
+                                            weight_p, weight_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -3321,7 +3485,7 @@ lerp_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n, const in
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 lerp_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                                  const char *end_p, int64_t end_step, const char *weight_p,
-                                 int64_t weight_step, int64_t n, const void *ctx)
+                                 int64_t weight_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -3341,14 +3505,17 @@ lerp_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p
                                         : (end - ((end - self) * ((float)1 - weight)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 lerp_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3362,24 +3529,44 @@ lerp_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *weight_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && self_step == 8 && end_step == 4 && weight_step == 4)
-            i = lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, weight_p, 4, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, weight_p, 4,
+                                                          n, true, ctx)
+                       : lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, end_p, 4, weight_p, 4,
+                                                          n, false, ctx);
         else if (out_step == 4 && self_step == 12 && end_step == 4 && weight_step == 4)
-            i = lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, weight_p, 4, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, weight_p, 4,
+                                                          n, true, ctx)
+                       : lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, end_p, 4, weight_p, 4,
+                                                          n, false, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 8 && weight_step == 4)
-            i = lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, weight_p, 4, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, weight_p, 4,
+                                                          n, true, ctx)
+                       : lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 8, weight_p, 4,
+                                                          n, false, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 12 && weight_step == 4)
-            i = lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, weight_p, 4, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, weight_p, 4,
+                                                          n, true, ctx)
+                       : lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 12, weight_p, 4,
+                                                          n, false, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 4 && weight_step == 8)
-            i = lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 4, weight_p, 8, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 4, weight_p, 8,
+                                                          n, true, ctx)
+                       : lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 4, weight_p, 8,
+                                                          n, false, ctx);
         else if (out_step == 4 && self_step == 4 && end_step == 4 && weight_step == 12)
-            i = lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 4, weight_p, 12, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 4, weight_p, 12,
+                                                          n, true, ctx)
+                       : lerp_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, end_p, 4, weight_p, 12,
+                                                          n, false, ctx);
         else if (out_step == 8 && self_step == 4 && end_step == 4 && weight_step == 4)
-            i = lerp_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, end_p, 4, weight_p, 4, n, ctx);
+            i = lerp_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, end_p, 4, weight_p, 4, n, false,
+                                                 ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 4 && weight_step == 4)
-            i = lerp_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, end_p, 4, weight_p, 4, n, ctx);
+            i = lerp_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, end_p, 4, weight_p, 4, n, false,
+                                                 ctx);
         else
             i = lerp_tensor_stepped_row_avx2_f32(out, out_step, self_p, self_step, end_p, end_step,
-                                                 weight_p, weight_step, n, ctx);
+                                                 weight_p, weight_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -3484,7 +3671,7 @@ lerp_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 lerp_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                             const char *end_p, int64_t end_step, const char *weight_p,
-                            int64_t weight_step, int64_t n, const void *ctx)
+                            int64_t weight_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -3504,14 +3691,17 @@ lerp_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int
                                          : (end - ((end - self) * ((double)1 - weight)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 lerp_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, const void *ctx)
+                        int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3525,24 +3715,44 @@ lerp_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n, const in
         const char *weight_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && self_step == 16 && end_step == 8 && weight_step == 8)
-            i = lerp_tensor_stepped_row_f64(out, 8, self_p, 16, end_p, 8, weight_p, 8, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_f64(out, 8, self_p, 16, end_p, 8, weight_p, 8, n,
+                                                     true, ctx)
+                       : lerp_tensor_stepped_row_f64(out, 8, self_p, 16, end_p, 8, weight_p, 8, n,
+                                                     false, ctx);
         else if (out_step == 8 && self_step == 24 && end_step == 8 && weight_step == 8)
-            i = lerp_tensor_stepped_row_f64(out, 8, self_p, 24, end_p, 8, weight_p, 8, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_f64(out, 8, self_p, 24, end_p, 8, weight_p, 8, n,
+                                                     true, ctx)
+                       : lerp_tensor_stepped_row_f64(out, 8, self_p, 24, end_p, 8, weight_p, 8, n,
+                                                     false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 16 && weight_step == 8)
-            i = lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 16, weight_p, 8, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 16, weight_p, 8, n,
+                                                     true, ctx)
+                       : lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 16, weight_p, 8, n,
+                                                     false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 24 && weight_step == 8)
-            i = lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 24, weight_p, 8, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 24, weight_p, 8, n,
+                                                     true, ctx)
+                       : lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 24, weight_p, 8, n,
+                                                     false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 8 && weight_step == 16)
-            i = lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 8, weight_p, 16, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 8, weight_p, 16, n,
+                                                     true, ctx)
+                       : lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 8, weight_p, 16, n,
+                                                     false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 8 && weight_step == 24)
-            i = lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 8, weight_p, 24, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 8, weight_p, 24, n,
+                                                     true, ctx)
+                       : lerp_tensor_stepped_row_f64(out, 8, self_p, 8, end_p, 8, weight_p, 24, n,
+                                                     false, ctx);
         else if (out_step == 16 && self_step == 8 && end_step == 8 && weight_step == 8)
-            i = lerp_tensor_stepped_row_f64(out, 16, self_p, 8, end_p, 8, weight_p, 8, n, ctx);
+            i = lerp_tensor_stepped_row_f64(out, 16, self_p, 8, end_p, 8, weight_p, 8, n, false,
+                                            ctx);
         else if (out_step == 16 && self_step == 16 && end_step == 8 && weight_step == 8)
-            i = lerp_tensor_stepped_row_f64(out, 16, self_p, 16, end_p, 8, weight_p, 8, n, ctx);
+            i = lerp_tensor_stepped_row_f64(out, 16, self_p, 16, end_p, 8, weight_p, 8, n, false,
+                                            ctx);
         else
             i = lerp_tensor_stepped_row_f64(out, out_step, self_p, self_step, end_p, end_step,
-                                            weight_p, weight_step, n, ctx);
+                                            weight_p, weight_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -3554,7 +3764,7 @@ lerp_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n, const in
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 lerp_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                                  const char *end_p, int64_t end_step, const char *weight_p,
-                                 int64_t weight_step, int64_t n, const void *ctx)
+                                 int64_t weight_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -3574,14 +3784,17 @@ lerp_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p
                                          : (end - ((end - self) * ((double)1 - weight)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 lerp_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3595,25 +3808,44 @@ lerp_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *weight_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && self_step == 16 && end_step == 8 && weight_step == 8)
-            i = lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, weight_p, 8, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, weight_p, 8,
+                                                          n, true, ctx)
+                       : lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, end_p, 8, weight_p, 8,
+                                                          n, false, ctx);
         else if (out_step == 8 && self_step == 24 && end_step == 8 && weight_step == 8)
-            i = lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, weight_p, 8, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, weight_p, 8,
+                                                          n, true, ctx)
+                       : lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, end_p, 8, weight_p, 8,
+                                                          n, false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 16 && weight_step == 8)
-            i = lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, weight_p, 8, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, weight_p, 8,
+                                                          n, true, ctx)
+                       : lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 16, weight_p, 8,
+                                                          n, false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 24 && weight_step == 8)
-            i = lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, weight_p, 8, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, weight_p, 8,
+                                                          n, true, ctx)
+                       : lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 24, weight_p, 8,
+                                                          n, false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 8 && weight_step == 16)
-            i = lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 8, weight_p, 16, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 8, weight_p, 16,
+                                                          n, true, ctx)
+                       : lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 8, weight_p, 16,
+                                                          n, false, ctx);
         else if (out_step == 8 && self_step == 8 && end_step == 8 && weight_step == 24)
-            i = lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 8, weight_p, 24, n, ctx);
+            i = stream ? lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 8, weight_p, 24,
+                                                          n, true, ctx)
+                       : lerp_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, end_p, 8, weight_p, 24,
+                                                          n, false, ctx);
         else if (out_step == 16 && self_step == 8 && end_step == 8 && weight_step == 8)
-            i = lerp_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, end_p, 8, weight_p, 8, n, ctx);
+            i = lerp_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, end_p, 8, weight_p, 8, n,
+                                                 false, ctx);
         else if (out_step == 16 && self_step == 16 && end_step == 8 && weight_step == 8)
             i = lerp_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, end_p, 8, weight_p, 8, n,
-                                                 ctx);
+                                                 false, ctx);
         else
             i = lerp_tensor_stepped_row_avx2_f64(out, out_step, self_p, self_step, end_p, end_step,
-                                                 weight_p, weight_step, n, ctx);
+                                                 weight_p, weight_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -4358,7 +4590,7 @@ addcmul_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 addcmul_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                         const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                        int64_t tensor2_step, int64_t n, const void *ctx)
+                        int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float value = (float)scalars[0].f;
@@ -4377,14 +4609,17 @@ addcmul_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
             const float out_value = self + ((value * tensor1) * tensor2);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 addcmul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, const void *ctx)
+                    int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4398,24 +4633,44 @@ addcmul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         const char *tensor2_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcmul_stepped_row_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = stream ? addcmul_stepped_row_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n,
+                                                 true, ctx)
+                       : addcmul_stepped_row_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n,
+                                                 false, ctx);
         else if (out_step == 4 && self_step == 12 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcmul_stepped_row_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = stream ? addcmul_stepped_row_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n,
+                                                 true, ctx)
+                       : addcmul_stepped_row_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n,
+                                                 false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 8 && tensor2_step == 4)
-            i = addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n, ctx);
+            i = stream ? addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n,
+                                                 true, ctx)
+                       : addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n,
+                                                 false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 12 && tensor2_step == 4)
-            i = addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n, ctx);
+            i = stream ? addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n,
+                                                 true, ctx)
+                       : addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n,
+                                                 false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 8)
-            i = addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n, ctx);
+            i = stream ? addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n,
+                                                 true, ctx)
+                       : addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n,
+                                                 false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 12)
-            i = addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n, ctx);
+            i = stream ? addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n,
+                                                 true, ctx)
+                       : addcmul_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n,
+                                                 false, ctx);
         else if (out_step == 8 && self_step == 4 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcmul_stepped_row_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = addcmul_stepped_row_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n, false,
+                                        ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcmul_stepped_row_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = addcmul_stepped_row_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, false,
+                                        ctx);
         else
             i = addcmul_stepped_row_f32(out, out_step, self_p, self_step, tensor1_p, tensor1_step,
-                                        tensor2_p, tensor2_step, n, ctx);
+                                        tensor2_p, tensor2_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -4427,7 +4682,7 @@ addcmul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 addcmul_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                             int64_t tensor2_step, int64_t n, const void *ctx)
+                             int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float value = (float)scalars[0].f;
@@ -4446,14 +4701,17 @@ addcmul_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, in
             const float out_value = self + ((value * tensor1) * tensor2);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 addcmul_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4467,27 +4725,44 @@ addcmul_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const i
         const char *tensor2_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcmul_stepped_row_avx2_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = stream ? addcmul_stepped_row_avx2_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4,
+                                                      n, true, ctx)
+                       : addcmul_stepped_row_avx2_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4,
+                                                      n, false, ctx);
         else if (out_step == 4 && self_step == 12 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcmul_stepped_row_avx2_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n,
-                                             ctx);
+            i = stream ? addcmul_stepped_row_avx2_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p,
+                                                      4, n, true, ctx)
+                       : addcmul_stepped_row_avx2_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p,
+                                                      4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 8 && tensor2_step == 4)
-            i = addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n, ctx);
+            i = stream ? addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4,
+                                                      n, true, ctx)
+                       : addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4,
+                                                      n, false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 12 && tensor2_step == 4)
-            i = addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n,
-                                             ctx);
+            i = stream ? addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p,
+                                                      4, n, true, ctx)
+                       : addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p,
+                                                      4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 8)
-            i = addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n, ctx);
+            i = stream ? addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8,
+                                                      n, true, ctx)
+                       : addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8,
+                                                      n, false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 12)
-            i = addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n,
-                                             ctx);
+            i = stream ? addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p,
+                                                      12, n, true, ctx)
+                       : addcmul_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p,
+                                                      12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcmul_stepped_row_avx2_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = addcmul_stepped_row_avx2_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n,
+                                             false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcmul_stepped_row_avx2_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = addcmul_stepped_row_avx2_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n,
+                                             false, ctx);
         else
             i = addcmul_stepped_row_avx2_f32(out, out_step, self_p, self_step, tensor1_p,
-                                             tensor1_step, tensor2_p, tensor2_step, n, ctx);
+                                             tensor1_step, tensor2_p, tensor2_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -4583,7 +4858,7 @@ addcmul_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 addcmul_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                         const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                        int64_t tensor2_step, int64_t n, const void *ctx)
+                        int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double value = (double)scalars[0].f;
@@ -4602,14 +4877,17 @@ addcmul_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
             const double out_value = self + ((value * tensor1) * tensor2);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 addcmul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, const void *ctx)
+                    int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4623,24 +4901,44 @@ addcmul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         const char *tensor2_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
-            i = addcmul_stepped_row_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n, ctx);
+            i = stream ? addcmul_stepped_row_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
+                                                 true, ctx)
+                       : addcmul_stepped_row_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
+                                                 false, ctx);
         else if (out_step == 8 && self_step == 24 && tensor1_step == 8 && tensor2_step == 8)
-            i = addcmul_stepped_row_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n, ctx);
+            i = stream ? addcmul_stepped_row_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n,
+                                                 true, ctx)
+                       : addcmul_stepped_row_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n,
+                                                 false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 16 && tensor2_step == 8)
-            i = addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n, ctx);
+            i = stream ? addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n,
+                                                 true, ctx)
+                       : addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n,
+                                                 false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 24 && tensor2_step == 8)
-            i = addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n, ctx);
+            i = stream ? addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n,
+                                                 true, ctx)
+                       : addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n,
+                                                 false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 16)
-            i = addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n, ctx);
+            i = stream ? addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n,
+                                                 true, ctx)
+                       : addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n,
+                                                 false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 24)
-            i = addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n, ctx);
+            i = stream ? addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n,
+                                                 true, ctx)
+                       : addcmul_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n,
+                                                 false, ctx);
         else if (out_step == 16 && self_step == 8 && tensor1_step == 8 && tensor2_step == 8)
-            i = addcmul_stepped_row_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n, ctx);
+            i = addcmul_stepped_row_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n, false,
+                                        ctx);
         else if (out_step == 16 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
-            i = addcmul_stepped_row_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n, ctx);
+            i = addcmul_stepped_row_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n, false,
+                                        ctx);
         else
             i = addcmul_stepped_row_f64(out, out_step, self_p, self_step, tensor1_p, tensor1_step,
-                                        tensor2_p, tensor2_step, n, ctx);
+                                        tensor2_p, tensor2_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -4652,7 +4950,7 @@ addcmul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 addcmul_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                             int64_t tensor2_step, int64_t n, const void *ctx)
+                             int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double value = (double)scalars[0].f;
@@ -4671,14 +4969,17 @@ addcmul_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, in
             const double out_value = self + ((value * tensor1) * tensor2);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 addcmul_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4692,32 +4993,44 @@ addcmul_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const i
         const char *tensor2_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
-            i = addcmul_stepped_row_avx2_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
-                                             ctx);
+            i = stream ? addcmul_stepped_row_avx2_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p,
+                                                      8, n, true, ctx)
+                       : addcmul_stepped_row_avx2_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p,
+                                                      8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && tensor1_step == 8 && tensor2_step == 8)
-            i = addcmul_stepped_row_avx2_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n,
-                                             ctx);
+            i = stream ? addcmul_stepped_row_avx2_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p,
+                                                      8, n, true, ctx)
+                       : addcmul_stepped_row_avx2_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p,
+                                                      8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 16 && tensor2_step == 8)
-            i = addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n,
-                                             ctx);
+            i = stream ? addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p,
+                                                      8, n, true, ctx)
+                       : addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p,
+                                                      8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 24 && tensor2_step == 8)
-            i = addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n,
-                                             ctx);
+            i = stream ? addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p,
+                                                      8, n, true, ctx)
+                       : addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p,
+                                                      8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 16)
-            i = addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n,
-                                             ctx);
+            i = stream ? addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
+                                                      16, n, true, ctx)
+                       : addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
+                                                      16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 24)
-            i = addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n,
-                                             ctx);
+            i = stream ? addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
+                                                      24, n, true, ctx)
+                       : addcmul_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
+                                                      24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && tensor1_step == 8 && tensor2_step == 8)
             i = addcmul_stepped_row_avx2_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n,
-                                             ctx);
+                                             false, ctx);
         else if (out_step == 16 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
             i = addcmul_stepped_row_avx2_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
-                                             ctx);
+                                             false, ctx);
         else
             i = addcmul_stepped_row_avx2_f64(out, out_step, self_p, self_step, tensor1_p,
-                                             tensor1_step, tensor2_p, tensor2_step, n, ctx);
+                                             tensor1_step, tensor2_p, tensor2_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -5035,7 +5348,7 @@ addcdiv_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 addcdiv_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                         const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                        int64_t tensor2_step, int64_t n, const void *ctx)
+                        int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float value = (float)scalars[0].f;
@@ -5054,14 +5367,17 @@ addcdiv_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
             const float out_value = self + ((value * tensor1) / tensor2);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 addcdiv_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, const void *ctx)
+                    int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5075,24 +5391,44 @@ addcdiv_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         const char *tensor2_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcdiv_stepped_row_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = stream ? addcdiv_stepped_row_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n,
+                                                 true, ctx)
+                       : addcdiv_stepped_row_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n,
+                                                 false, ctx);
         else if (out_step == 4 && self_step == 12 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcdiv_stepped_row_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = stream ? addcdiv_stepped_row_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n,
+                                                 true, ctx)
+                       : addcdiv_stepped_row_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n,
+                                                 false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 8 && tensor2_step == 4)
-            i = addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n, ctx);
+            i = stream ? addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n,
+                                                 true, ctx)
+                       : addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n,
+                                                 false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 12 && tensor2_step == 4)
-            i = addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n, ctx);
+            i = stream ? addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n,
+                                                 true, ctx)
+                       : addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n,
+                                                 false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 8)
-            i = addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n, ctx);
+            i = stream ? addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n,
+                                                 true, ctx)
+                       : addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n,
+                                                 false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 12)
-            i = addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n, ctx);
+            i = stream ? addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n,
+                                                 true, ctx)
+                       : addcdiv_stepped_row_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n,
+                                                 false, ctx);
         else if (out_step == 8 && self_step == 4 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcdiv_stepped_row_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = addcdiv_stepped_row_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n, false,
+                                        ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcdiv_stepped_row_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = addcdiv_stepped_row_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, false,
+                                        ctx);
         else
             i = addcdiv_stepped_row_f32(out, out_step, self_p, self_step, tensor1_p, tensor1_step,
-                                        tensor2_p, tensor2_step, n, ctx);
+                                        tensor2_p, tensor2_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -5104,7 +5440,7 @@ addcdiv_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 addcdiv_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                             int64_t tensor2_step, int64_t n, const void *ctx)
+                             int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float value = (float)scalars[0].f;
@@ -5123,14 +5459,17 @@ addcdiv_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, in
             const float out_value = self + ((value * tensor1) / tensor2);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 addcdiv_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5144,27 +5483,44 @@ addcdiv_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const i
         const char *tensor2_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcdiv_stepped_row_avx2_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = stream ? addcdiv_stepped_row_avx2_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4,
+                                                      n, true, ctx)
+                       : addcdiv_stepped_row_avx2_f32(out, 4, self_p, 8, tensor1_p, 4, tensor2_p, 4,
+                                                      n, false, ctx);
         else if (out_step == 4 && self_step == 12 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcdiv_stepped_row_avx2_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p, 4, n,
-                                             ctx);
+            i = stream ? addcdiv_stepped_row_avx2_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p,
+                                                      4, n, true, ctx)
+                       : addcdiv_stepped_row_avx2_f32(out, 4, self_p, 12, tensor1_p, 4, tensor2_p,
+                                                      4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 8 && tensor2_step == 4)
-            i = addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4, n, ctx);
+            i = stream ? addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4,
+                                                      n, true, ctx)
+                       : addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 8, tensor2_p, 4,
+                                                      n, false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 12 && tensor2_step == 4)
-            i = addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p, 4, n,
-                                             ctx);
+            i = stream ? addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p,
+                                                      4, n, true, ctx)
+                       : addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 12, tensor2_p,
+                                                      4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 8)
-            i = addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8, n, ctx);
+            i = stream ? addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8,
+                                                      n, true, ctx)
+                       : addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 8,
+                                                      n, false, ctx);
         else if (out_step == 4 && self_step == 4 && tensor1_step == 4 && tensor2_step == 12)
-            i = addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p, 12, n,
-                                             ctx);
+            i = stream ? addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p,
+                                                      12, n, true, ctx)
+                       : addcdiv_stepped_row_avx2_f32(out, 4, self_p, 4, tensor1_p, 4, tensor2_p,
+                                                      12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcdiv_stepped_row_avx2_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = addcdiv_stepped_row_avx2_f32(out, 8, self_p, 4, tensor1_p, 4, tensor2_p, 4, n,
+                                             false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 4 && tensor2_step == 4)
-            i = addcdiv_stepped_row_avx2_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n, ctx);
+            i = addcdiv_stepped_row_avx2_f32(out, 8, self_p, 8, tensor1_p, 4, tensor2_p, 4, n,
+                                             false, ctx);
         else
             i = addcdiv_stepped_row_avx2_f32(out, out_step, self_p, self_step, tensor1_p,
-                                             tensor1_step, tensor2_p, tensor2_step, n, ctx);
+                                             tensor1_step, tensor2_p, tensor2_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -5260,7 +5616,7 @@ addcdiv_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 addcdiv_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                         const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                        int64_t tensor2_step, int64_t n, const void *ctx)
+                        int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double value = (double)scalars[0].f;
@@ -5279,14 +5635,17 @@ addcdiv_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
             const double out_value = self + ((value * tensor1) / tensor2);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 addcdiv_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, const void *ctx)
+                    int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5300,24 +5659,44 @@ addcdiv_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         const char *tensor2_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
-            i = addcdiv_stepped_row_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n, ctx);
+            i = stream ? addcdiv_stepped_row_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
+                                                 true, ctx)
+                       : addcdiv_stepped_row_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
+                                                 false, ctx);
         else if (out_step == 8 && self_step == 24 && tensor1_step == 8 && tensor2_step == 8)
-            i = addcdiv_stepped_row_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n, ctx);
+            i = stream ? addcdiv_stepped_row_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n,
+                                                 true, ctx)
+                       : addcdiv_stepped_row_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n,
+                                                 false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 16 && tensor2_step == 8)
-            i = addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n, ctx);
+            i = stream ? addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n,
+                                                 true, ctx)
+                       : addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n,
+                                                 false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 24 && tensor2_step == 8)
-            i = addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n, ctx);
+            i = stream ? addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n,
+                                                 true, ctx)
+                       : addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n,
+                                                 false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 16)
-            i = addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n, ctx);
+            i = stream ? addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n,
+                                                 true, ctx)
+                       : addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n,
+                                                 false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 24)
-            i = addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n, ctx);
+            i = stream ? addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n,
+                                                 true, ctx)
+                       : addcdiv_stepped_row_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n,
+                                                 false, ctx);
         else if (out_step == 16 && self_step == 8 && tensor1_step == 8 && tensor2_step == 8)
-            i = addcdiv_stepped_row_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n, ctx);
+            i = addcdiv_stepped_row_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n, false,
+                                        ctx);
         else if (out_step == 16 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
-            i = addcdiv_stepped_row_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n, ctx);
+            i = addcdiv_stepped_row_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n, false,
+                                        ctx);
         else
             i = addcdiv_stepped_row_f64(out, out_step, self_p, self_step, tensor1_p, tensor1_step,
-                                        tensor2_p, tensor2_step, n, ctx);
+                                        tensor2_p, tensor2_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -5329,7 +5708,7 @@ addcdiv_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 addcdiv_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
                              const char *tensor1_p, int64_t tensor1_step, const char *tensor2_p,
-                             int64_t tensor2_step, int64_t n, const void *ctx)
+                             int64_t tensor2_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double value = (double)scalars[0].f;
@@ -5348,14 +5727,17 @@ addcdiv_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, in
             const double out_value = self + ((value * tensor1) / tensor2);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 addcdiv_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5369,32 +5751,44 @@ addcdiv_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const i
         const char *tensor2_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
-            i = addcdiv_stepped_row_avx2_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
-                                             ctx);
+            i = stream ? addcdiv_stepped_row_avx2_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p,
+                                                      8, n, true, ctx)
+                       : addcdiv_stepped_row_avx2_f64(out, 8, self_p, 16, tensor1_p, 8, tensor2_p,
+                                                      8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && tensor1_step == 8 && tensor2_step == 8)
-            i = addcdiv_stepped_row_avx2_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p, 8, n,
-                                             ctx);
+            i = stream ? addcdiv_stepped_row_avx2_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p,
+                                                      8, n, true, ctx)
+                       : addcdiv_stepped_row_avx2_f64(out, 8, self_p, 24, tensor1_p, 8, tensor2_p,
+                                                      8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 16 && tensor2_step == 8)
-            i = addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p, 8, n,
-                                             ctx);
+            i = stream ? addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p,
+                                                      8, n, true, ctx)
+                       : addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 16, tensor2_p,
+                                                      8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 24 && tensor2_step == 8)
-            i = addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p, 8, n,
-                                             ctx);
+            i = stream ? addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p,
+                                                      8, n, true, ctx)
+                       : addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 24, tensor2_p,
+                                                      8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 16)
-            i = addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 16, n,
-                                             ctx);
+            i = stream ? addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
+                                                      16, n, true, ctx)
+                       : addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
+                                                      16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && tensor1_step == 8 && tensor2_step == 24)
-            i = addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p, 24, n,
-                                             ctx);
+            i = stream ? addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
+                                                      24, n, true, ctx)
+                       : addcdiv_stepped_row_avx2_f64(out, 8, self_p, 8, tensor1_p, 8, tensor2_p,
+                                                      24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && tensor1_step == 8 && tensor2_step == 8)
             i = addcdiv_stepped_row_avx2_f64(out, 16, self_p, 8, tensor1_p, 8, tensor2_p, 8, n,
-                                             ctx);
+                                             false, ctx);
         else if (out_step == 16 && self_step == 16 && tensor1_step == 8 && tensor2_step == 8)
             i = addcdiv_stepped_row_avx2_f64(out, 16, self_p, 16, tensor1_p, 8, tensor2_p, 8, n,
-                                             ctx);
+                                             false, ctx);
         else
             i = addcdiv_stepped_row_avx2_f64(out, out_step, self_p, self_step, tensor1_p,
-                                             tensor1_step, tensor2_p, tensor2_step, n, ctx);
+                                             tensor1_step, tensor2_p, tensor2_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -5735,7 +6129,7 @@ YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_output_p,
                                     int64_t grad_output_step, const char *exponent_p,
                                     int64_t exponent_step, const char *output_p,
-                                    int64_t output_step, int64_t n, const void *ctx)
+                                    int64_t output_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float self = (float)scalars[0].f;
@@ -5757,14 +6151,18 @@ pow_scalar_backward_stepped_row_f32(char *out, int64_t out_step, const char *gra
                                         : ((grad_output * output) * logf(self));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_scalar_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5778,33 +6176,45 @@ pow_scalar_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
         const char *output_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && exponent_step == 4 && output_step == 4)
-            i = pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 8, exponent_p, 4,
-                                                    output_p, 4, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 8, exponent_p,
+                                                             4, output_p, 4, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 8, exponent_p,
+                                                             4, output_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && exponent_step == 4 && output_step == 4)
-            i = pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 12, exponent_p, 4,
-                                                    output_p, 4, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 12, exponent_p,
+                                                             4, output_p, 4, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 12, exponent_p,
+                                                             4, output_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 8 && output_step == 4)
-            i = pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p, 8,
-                                                    output_p, 4, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                             8, output_p, 4, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                             8, output_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 12 && output_step == 4)
-            i = pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p, 12,
-                                                    output_p, 4, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                             12, output_p, 4, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                             12, output_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 4 && output_step == 8)
-            i = pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p, 4,
-                                                    output_p, 8, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                             4, output_p, 8, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                             4, output_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 4 && output_step == 12)
-            i = pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p, 4,
-                                                    output_p, 12, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                             4, output_p, 12, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                             4, output_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && exponent_step == 4 && output_step == 4)
             i = pow_scalar_backward_stepped_row_f32(out, 8, grad_output_p, 4, exponent_p, 4,
-                                                    output_p, 4, n, ctx);
+                                                    output_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 4 && output_step == 4)
             i = pow_scalar_backward_stepped_row_f32(out, 8, grad_output_p, 8, exponent_p, 4,
-                                                    output_p, 4, n, ctx);
+                                                    output_p, 4, n, false, ctx);
         else
             i = pow_scalar_backward_stepped_row_f32(out, out_step, grad_output_p, grad_output_step,
                                                     exponent_p, exponent_step, output_p,
-                                                    output_step, n, ctx);
+                                                    output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -5817,7 +6227,8 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_output_p,
                                          int64_t grad_output_step, const char *exponent_p,
                                          int64_t exponent_step, const char *output_p,
-                                         int64_t output_step, int64_t n, const void *ctx)
+                                         int64_t output_step, int64_t n, bool stream,
+                                         const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float self = (float)scalars[0].f;
@@ -5839,14 +6250,18 @@ pow_scalar_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char
                                         : ((grad_output * output) * logf(self));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_scalar_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+                                     const int64_t *row_strides, int64_t rows, bool stream,
+                                     const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5860,33 +6275,50 @@ pow_scalar_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_
         const char *output_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && exponent_step == 4 && output_step == 4)
-            i = pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, exponent_p, 4,
-                                                         output_p, 4, n, ctx);
+            i = stream
+                    ? pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, exponent_p,
+                                                               4, output_p, 4, n, true, ctx)
+                    : pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, exponent_p,
+                                                               4, output_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && exponent_step == 4 && output_step == 4)
-            i = pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, exponent_p, 4,
-                                                         output_p, 4, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_avx2_f32(
+                             out, 4, grad_output_p, 12, exponent_p, 4, output_p, 4, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_avx2_f32(
+                             out, 4, grad_output_p, 12, exponent_p, 4, output_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 8 && output_step == 4)
-            i = pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p, 8,
-                                                         output_p, 4, n, ctx);
+            i = stream
+                    ? pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                               8, output_p, 4, n, true, ctx)
+                    : pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                               8, output_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 12 && output_step == 4)
-            i = pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p, 12,
-                                                         output_p, 4, n, ctx);
+            i = stream
+                    ? pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                               12, output_p, 4, n, true, ctx)
+                    : pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                               12, output_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 4 && output_step == 8)
-            i = pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p, 4,
-                                                         output_p, 8, n, ctx);
+            i = stream
+                    ? pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                               4, output_p, 8, n, true, ctx)
+                    : pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                               4, output_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && exponent_step == 4 && output_step == 12)
-            i = pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p, 4,
-                                                         output_p, 12, n, ctx);
+            i = stream
+                    ? pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                               4, output_p, 12, n, true, ctx)
+                    : pow_scalar_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, exponent_p,
+                                                               4, output_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && exponent_step == 4 && output_step == 4)
             i = pow_scalar_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 4, exponent_p, 4,
-                                                         output_p, 4, n, ctx);
+                                                         output_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 4 && output_step == 4)
             i = pow_scalar_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 8, exponent_p, 4,
-                                                         output_p, 4, n, ctx);
+                                                         output_p, 4, n, false, ctx);
         else
             i = pow_scalar_backward_stepped_row_avx2_f32(
                 out, out_step, grad_output_p, grad_output_step, exponent_p, exponent_step, output_p,
-                output_step, n, ctx);
+                output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -5996,7 +6428,7 @@ YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_output_p,
                                     int64_t grad_output_step, const char *exponent_p,
                                     int64_t exponent_step, const char *output_p,
-                                    int64_t output_step, int64_t n, const void *ctx)
+                                    int64_t output_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double self = (double)scalars[0].f;
@@ -6018,14 +6450,18 @@ pow_scalar_backward_stepped_row_f64(char *out, int64_t out_step, const char *gra
                                          : ((grad_output * output) * log(self));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_scalar_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6039,33 +6475,45 @@ pow_scalar_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
         const char *output_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && exponent_step == 8 && output_step == 8)
-            i = pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 16, exponent_p, 8,
-                                                    output_p, 8, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 16, exponent_p,
+                                                             8, output_p, 8, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 16, exponent_p,
+                                                             8, output_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && exponent_step == 8 && output_step == 8)
-            i = pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 24, exponent_p, 8,
-                                                    output_p, 8, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 24, exponent_p,
+                                                             8, output_p, 8, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 24, exponent_p,
+                                                             8, output_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 16 && output_step == 8)
-            i = pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p, 16,
-                                                    output_p, 8, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                             16, output_p, 8, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                             16, output_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 24 && output_step == 8)
-            i = pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p, 24,
-                                                    output_p, 8, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                             24, output_p, 8, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                             24, output_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 8 && output_step == 16)
-            i = pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p, 8,
-                                                    output_p, 16, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                             8, output_p, 16, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                             8, output_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 8 && output_step == 24)
-            i = pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p, 8,
-                                                    output_p, 24, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                             8, output_p, 24, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                             8, output_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && exponent_step == 8 && output_step == 8)
             i = pow_scalar_backward_stepped_row_f64(out, 16, grad_output_p, 8, exponent_p, 8,
-                                                    output_p, 8, n, ctx);
+                                                    output_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && exponent_step == 8 && output_step == 8)
             i = pow_scalar_backward_stepped_row_f64(out, 16, grad_output_p, 16, exponent_p, 8,
-                                                    output_p, 8, n, ctx);
+                                                    output_p, 8, n, false, ctx);
         else
             i = pow_scalar_backward_stepped_row_f64(out, out_step, grad_output_p, grad_output_step,
                                                     exponent_p, exponent_step, output_p,
-                                                    output_step, n, ctx);
+                                                    output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -6078,7 +6526,8 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_output_p,
                                          int64_t grad_output_step, const char *exponent_p,
                                          int64_t exponent_step, const char *output_p,
-                                         int64_t output_step, int64_t n, const void *ctx)
+                                         int64_t output_step, int64_t n, bool stream,
+                                         const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double self = (double)scalars[0].f;
@@ -6100,14 +6549,18 @@ pow_scalar_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char
                                          : ((grad_output * output) * log(self));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_scalar_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+                                     const int64_t *row_strides, int64_t rows, bool stream,
+                                     const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6121,33 +6574,49 @@ pow_scalar_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_
         const char *output_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && exponent_step == 8 && output_step == 8)
-            i = pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, exponent_p, 8,
-                                                         output_p, 8, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_avx2_f64(
+                             out, 8, grad_output_p, 16, exponent_p, 8, output_p, 8, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_avx2_f64(
+                             out, 8, grad_output_p, 16, exponent_p, 8, output_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && exponent_step == 8 && output_step == 8)
-            i = pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, exponent_p, 8,
-                                                         output_p, 8, n, ctx);
+            i = stream ? pow_scalar_backward_stepped_row_avx2_f64(
+                             out, 8, grad_output_p, 24, exponent_p, 8, output_p, 8, n, true, ctx)
+                       : pow_scalar_backward_stepped_row_avx2_f64(
+                             out, 8, grad_output_p, 24, exponent_p, 8, output_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 16 && output_step == 8)
-            i = pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p, 16,
-                                                         output_p, 8, n, ctx);
+            i = stream
+                    ? pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                               16, output_p, 8, n, true, ctx)
+                    : pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                               16, output_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 24 && output_step == 8)
-            i = pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p, 24,
-                                                         output_p, 8, n, ctx);
+            i = stream
+                    ? pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                               24, output_p, 8, n, true, ctx)
+                    : pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                               24, output_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 8 && output_step == 16)
-            i = pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p, 8,
-                                                         output_p, 16, n, ctx);
+            i = stream
+                    ? pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                               8, output_p, 16, n, true, ctx)
+                    : pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                               8, output_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && exponent_step == 8 && output_step == 24)
-            i = pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p, 8,
-                                                         output_p, 24, n, ctx);
+            i = stream
+                    ? pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                               8, output_p, 24, n, true, ctx)
+                    : pow_scalar_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, exponent_p,
+                                                               8, output_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && exponent_step == 8 && output_step == 8)
             i = pow_scalar_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 8, exponent_p, 8,
-                                                         output_p, 8, n, ctx);
+                                                         output_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && exponent_step == 8 && output_step == 8)
             i = pow_scalar_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 16, exponent_p, 8,
-                                                         output_p, 8, n, ctx);
+                                                         output_p, 8, n, false, ctx);
         else
             i = pow_scalar_backward_stepped_row_avx2_f64(
                 out, out_step, grad_output_p, grad_output_step, exponent_p, exponent_step, output_p,
-                output_step, n, ctx);
+                output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -7075,7 +7544,7 @@ YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_stepped_row_f32_no_min_no_max(char *out, int64_t out_step,
                                                     const char *grad_output_p,
                                                     int64_t grad_output_step, int64_t n,
-                                                    const void *ctx)
+                                                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7089,7 +7558,10 @@ clamp_tensor_backward_stepped_row_f32_no_min_no_max(char *out, int64_t out_step,
             const float out_value = grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -7097,7 +7569,7 @@ clamp_tensor_backward_stepped_row_f32_no_min_no_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                 const int64_t *row_strides, int64_t rows,
-                                                const void *ctx)
+                                                bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7107,20 +7579,24 @@ clamp_tensor_backward_stepped_f32_no_min_no_max(char **data, const int64_t *stri
         const char *grad_output_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8)
-            i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 8, n,
-                                                                    ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p,
+                                                                             8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p,
+                                                                             8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12)
-            i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 12, n,
-                                                                    ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p,
+                                                                             12, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p,
+                                                                             12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4)
             i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 4, n,
-                                                                    ctx);
+                                                                    false, ctx);
         else if (out_step == 8 && grad_output_step == 8)
             i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 8, n,
-                                                                    ctx);
+                                                                    false, ctx);
         else
-            i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(out, out_step, grad_output_p,
-                                                                    grad_output_step, n, ctx);
+            i = clamp_tensor_backward_stepped_row_f32_no_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7133,7 +7609,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(char *out, int64_t out_step,
                                                          const char *grad_output_p,
                                                          int64_t grad_output_step, int64_t n,
-                                                         const void *ctx)
+                                                         bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7147,7 +7623,10 @@ clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(char *out, int64_t out_
             const float out_value = grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -7155,7 +7634,7 @@ clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(char *out, int64_t out_
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                      const int64_t *row_strides, int64_t rows,
-                                                     const void *ctx)
+                                                     bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7165,20 +7644,24 @@ clamp_tensor_backward_stepped_avx2_f32_no_min_no_max(char **data, const int64_t 
         const char *grad_output_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p, 8,
-                                                                         n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(
+                             out, 4, grad_output_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(
+                             out, 4, grad_output_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p, 12,
-                                                                         n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(
+                             out, 4, grad_output_p, 12, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(
+                             out, 4, grad_output_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4)
             i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 4,
-                                                                         n, ctx);
+                                                                         n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8)
             i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 8,
-                                                                         n, ctx);
+                                                                         n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7289,7 +7772,8 @@ clamp_tensor_backward_stepped_row_f32_no_min_max(char *out, int64_t out_step,
                                                  const char *grad_output_p,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *max_p,
-                                                 int64_t max_step, int64_t n, const void *ctx)
+                                                 int64_t max_step, int64_t n, bool stream,
+                                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7308,14 +7792,17 @@ clamp_tensor_backward_stepped_row_f32_no_min_max(char *out, int64_t out_step,
             const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
-                                             const int64_t *row_strides, int64_t rows,
+                                             const int64_t *row_strides, int64_t rows, bool stream,
                                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -7330,33 +7817,45 @@ clamp_tensor_backward_stepped_f32_no_min_max(char **data, const int64_t *strides
         const char *max_p = data[4] + r * row_strides[4];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 8, self_p,
-                                                                 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_max(
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_no_min_max(
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 12, self_p,
-                                                                 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_max(
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_no_min_max(
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && max_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                 8, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && max_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                 12, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                 4, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 12)
-            i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                 4, max_p, 12, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && max_step == 4)
             i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 8, grad_output_p, 4, self_p,
-                                                                 4, max_p, 4, n, ctx);
+                                                                 4, max_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && max_step == 4)
             i = clamp_tensor_backward_stepped_row_f32_no_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                 4, max_p, 4, n, ctx);
+                                                                 4, max_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f32_no_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7370,7 +7869,8 @@ clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(char *out, int64_t out_ste
                                                       const char *grad_output_p,
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *max_p,
-                                                      int64_t max_step, int64_t n, const void *ctx)
+                                                      int64_t max_step, int64_t n, bool stream,
+                                                      const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7389,7 +7889,10 @@ clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(char *out, int64_t out_ste
             const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -7397,7 +7900,7 @@ clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  const void *ctx)
+                                                  bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7411,33 +7914,45 @@ clamp_tensor_backward_stepped_avx2_f32_no_min_max(char **data, const int64_t *st
         const char *max_p = data[4] + r * row_strides[4];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 8,
-                                                                      self_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 12,
-                                                                      self_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
-                                                                      self_p, 8, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
-                                                                      self_p, 12, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
-                                                                      self_p, 4, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 12)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
-                                                                      self_p, 4, max_p, 12, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 8, grad_output_p, 4,
-                                                                      self_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                out, 8, grad_output_p, 4, self_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
+                out, 8, grad_output_p, 8, self_p, 4, max_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f32_no_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7548,7 +8063,8 @@ clamp_tensor_backward_stepped_row_f32_min_no_max(char *out, int64_t out_step,
                                                  const char *grad_output_p,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *min_p,
-                                                 int64_t min_step, int64_t n, const void *ctx)
+                                                 int64_t min_step, int64_t n, bool stream,
+                                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7567,14 +8083,17 @@ clamp_tensor_backward_stepped_row_f32_min_no_max(char *out, int64_t out_step,
             const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
-                                             const int64_t *row_strides, int64_t rows,
+                                             const int64_t *row_strides, int64_t rows, bool stream,
                                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -7589,33 +8108,45 @@ clamp_tensor_backward_stepped_f32_min_no_max(char **data, const int64_t *strides
         const char *min_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 8, self_p,
-                                                                 4, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_no_max(
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_no_max(
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 12, self_p,
-                                                                 4, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_no_max(
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_no_max(
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
-                                                                 8, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
-                                                                 12, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8)
-            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
-                                                                 4, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12)
-            i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
-                                                                 4, min_p, 12, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4)
             i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 8, grad_output_p, 4, self_p,
-                                                                 4, min_p, 4, n, ctx);
+                                                                 4, min_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4)
             i = clamp_tensor_backward_stepped_row_f32_min_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                 4, min_p, 4, n, ctx);
+                                                                 4, min_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f32_min_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7629,7 +8160,8 @@ clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(char *out, int64_t out_ste
                                                       const char *grad_output_p,
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *min_p,
-                                                      int64_t min_step, int64_t n, const void *ctx)
+                                                      int64_t min_step, int64_t n, bool stream,
+                                                      const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7648,7 +8180,10 @@ clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(char *out, int64_t out_ste
             const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -7656,7 +8191,7 @@ clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  const void *ctx)
+                                                  bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7670,33 +8205,45 @@ clamp_tensor_backward_stepped_avx2_f32_min_no_max(char **data, const int64_t *st
         const char *min_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 8,
-                                                                      self_p, 4, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 12,
-                                                                      self_p, 4, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
-                                                                      self_p, 8, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
-                                                                      self_p, 12, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
-                                                                      self_p, 4, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
-                                                                      self_p, 4, min_p, 12, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 8, grad_output_p, 4,
-                                                                      self_p, 4, min_p, 4, n, ctx);
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 4, min_p, 4, n, ctx);
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
+                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f32_min_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7821,7 +8368,7 @@ clamp_tensor_backward_stepped_row_f32_min_max(char *out, int64_t out_step,
                                               const char *self_p, int64_t self_step,
                                               const char *min_p, int64_t min_step,
                                               const char *max_p, int64_t max_step, int64_t n,
-                                              const void *ctx)
+                                              bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7844,14 +8391,18 @@ clamp_tensor_backward_stepped_row_f32_min_max(char *out, int64_t out_step,
                 ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t n,
-                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+                                          const int64_t *row_strides, int64_t rows, bool stream,
+                                          const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7868,48 +8419,72 @@ clamp_tensor_backward_stepped_f32_min_max(char **data, const int64_t *strides, i
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
             max_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 8, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 8,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 12, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 12,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 8,
-                                                              min_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 8, min_p, 4, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 12,
-                                                              min_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 12, min_p, 4, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 4,
-                                                              min_p, 8, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 8, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 4,
-                                                              min_p, 12, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 12, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 4,
-                                                              min_p, 4, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 12)
-            i = clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 4,
-                                                              min_p, 4, max_p, 12, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f32_min_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = clamp_tensor_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 4, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, ctx);
+                                                              min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = clamp_tensor_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 8, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, ctx);
+                                                              min_p, 4, max_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f32_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, ctx);
+                max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7919,12 +8494,10 @@ clamp_tensor_backward_stepped_f32_min_max(char **data, const int64_t *strides, i
 }
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
-clamp_tensor_backward_stepped_row_avx2_f32_min_max(char *out, int64_t out_step,
-                                                   const char *grad_output_p,
-                                                   int64_t grad_output_step, const char *self_p,
-                                                   int64_t self_step, const char *min_p,
-                                                   int64_t min_step, const char *max_p,
-                                                   int64_t max_step, int64_t n, const void *ctx)
+clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+    char *out, int64_t out_step, const char *grad_output_p, int64_t grad_output_step,
+    const char *self_p, int64_t self_step, const char *min_p, int64_t min_step, const char *max_p,
+    int64_t max_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7947,7 +8520,10 @@ clamp_tensor_backward_stepped_row_avx2_f32_min_max(char *out, int64_t out_step,
                 ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -7955,7 +8531,7 @@ clamp_tensor_backward_stepped_row_avx2_f32_min_max(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f32_min_max(char **data, const int64_t *strides, int64_t n,
                                                const int64_t *row_strides, int64_t rows,
-                                               const void *ctx)
+                                               bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7972,48 +8548,72 @@ clamp_tensor_backward_stepped_avx2_f32_min_max(char **data, const int64_t *strid
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
             max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 8, self_p,
-                                                                   4, min_p, 4, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(
-                out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                   8, min_p, 4, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                   12, min_p, 4, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                   4, min_p, 8, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                   4, min_p, 12, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                   4, min_p, 4, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 12)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p,
-                                                                   4, min_p, 4, max_p, 12, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 8, grad_output_p, 4, self_p,
-                                                                   4, min_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                   4, min_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(
+                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f32_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, ctx);
+                max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8111,7 +8711,7 @@ YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_stepped_row_f64_no_min_no_max(char *out, int64_t out_step,
                                                     const char *grad_output_p,
                                                     int64_t grad_output_step, int64_t n,
-                                                    const void *ctx)
+                                                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8125,7 +8725,10 @@ clamp_tensor_backward_stepped_row_f64_no_min_no_max(char *out, int64_t out_step,
             const double out_value = grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -8133,7 +8736,7 @@ clamp_tensor_backward_stepped_row_f64_no_min_no_max(char *out, int64_t out_step,
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                 const int64_t *row_strides, int64_t rows,
-                                                const void *ctx)
+                                                bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8143,20 +8746,24 @@ clamp_tensor_backward_stepped_f64_no_min_no_max(char **data, const int64_t *stri
         const char *grad_output_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16)
-            i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 16, n,
-                                                                    ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p,
+                                                                             16, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p,
+                                                                             16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24)
-            i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 24, n,
-                                                                    ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p,
+                                                                             24, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p,
+                                                                             24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8)
             i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 8, n,
-                                                                    ctx);
+                                                                    false, ctx);
         else if (out_step == 16 && grad_output_step == 16)
             i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 16, n,
-                                                                    ctx);
+                                                                    false, ctx);
         else
-            i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(out, out_step, grad_output_p,
-                                                                    grad_output_step, n, ctx);
+            i = clamp_tensor_backward_stepped_row_f64_no_min_no_max(
+                out, out_step, grad_output_p, grad_output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8169,7 +8776,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(char *out, int64_t out_step,
                                                          const char *grad_output_p,
                                                          int64_t grad_output_step, int64_t n,
-                                                         const void *ctx)
+                                                         bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8183,7 +8790,10 @@ clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(char *out, int64_t out_
             const double out_value = grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -8191,7 +8801,7 @@ clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(char *out, int64_t out_
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                      const int64_t *row_strides, int64_t rows,
-                                                     const void *ctx)
+                                                     bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8201,20 +8811,24 @@ clamp_tensor_backward_stepped_avx2_f64_no_min_no_max(char **data, const int64_t 
         const char *grad_output_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p, 16,
-                                                                         n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(
+                             out, 8, grad_output_p, 16, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(
+                             out, 8, grad_output_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p, 24,
-                                                                         n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(
+                             out, 8, grad_output_p, 24, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(
+                             out, 8, grad_output_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8)
             i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(out, 16, grad_output_p, 8,
-                                                                         n, ctx);
+                                                                         n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16)
             i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(out, 16, grad_output_p, 16,
-                                                                         n, ctx);
+                                                                         n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8325,7 +8939,8 @@ clamp_tensor_backward_stepped_row_f64_no_min_max(char *out, int64_t out_step,
                                                  const char *grad_output_p,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *max_p,
-                                                 int64_t max_step, int64_t n, const void *ctx)
+                                                 int64_t max_step, int64_t n, bool stream,
+                                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8344,14 +8959,17 @@ clamp_tensor_backward_stepped_row_f64_no_min_max(char *out, int64_t out_step,
             const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
-                                             const int64_t *row_strides, int64_t rows,
+                                             const int64_t *row_strides, int64_t rows, bool stream,
                                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -8366,33 +8984,45 @@ clamp_tensor_backward_stepped_f64_no_min_max(char **data, const int64_t *strides
         const char *max_p = data[4] + r * row_strides[4];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 16, self_p,
-                                                                 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_max(
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_no_min_max(
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 24, self_p,
-                                                                 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_max(
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_no_min_max(
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                 16, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                 24, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 16)
-            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                 8, max_p, 16, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 24)
-            i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                 8, max_p, 24, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && max_step == 8)
             i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 16, grad_output_p, 8, self_p,
-                                                                 8, max_p, 8, n, ctx);
+                                                                 8, max_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && max_step == 8)
             i = clamp_tensor_backward_stepped_row_f64_no_min_max(out, 16, grad_output_p, 16, self_p,
-                                                                 8, max_p, 8, n, ctx);
+                                                                 8, max_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f64_no_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8406,7 +9036,8 @@ clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(char *out, int64_t out_ste
                                                       const char *grad_output_p,
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *max_p,
-                                                      int64_t max_step, int64_t n, const void *ctx)
+                                                      int64_t max_step, int64_t n, bool stream,
+                                                      const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8425,7 +9056,10 @@ clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(char *out, int64_t out_ste
             const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -8433,7 +9067,7 @@ clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  const void *ctx)
+                                                  bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8447,33 +9081,45 @@ clamp_tensor_backward_stepped_avx2_f64_no_min_max(char **data, const int64_t *st
         const char *max_p = data[4] + r * row_strides[4];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 16,
-                                                                      self_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 24,
-                                                                      self_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 16, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 24, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 16)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 8, max_p, 16, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 24)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 8, max_p, 24, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 16, grad_output_p, 8,
-                                                                      self_p, 8, max_p, 8, n, ctx);
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                out, 16, grad_output_p, 8, self_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(out, 16, grad_output_p, 16,
-                                                                      self_p, 8, max_p, 8, n, ctx);
+            i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
+                out, 16, grad_output_p, 16, self_p, 8, max_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f64_no_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8584,7 +9230,8 @@ clamp_tensor_backward_stepped_row_f64_min_no_max(char *out, int64_t out_step,
                                                  const char *grad_output_p,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *min_p,
-                                                 int64_t min_step, int64_t n, const void *ctx)
+                                                 int64_t min_step, int64_t n, bool stream,
+                                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8603,14 +9250,17 @@ clamp_tensor_backward_stepped_row_f64_min_no_max(char *out, int64_t out_step,
             const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
-                                             const int64_t *row_strides, int64_t rows,
+                                             const int64_t *row_strides, int64_t rows, bool stream,
                                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -8625,33 +9275,45 @@ clamp_tensor_backward_stepped_f64_min_no_max(char **data, const int64_t *strides
         const char *min_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 16, self_p,
-                                                                 8, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_no_max(
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_no_max(
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 24, self_p,
-                                                                 8, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_no_max(
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_no_max(
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                 16, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                 24, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16)
-            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                 8, min_p, 16, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24)
-            i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                 8, min_p, 24, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8)
             i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 16, grad_output_p, 8, self_p,
-                                                                 8, min_p, 8, n, ctx);
+                                                                 8, min_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8)
             i = clamp_tensor_backward_stepped_row_f64_min_no_max(out, 16, grad_output_p, 16, self_p,
-                                                                 8, min_p, 8, n, ctx);
+                                                                 8, min_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f64_min_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8665,7 +9327,8 @@ clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(char *out, int64_t out_ste
                                                       const char *grad_output_p,
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *min_p,
-                                                      int64_t min_step, int64_t n, const void *ctx)
+                                                      int64_t min_step, int64_t n, bool stream,
+                                                      const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8684,7 +9347,10 @@ clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(char *out, int64_t out_ste
             const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -8692,7 +9358,7 @@ clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  const void *ctx)
+                                                  bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8706,33 +9372,45 @@ clamp_tensor_backward_stepped_avx2_f64_min_no_max(char **data, const int64_t *st
         const char *min_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 16,
-                                                                      self_p, 8, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 24,
-                                                                      self_p, 8, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 16, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 24, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 8, min_p, 16, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 8, min_p, 24, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 16, grad_output_p, 8,
-                                                                      self_p, 8, min_p, 8, n, ctx);
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(out, 16, grad_output_p, 16,
-                                                                      self_p, 8, min_p, 8, n, ctx);
+            i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f64_min_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8857,7 +9535,7 @@ clamp_tensor_backward_stepped_row_f64_min_max(char *out, int64_t out_step,
                                               const char *self_p, int64_t self_step,
                                               const char *min_p, int64_t min_step,
                                               const char *max_p, int64_t max_step, int64_t n,
-                                              const void *ctx)
+                                              bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8880,14 +9558,18 @@ clamp_tensor_backward_stepped_row_f64_min_max(char *out, int64_t out_step,
                 ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t n,
-                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+                                          const int64_t *row_strides, int64_t rows, bool stream,
+                                          const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8904,48 +9586,72 @@ clamp_tensor_backward_stepped_f64_min_max(char **data, const int64_t *strides, i
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
             max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 16, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 16,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 24, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 24,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 16,
-                                                              min_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 16, min_p, 8, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 24,
-                                                              min_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 24, min_p, 8, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 8,
-                                                              min_p, 16, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 16, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 8,
-                                                              min_p, 24, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 24, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 16)
-            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 8,
-                                                              min_p, 8, max_p, 16, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 24)
-            i = clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 8,
-                                                              min_p, 8, max_p, 24, n, ctx);
+            i = stream ? clamp_tensor_backward_stepped_row_f64_min_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, true, ctx)
+                       : clamp_tensor_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_stepped_row_f64_min_max(out, 16, grad_output_p, 8, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, ctx);
+                                                              min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_stepped_row_f64_min_max(out, 16, grad_output_p, 16, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, ctx);
+                                                              min_p, 8, max_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_f64_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, ctx);
+                max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -8955,12 +9661,10 @@ clamp_tensor_backward_stepped_f64_min_max(char **data, const int64_t *strides, i
 }
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
-clamp_tensor_backward_stepped_row_avx2_f64_min_max(char *out, int64_t out_step,
-                                                   const char *grad_output_p,
-                                                   int64_t grad_output_step, const char *self_p,
-                                                   int64_t self_step, const char *min_p,
-                                                   int64_t min_step, const char *max_p,
-                                                   int64_t max_step, int64_t n, const void *ctx)
+clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+    char *out, int64_t out_step, const char *grad_output_p, int64_t grad_output_step,
+    const char *self_p, int64_t self_step, const char *min_p, int64_t min_step, const char *max_p,
+    int64_t max_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8983,7 +9687,10 @@ clamp_tensor_backward_stepped_row_avx2_f64_min_max(char *out, int64_t out_step,
                 ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -8991,7 +9698,7 @@ clamp_tensor_backward_stepped_row_avx2_f64_min_max(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_stepped_avx2_f64_min_max(char **data, const int64_t *strides, int64_t n,
                                                const int64_t *row_strides, int64_t rows,
-                                               const void *ctx)
+                                               bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9008,48 +9715,72 @@ clamp_tensor_backward_stepped_avx2_f64_min_max(char **data, const int64_t *strid
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
             max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                   16, min_p, 8, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                   24, min_p, 8, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                   8, min_p, 16, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
                  max_step == 8)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                   8, min_p, 24, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 16)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                   8, min_p, 8, max_p, 16, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 24)
-            i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p,
-                                                                   8, min_p, 8, max_p, 24, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, true, ctx)
+                    : clamp_tensor_backward_stepped_row_avx2_f64_min_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(
-                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_stepped_row_avx2_f64_min_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, ctx);
+                max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -9293,7 +10024,7 @@ sqrt_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sqrt_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9306,14 +10037,17 @@ sqrt_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
             const float out_value = sqrtf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 sqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9323,15 +10057,17 @@ sqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = sqrt_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? sqrt_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : sqrt_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = sqrt_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? sqrt_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : sqrt_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sqrt_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = sqrt_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sqrt_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = sqrt_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = sqrt_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = sqrt_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9342,7 +10078,7 @@ sqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sqrt_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9355,14 +10091,17 @@ sqrt_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
             const float out_value = sqrtf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 sqrt_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9372,15 +10111,17 @@ sqrt_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = sqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? sqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : sqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = sqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? sqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : sqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sqrt_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = sqrt_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sqrt_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = sqrt_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = sqrt_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = sqrt_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9430,7 +10171,7 @@ sqrt_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sqrt_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9443,14 +10184,17 @@ sqrt_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
             const double out_value = sqrt(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 sqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9460,15 +10204,17 @@ sqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = sqrt_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? sqrt_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : sqrt_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = sqrt_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? sqrt_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : sqrt_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sqrt_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = sqrt_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sqrt_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = sqrt_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = sqrt_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = sqrt_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9479,7 +10225,7 @@ sqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sqrt_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9492,14 +10238,17 @@ sqrt_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
             const double out_value = sqrt(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 sqrt_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9509,15 +10258,17 @@ sqrt_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = sqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? sqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : sqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = sqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? sqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : sqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sqrt_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = sqrt_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sqrt_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = sqrt_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = sqrt_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = sqrt_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9871,7 +10622,7 @@ relu_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 relu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9884,14 +10635,17 @@ relu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
             const float out_value = (self < (float)0) ? (float)0 : self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9901,15 +10655,17 @@ relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = relu_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? relu_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : relu_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = relu_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? relu_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : relu_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = relu_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = relu_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = relu_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = relu_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = relu_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = relu_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9920,7 +10676,7 @@ relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 relu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9933,14 +10689,17 @@ relu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
             const float out_value = (self < (float)0) ? (float)0 : self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 relu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9950,15 +10709,17 @@ relu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = relu_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = relu_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = relu_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = relu_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = relu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = relu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10008,7 +10769,7 @@ relu_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 relu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10021,14 +10782,17 @@ relu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
             const double out_value = (self < (double)0) ? (double)0 : self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10038,15 +10802,17 @@ relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = relu_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? relu_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : relu_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = relu_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? relu_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : relu_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = relu_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = relu_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = relu_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = relu_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = relu_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = relu_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10057,7 +10823,7 @@ relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 relu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10070,14 +10836,17 @@ relu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
             const double out_value = (self < (double)0) ? (double)0 : self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 relu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10087,15 +10856,17 @@ relu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = relu_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = relu_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = relu_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = relu_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = relu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = relu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10501,7 +11272,7 @@ clone_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clone_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10514,14 +11285,17 @@ clone_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
             const float out_value = self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clone_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10531,15 +11305,17 @@ clone_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = clone_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? clone_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : clone_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = clone_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? clone_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : clone_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clone_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = clone_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clone_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = clone_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = clone_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = clone_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10550,7 +11326,7 @@ clone_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clone_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10563,14 +11339,17 @@ clone_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
             const float out_value = self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clone_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10580,15 +11359,17 @@ clone_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = clone_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? clone_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : clone_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = clone_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? clone_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : clone_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clone_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = clone_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clone_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = clone_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = clone_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = clone_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10638,7 +11419,7 @@ clone_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clone_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10651,14 +11432,17 @@ clone_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
             const double out_value = self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clone_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10668,15 +11452,17 @@ clone_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = clone_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? clone_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : clone_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = clone_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? clone_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : clone_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clone_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = clone_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clone_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = clone_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = clone_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = clone_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10687,7 +11473,7 @@ clone_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clone_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10700,14 +11486,17 @@ clone_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
             const double out_value = self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clone_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10717,15 +11506,17 @@ clone_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = clone_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? clone_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : clone_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = clone_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? clone_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : clone_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clone_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = clone_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clone_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = clone_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = clone_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = clone_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10908,7 +11699,7 @@ erf_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 erf_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10921,14 +11712,17 @@ erf_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
             const float out_value = erff(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 erf_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10938,15 +11732,17 @@ erf_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = erf_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? erf_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : erf_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = erf_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? erf_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : erf_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = erf_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = erf_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = erf_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = erf_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = erf_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = erf_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10957,7 +11753,7 @@ erf_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 erf_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10970,14 +11766,17 @@ erf_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
             const float out_value = erff(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 erf_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10987,15 +11786,17 @@ erf_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = erf_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? erf_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : erf_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = erf_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? erf_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : erf_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = erf_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = erf_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = erf_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = erf_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = erf_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = erf_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11047,7 +11848,7 @@ erf_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 erf_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11060,14 +11861,17 @@ erf_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
             const double out_value = erf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 erf_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11077,15 +11881,17 @@ erf_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = erf_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? erf_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : erf_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = erf_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? erf_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : erf_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = erf_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = erf_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = erf_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = erf_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = erf_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = erf_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11096,7 +11902,7 @@ erf_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 erf_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11109,14 +11915,17 @@ erf_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
             const double out_value = erf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 erf_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11126,15 +11935,17 @@ erf_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = erf_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? erf_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : erf_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = erf_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? erf_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : erf_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = erf_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = erf_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = erf_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = erf_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = erf_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = erf_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11488,7 +12299,7 @@ round_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 round_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11501,14 +12312,17 @@ round_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
             const float out_value = nearbyintf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 round_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11518,15 +12332,17 @@ round_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = round_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? round_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : round_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = round_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? round_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : round_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = round_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = round_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = round_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = round_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = round_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = round_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11537,7 +12353,7 @@ round_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 round_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11550,14 +12366,17 @@ round_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
             const float out_value = nearbyintf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 round_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11567,15 +12386,17 @@ round_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = round_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? round_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : round_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = round_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? round_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : round_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = round_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = round_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = round_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = round_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = round_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = round_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11625,7 +12446,7 @@ round_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 round_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11638,14 +12459,17 @@ round_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
             const double out_value = nearbyint(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 round_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11655,15 +12479,17 @@ round_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = round_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? round_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : round_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = round_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? round_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : round_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = round_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = round_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = round_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = round_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = round_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = round_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11674,7 +12500,7 @@ round_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 round_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11687,14 +12513,17 @@ round_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
             const double out_value = nearbyint(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 round_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11704,15 +12533,17 @@ round_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = round_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? round_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : round_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = round_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? round_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : round_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = round_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = round_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = round_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = round_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = round_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = round_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12660,7 +13491,7 @@ gelu_backward_blocks_f32_none(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_f32_none(char *out, int64_t out_step, const char *grad_output_p,
                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                   int64_t n, const void *ctx)
+                                   int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -12679,14 +13510,18 @@ gelu_backward_stepped_row_f32_none(char *out, int64_t out_step, const char *grad
                                                             expf(((-(float)0.5) * self) * self)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 gelu_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12698,20 +13533,34 @@ gelu_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                            false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 12, self_p, 4, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                            false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                            false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 4, self_p, 12, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f32_none(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                            false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
-            i = gelu_backward_stepped_row_f32_none(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+            i = gelu_backward_stepped_row_f32_none(out, 8, grad_output_p, 4, self_p, 4, n, false,
+                                                   ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
-            i = gelu_backward_stepped_row_f32_none(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+            i = gelu_backward_stepped_row_f32_none(out, 8, grad_output_p, 8, self_p, 4, n, false,
+                                                   ctx);
         else
             i = gelu_backward_stepped_row_f32_none(out, out_step, grad_output_p, grad_output_step,
-                                                   self_p, self_step, n, ctx);
+                                                   self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12723,7 +13572,7 @@ gelu_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *grad_output_p,
                                         int64_t grad_output_step, const char *self_p,
-                                        int64_t self_step, int64_t n, const void *ctx)
+                                        int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -12742,14 +13591,18 @@ gelu_backward_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char 
                                                             expf(((-(float)0.5) * self) * self)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 gelu_backward_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+                                    const int64_t *row_strides, int64_t rows, bool stream,
+                                    const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12761,26 +13614,34 @@ gelu_backward_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 8, self_p,
+                                                                 4, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 8, self_p,
+                                                                 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 12, self_p,
+                                                                 4, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 12, self_p,
+                                                                 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 4, self_p,
+                                                                 8, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 4, self_p,
+                                                                 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 4, self_p,
+                                                                 12, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 4, self_p,
+                                                                 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = gelu_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                        ctx);
+                                                        false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = gelu_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                        ctx);
+                                                        false, ctx);
         else
             i = gelu_backward_stepped_row_avx2_f32_none(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12902,7 +13763,7 @@ gelu_backward_blocks_f32_tanh(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_f32_tanh(char *out, int64_t out_step, const char *grad_output_p,
                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                   int64_t n, const void *ctx)
+                                   int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -12930,14 +13791,18 @@ gelu_backward_stepped_row_f32_tanh(char *out, int64_t out_step, const char *grad
                   ((float)1 + (((float)0.134145 * self) * self))));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 gelu_backward_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12949,20 +13814,34 @@ gelu_backward_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                            false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 12, self_p, 4, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                            false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                            false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 4, self_p, 12, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f32_tanh(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                            false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
-            i = gelu_backward_stepped_row_f32_tanh(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+            i = gelu_backward_stepped_row_f32_tanh(out, 8, grad_output_p, 4, self_p, 4, n, false,
+                                                   ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
-            i = gelu_backward_stepped_row_f32_tanh(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+            i = gelu_backward_stepped_row_f32_tanh(out, 8, grad_output_p, 8, self_p, 4, n, false,
+                                                   ctx);
         else
             i = gelu_backward_stepped_row_f32_tanh(out, out_step, grad_output_p, grad_output_step,
-                                                   self_p, self_step, n, ctx);
+                                                   self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12974,7 +13853,7 @@ gelu_backward_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_avx2_f32_tanh(char *out, int64_t out_step, const char *grad_output_p,
                                         int64_t grad_output_step, const char *self_p,
-                                        int64_t self_step, int64_t n, const void *ctx)
+                                        int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13002,14 +13881,18 @@ gelu_backward_stepped_row_avx2_f32_tanh(char *out, int64_t out_step, const char 
                   ((float)1 + (((float)0.134145 * self) * self))));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 gelu_backward_stepped_avx2_f32_tanh(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+                                    const int64_t *row_strides, int64_t rows, bool stream,
+                                    const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13021,26 +13904,34 @@ gelu_backward_stepped_avx2_f32_tanh(char **data, const int64_t *strides, int64_t
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 8, self_p,
+                                                                 4, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 8, self_p,
+                                                                 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 12, self_p,
+                                                                 4, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 12, self_p,
+                                                                 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 4, self_p,
+                                                                 8, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 4, self_p,
+                                                                 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 4, self_p,
+                                                                 12, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f32_tanh(out, 4, grad_output_p, 4, self_p,
+                                                                 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = gelu_backward_stepped_row_avx2_f32_tanh(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                        ctx);
+                                                        false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = gelu_backward_stepped_row_avx2_f32_tanh(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                        ctx);
+                                                        false, ctx);
         else
             i = gelu_backward_stepped_row_avx2_f32_tanh(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -13129,7 +14020,7 @@ gelu_backward_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_f64_none(char *out, int64_t out_step, const char *grad_output_p,
                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                   int64_t n, const void *ctx)
+                                   int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13148,14 +14039,18 @@ gelu_backward_stepped_row_f64_none(char *out, int64_t out_step, const char *grad
                                                             exp(((-(double)0.5) * self) * self)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 gelu_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13167,20 +14062,34 @@ gelu_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 16, self_p, 8, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                            false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 24, self_p, 8, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                            false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 8, self_p, 16, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                            false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 8, self_p, 24, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f64_none(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                            false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
-            i = gelu_backward_stepped_row_f64_none(out, 16, grad_output_p, 8, self_p, 8, n, ctx);
+            i = gelu_backward_stepped_row_f64_none(out, 16, grad_output_p, 8, self_p, 8, n, false,
+                                                   ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
-            i = gelu_backward_stepped_row_f64_none(out, 16, grad_output_p, 16, self_p, 8, n, ctx);
+            i = gelu_backward_stepped_row_f64_none(out, 16, grad_output_p, 16, self_p, 8, n, false,
+                                                   ctx);
         else
             i = gelu_backward_stepped_row_f64_none(out, out_step, grad_output_p, grad_output_step,
-                                                   self_p, self_step, n, ctx);
+                                                   self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -13192,7 +14101,7 @@ gelu_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *grad_output_p,
                                         int64_t grad_output_step, const char *self_p,
-                                        int64_t self_step, int64_t n, const void *ctx)
+                                        int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13211,14 +14120,18 @@ gelu_backward_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char 
                                                             exp(((-(double)0.5) * self) * self)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 gelu_backward_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+                                    const int64_t *row_strides, int64_t rows, bool stream,
+                                    const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13230,26 +14143,34 @@ gelu_backward_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 16, self_p,
+                                                                 8, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 16, self_p,
+                                                                 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 24, self_p,
+                                                                 8, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 24, self_p,
+                                                                 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 8, self_p,
+                                                                 16, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 8, self_p,
+                                                                 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 8, self_p,
+                                                                 24, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 8, self_p,
+                                                                 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = gelu_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                        ctx);
+                                                        false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = gelu_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                        ctx);
+                                                        false, ctx);
         else
             i = gelu_backward_stepped_row_avx2_f64_none(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -13374,7 +14295,7 @@ gelu_backward_blocks_f64_tanh(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_f64_tanh(char *out, int64_t out_step, const char *grad_output_p,
                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                   int64_t n, const void *ctx)
+                                   int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13402,14 +14323,18 @@ gelu_backward_stepped_row_f64_tanh(char *out, int64_t out_step, const char *grad
                   ((double)1 + (((double)0.134145 * self) * self))));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 gelu_backward_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13421,20 +14346,34 @@ gelu_backward_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 16, self_p, 8, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                            false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 24, self_p, 8, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                            false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 8, self_p, 16, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                            false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 8, self_p, 24, n, ctx);
+            i = stream ? gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                            true, ctx)
+                       : gelu_backward_stepped_row_f64_tanh(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                            false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
-            i = gelu_backward_stepped_row_f64_tanh(out, 16, grad_output_p, 8, self_p, 8, n, ctx);
+            i = gelu_backward_stepped_row_f64_tanh(out, 16, grad_output_p, 8, self_p, 8, n, false,
+                                                   ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
-            i = gelu_backward_stepped_row_f64_tanh(out, 16, grad_output_p, 16, self_p, 8, n, ctx);
+            i = gelu_backward_stepped_row_f64_tanh(out, 16, grad_output_p, 16, self_p, 8, n, false,
+                                                   ctx);
         else
             i = gelu_backward_stepped_row_f64_tanh(out, out_step, grad_output_p, grad_output_step,
-                                                   self_p, self_step, n, ctx);
+                                                   self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -13446,7 +14385,7 @@ gelu_backward_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_backward_stepped_row_avx2_f64_tanh(char *out, int64_t out_step, const char *grad_output_p,
                                         int64_t grad_output_step, const char *self_p,
-                                        int64_t self_step, int64_t n, const void *ctx)
+                                        int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13474,14 +14413,18 @@ gelu_backward_stepped_row_avx2_f64_tanh(char *out, int64_t out_step, const char 
                   ((double)1 + (((double)0.134145 * self) * self))));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 gelu_backward_stepped_avx2_f64_tanh(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+                                    const int64_t *row_strides, int64_t rows, bool stream,
+                                    const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13493,26 +14436,34 @@ gelu_backward_stepped_avx2_f64_tanh(char **data, const int64_t *strides, int64_t
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 16, self_p,
+                                                                 8, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 16, self_p,
+                                                                 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 24, self_p,
+                                                                 8, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 24, self_p,
+                                                                 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 8, self_p,
+                                                                 16, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 8, self_p,
+                                                                 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                        ctx);
+            i = stream ? gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 8, self_p,
+                                                                 24, n, true, ctx)
+                       : gelu_backward_stepped_row_avx2_f64_tanh(out, 8, grad_output_p, 8, self_p,
+                                                                 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = gelu_backward_stepped_row_avx2_f64_tanh(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                        ctx);
+                                                        false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = gelu_backward_stepped_row_avx2_f64_tanh(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                        ctx);
+                                                        false, ctx);
         else
             i = gelu_backward_stepped_row_avx2_f64_tanh(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)

@@ -20,7 +20,8 @@
  * (OP_stepped_row_avx2_DTYPE), inlined once per common set of steps (one input 2 or 3 elements
  * apart, the output 2 apart, or both in place, the rest contiguous: codegen/lower.py, _step_cases)
  * with those steps as constants, so that the lanes' tests of each operand's step fold away, and
- * once more for any other steps. */
+ * once more for any other steps; with a contiguous output, once storing it around the caches and
+ * once plainly (the form's `stream`, yt__stepped_fn). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -377,7 +378,7 @@ rsub_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 rsub_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -392,14 +393,17 @@ rsub_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
             const float out_value = other - (alpha * self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 rsub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -409,15 +413,17 @@ rsub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = rsub_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? rsub_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : rsub_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = rsub_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? rsub_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : rsub_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = rsub_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = rsub_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = rsub_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = rsub_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = rsub_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = rsub_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -428,7 +434,7 @@ rsub_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 rsub_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -443,14 +449,17 @@ rsub_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
             const float out_value = other - (alpha * self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 rsub_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -460,15 +469,17 @@ rsub_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = rsub_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? rsub_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : rsub_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = rsub_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? rsub_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : rsub_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = rsub_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = rsub_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = rsub_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = rsub_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = rsub_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = rsub_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -520,7 +531,7 @@ rsub_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 rsub_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -535,14 +546,17 @@ rsub_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
             const double out_value = other - (alpha * self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 rsub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -552,15 +566,17 @@ rsub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = rsub_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? rsub_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : rsub_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = rsub_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? rsub_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : rsub_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = rsub_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = rsub_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = rsub_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = rsub_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = rsub_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = rsub_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -571,7 +587,7 @@ rsub_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 rsub_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -586,14 +602,17 @@ rsub_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
             const double out_value = other - (alpha * self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 rsub_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -603,15 +622,17 @@ rsub_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = rsub_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? rsub_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : rsub_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = rsub_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? rsub_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : rsub_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = rsub_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = rsub_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = rsub_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = rsub_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = rsub_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = rsub_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1242,7 +1263,8 @@ mul_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 mul_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -1258,14 +1280,17 @@ mul_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
             const float out_value = self * other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 mul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1277,19 +1302,24 @@ mul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = mul_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? mul_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : mul_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = mul_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? mul_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                       : mul_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = mul_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? mul_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : mul_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = mul_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? mul_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                       : mul_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = mul_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = mul_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = mul_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = mul_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
-            i = mul_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
+            i = mul_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
+                                    stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1300,7 +1330,8 @@ mul_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 mul_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                         const char *other_p, int64_t other_step, int64_t n, bool stream,
+                         const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -1316,14 +1347,17 @@ mul_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
             const float out_value = self * other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 mul_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1335,20 +1369,24 @@ mul_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = mul_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? mul_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : mul_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = mul_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? mul_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                       : mul_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                       : mul_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = mul_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = mul_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = mul_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = mul_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = mul_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         ctx);
+                                         stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1422,7 +1460,8 @@ mul_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 mul_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -1438,14 +1477,17 @@ mul_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
             const double out_value = self * other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 mul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1457,19 +1499,24 @@ mul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = mul_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? mul_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                       : mul_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = mul_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? mul_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                       : mul_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = mul_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? mul_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                       : mul_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = mul_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? mul_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                       : mul_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = mul_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = mul_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = mul_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = mul_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
-            i = mul_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
+            i = mul_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
+                                    stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1480,7 +1527,8 @@ mul_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 mul_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                         const char *other_p, int64_t other_step, int64_t n, bool stream,
+                         const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -1496,14 +1544,17 @@ mul_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
             const double out_value = self * other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 mul_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1515,20 +1566,24 @@ mul_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = mul_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? mul_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                       : mul_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = mul_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? mul_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                       : mul_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                       : mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                       : mul_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = mul_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = mul_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = mul_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = mul_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
             i = mul_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         ctx);
+                                         stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1948,7 +2003,7 @@ mul_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 mul_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -1962,14 +2017,17 @@ mul_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
             const float out_value = self * other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 mul_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1979,15 +2037,17 @@ mul_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = mul_scalar_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? mul_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : mul_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = mul_scalar_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? mul_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : mul_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = mul_scalar_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = mul_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = mul_scalar_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = mul_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = mul_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = mul_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1998,7 +2058,7 @@ mul_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 mul_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -2012,14 +2072,17 @@ mul_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
             const float out_value = self * other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 mul_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2029,15 +2092,17 @@ mul_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : mul_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = mul_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = mul_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = mul_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = mul_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = mul_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = mul_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2088,7 +2153,7 @@ mul_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 mul_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -2102,14 +2167,17 @@ mul_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
             const double out_value = self * other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 mul_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2119,15 +2187,17 @@ mul_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = mul_scalar_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? mul_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : mul_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = mul_scalar_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? mul_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : mul_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = mul_scalar_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = mul_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = mul_scalar_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = mul_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = mul_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = mul_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2138,7 +2208,7 @@ mul_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 mul_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -2152,14 +2222,17 @@ mul_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
             const double out_value = self * other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 mul_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2169,15 +2242,17 @@ mul_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : mul_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = mul_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = mul_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = mul_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = mul_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = mul_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = mul_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2430,7 +2505,8 @@ div_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2446,14 +2522,17 @@ div_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
             const float out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2465,19 +2544,24 @@ div_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = div_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? div_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : div_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = div_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? div_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                       : div_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = div_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? div_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : div_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = div_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? div_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                       : div_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = div_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = div_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = div_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = div_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
-            i = div_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
+            i = div_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
+                                    stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2488,7 +2572,8 @@ div_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                         const char *other_p, int64_t other_step, int64_t n, bool stream,
+                         const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2504,14 +2589,17 @@ div_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
             const float out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2523,20 +2611,24 @@ div_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = div_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? div_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : div_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = div_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? div_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                       : div_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                       : div_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = div_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = div_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = div_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = div_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = div_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         ctx);
+                                         stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2610,7 +2702,8 @@ div_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2626,14 +2719,17 @@ div_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
             const double out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2645,19 +2741,24 @@ div_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = div_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? div_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                       : div_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = div_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? div_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                       : div_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = div_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? div_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                       : div_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = div_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? div_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                       : div_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = div_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = div_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = div_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = div_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
-            i = div_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
+            i = div_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
+                                    stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2668,7 +2769,8 @@ div_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                         const char *other_p, int64_t other_step, int64_t n, bool stream,
+                         const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2684,14 +2786,17 @@ div_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
             const double out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2703,20 +2808,24 @@ div_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = div_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? div_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                       : div_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = div_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? div_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                       : div_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                       : div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                       : div_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = div_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = div_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = div_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = div_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
             i = div_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         ctx);
+                                         stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2878,7 +2987,7 @@ div_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -2892,14 +3001,17 @@ div_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
             const float out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2909,15 +3021,17 @@ div_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = div_scalar_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? div_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : div_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = div_scalar_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? div_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : div_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = div_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = div_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = div_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = div_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2928,7 +3042,7 @@ div_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -2942,14 +3056,17 @@ div_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
             const float out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2959,15 +3076,17 @@ div_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = div_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? div_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : div_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = div_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? div_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : div_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = div_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = div_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = div_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = div_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3018,7 +3137,7 @@ div_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -3032,14 +3151,17 @@ div_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
             const double out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3049,15 +3171,17 @@ div_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = div_scalar_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? div_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : div_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = div_scalar_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? div_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : div_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = div_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = div_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = div_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = div_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3068,7 +3192,7 @@ div_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -3082,14 +3206,17 @@ div_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
             const double out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3099,15 +3226,17 @@ div_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = div_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? div_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : div_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = div_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? div_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : div_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = div_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = div_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = div_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = div_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3463,7 +3592,7 @@ neg_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 neg_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -3476,14 +3605,17 @@ neg_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
             const float out_value = -self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 neg_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3493,15 +3625,17 @@ neg_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = neg_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? neg_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : neg_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = neg_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? neg_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : neg_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = neg_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = neg_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = neg_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = neg_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = neg_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = neg_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3512,7 +3646,7 @@ neg_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 neg_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -3525,14 +3659,17 @@ neg_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
             const float out_value = -self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 neg_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3542,15 +3679,17 @@ neg_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = neg_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? neg_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : neg_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = neg_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? neg_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : neg_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = neg_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = neg_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = neg_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = neg_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = neg_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = neg_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3600,7 +3739,7 @@ neg_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 neg_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -3613,14 +3752,17 @@ neg_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
             const double out_value = -self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 neg_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3630,15 +3772,17 @@ neg_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = neg_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? neg_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : neg_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = neg_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? neg_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : neg_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = neg_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = neg_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = neg_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = neg_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = neg_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = neg_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3649,7 +3793,7 @@ neg_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 neg_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -3662,14 +3806,17 @@ neg_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
             const double out_value = -self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 neg_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3679,15 +3826,17 @@ neg_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = neg_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? neg_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : neg_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = neg_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? neg_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : neg_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = neg_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = neg_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = neg_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = neg_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = neg_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = neg_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4625,7 +4774,7 @@ pow_blocks_f32_exponent_2(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_2(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -4638,14 +4787,17 @@ pow_stepped_row_f32_exponent_2(char *out, int64_t out_step, const char *self_p, 
             const float out_value = self * self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4655,15 +4807,17 @@ pow_stepped_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_2(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_2(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_2(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_f32_exponent_2(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_2(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_2(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_2(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_f32_exponent_2(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_2(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_f32_exponent_2(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_f32_exponent_2(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f32_exponent_2(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4674,7 +4828,7 @@ pow_stepped_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_2(char *out, int64_t out_step, const char *self_p,
-                                    int64_t self_step, int64_t n, const void *ctx)
+                                    int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -4687,14 +4841,18 @@ pow_stepped_row_avx2_f32_exponent_2(char *out, int64_t out_step, const char *sel
             const float out_value = self * self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4704,15 +4862,18 @@ pow_stepped_avx2_f32_exponent_2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_2(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_2(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_2(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_2(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_2(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f32_exponent_2(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_2(out, out_step, self_p, self_step, n, stream,
+                                                    ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4762,7 +4923,7 @@ pow_blocks_f32_exponent_3(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_3(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -4775,14 +4936,17 @@ pow_stepped_row_f32_exponent_3(char *out, int64_t out_step, const char *self_p, 
             const float out_value = self * self * self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4792,15 +4956,17 @@ pow_stepped_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_3(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_3(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_3(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_f32_exponent_3(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_3(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_3(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_3(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_f32_exponent_3(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_3(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_f32_exponent_3(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_f32_exponent_3(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f32_exponent_3(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4811,7 +4977,7 @@ pow_stepped_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_3(char *out, int64_t out_step, const char *self_p,
-                                    int64_t self_step, int64_t n, const void *ctx)
+                                    int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -4824,14 +4990,18 @@ pow_stepped_row_avx2_f32_exponent_3(char *out, int64_t out_step, const char *sel
             const float out_value = self * self * self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4841,15 +5011,18 @@ pow_stepped_avx2_f32_exponent_3(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_3(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_3(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_3(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_3(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_3(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f32_exponent_3(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_3(out, out_step, self_p, self_step, n, stream,
+                                                    ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4899,7 +5072,7 @@ pow_blocks_f32_exponent_m1(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_m1(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -4912,14 +5085,17 @@ pow_stepped_row_f32_exponent_m1(char *out, int64_t out_step, const char *self_p,
             const float out_value = (float)1 / self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4929,15 +5105,17 @@ pow_stepped_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_m1(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_m1(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_m1(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_f32_exponent_m1(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_m1(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_m1(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_m1(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_f32_exponent_m1(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_m1(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_f32_exponent_m1(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_f32_exponent_m1(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f32_exponent_m1(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4948,7 +5126,7 @@ pow_stepped_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_m1(char *out, int64_t out_step, const char *self_p,
-                                     int64_t self_step, int64_t n, const void *ctx)
+                                     int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -4961,14 +5139,18 @@ pow_stepped_row_avx2_f32_exponent_m1(char *out, int64_t out_step, const char *se
             const float out_value = (float)1 / self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4978,15 +5160,18 @@ pow_stepped_avx2_f32_exponent_m1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_m1(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_m1(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m1(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_m1(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m1(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f32_exponent_m1(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m1(out, out_step, self_p, self_step, n, stream,
+                                                     ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5036,7 +5221,7 @@ pow_blocks_f32_exponent_m2(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_m2(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5049,14 +5234,17 @@ pow_stepped_row_f32_exponent_m2(char *out, int64_t out_step, const char *self_p,
             const float out_value = (float)1 / (self * self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5066,15 +5254,17 @@ pow_stepped_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_m2(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_m2(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_m2(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_f32_exponent_m2(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_m2(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_m2(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_m2(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_f32_exponent_m2(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_m2(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_f32_exponent_m2(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_f32_exponent_m2(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f32_exponent_m2(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5085,7 +5275,7 @@ pow_stepped_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_m2(char *out, int64_t out_step, const char *self_p,
-                                     int64_t self_step, int64_t n, const void *ctx)
+                                     int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5098,14 +5288,18 @@ pow_stepped_row_avx2_f32_exponent_m2(char *out, int64_t out_step, const char *se
             const float out_value = (float)1 / (self * self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5115,15 +5309,18 @@ pow_stepped_avx2_f32_exponent_m2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_m2(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_m2(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m2(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_m2(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m2(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f32_exponent_m2(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m2(out, out_step, self_p, self_step, n, stream,
+                                                     ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5173,7 +5370,7 @@ pow_blocks_f32_exponent_0_5(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_0_5(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 int64_t n, const void *ctx)
+                                 int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5186,14 +5383,17 @@ pow_stepped_row_f32_exponent_0_5(char *out, int64_t out_step, const char *self_p
             const float out_value = sqrtf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5203,15 +5403,17 @@ pow_stepped_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_0_5(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_0_5(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_f32_exponent_0_5(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_0_5(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_f32_exponent_0_5(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_f32_exponent_0_5(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f32_exponent_0_5(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5222,7 +5424,7 @@ pow_stepped_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_0_5(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5235,14 +5437,18 @@ pow_stepped_row_avx2_f32_exponent_0_5(char *out, int64_t out_step, const char *s
             const float out_value = sqrtf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5252,15 +5458,18 @@ pow_stepped_avx2_f32_exponent_0_5(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_0_5(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_0_5(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f32_exponent_0_5(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_0_5(out, out_step, self_p, self_step, n, stream,
+                                                      ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5310,7 +5519,7 @@ pow_blocks_f32_exponent_m0_5(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_m0_5(char *out, int64_t out_step, const char *self_p,
-                                  int64_t self_step, int64_t n, const void *ctx)
+                                  int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5323,14 +5532,18 @@ pow_stepped_row_f32_exponent_m0_5(char *out, int64_t out_step, const char *self_
             const float out_value = (float)1 / sqrtf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, const void *ctx)
+                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5340,15 +5553,17 @@ pow_stepped_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_m0_5(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_m0_5(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_f32_exponent_m0_5(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_m0_5(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_f32_exponent_m0_5(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_f32_exponent_m0_5(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f32_exponent_m0_5(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5359,7 +5574,7 @@ pow_stepped_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_m0_5(char *out, int64_t out_step, const char *self_p,
-                                       int64_t self_step, int64_t n, const void *ctx)
+                                       int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5372,14 +5587,18 @@ pow_stepped_row_avx2_f32_exponent_m0_5(char *out, int64_t out_step, const char *
             const float out_value = (float)1 / sqrtf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+                                   const int64_t *row_strides, int64_t rows, bool stream,
+                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5389,15 +5608,18 @@ pow_stepped_avx2_f32_exponent_m0_5(char **data, const int64_t *strides, int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_m0_5(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_m0_5(out, out_step, self_p, self_step, n, stream,
+                                                       ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5447,7 +5669,7 @@ pow_blocks_f32_exponent_1(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32_exponent_1(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5460,14 +5682,17 @@ pow_stepped_row_f32_exponent_1(char *out, int64_t out_step, const char *self_p, 
             const float out_value = self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5477,15 +5702,17 @@ pow_stepped_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_1(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_1(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_1(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_f32_exponent_1(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_f32_exponent_1(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_f32_exponent_1(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32_exponent_1(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_f32_exponent_1(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32_exponent_1(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_f32_exponent_1(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_f32_exponent_1(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f32_exponent_1(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5496,7 +5723,7 @@ pow_stepped_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32_exponent_1(char *out, int64_t out_step, const char *self_p,
-                                    int64_t self_step, int64_t n, const void *ctx)
+                                    int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5509,14 +5736,18 @@ pow_stepped_row_avx2_f32_exponent_1(char *out, int64_t out_step, const char *sel
             const float out_value = self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5526,15 +5757,18 @@ pow_stepped_avx2_f32_exponent_1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_avx2_f32_exponent_1(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32_exponent_1(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_1(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32_exponent_1(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_1(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f32_exponent_1(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f32_exponent_1(out, out_step, self_p, self_step, n, stream,
+                                                    ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5587,7 +5821,7 @@ pow_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float exponent = (float)scalars[0].f;
@@ -5601,14 +5835,17 @@ pow_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
             const float out_value = powf(self, exponent);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5618,15 +5855,17 @@ pow_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5637,7 +5876,7 @@ pow_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float exponent = (float)scalars[0].f;
@@ -5651,14 +5890,17 @@ pow_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
             const float out_value = powf(self, exponent);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5668,15 +5910,17 @@ pow_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = pow_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : pow_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = pow_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : pow_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = pow_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = pow_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = pow_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5726,7 +5970,7 @@ pow_blocks_f64_exponent_2(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_2(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5739,14 +5983,17 @@ pow_stepped_row_f64_exponent_2(char *out, int64_t out_step, const char *self_p, 
             const double out_value = self * self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5756,15 +6003,17 @@ pow_stepped_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_2(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_2(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_2(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_f64_exponent_2(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_2(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_2(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_2(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_f64_exponent_2(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_2(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_f64_exponent_2(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_f64_exponent_2(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f64_exponent_2(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5775,7 +6024,7 @@ pow_stepped_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_2(char *out, int64_t out_step, const char *self_p,
-                                    int64_t self_step, int64_t n, const void *ctx)
+                                    int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5788,14 +6037,18 @@ pow_stepped_row_avx2_f64_exponent_2(char *out, int64_t out_step, const char *sel
             const double out_value = self * self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5805,15 +6058,18 @@ pow_stepped_avx2_f64_exponent_2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_2(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_2(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_2(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_2(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_2(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f64_exponent_2(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_2(out, out_step, self_p, self_step, n, stream,
+                                                    ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5863,7 +6119,7 @@ pow_blocks_f64_exponent_3(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_3(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5876,14 +6132,17 @@ pow_stepped_row_f64_exponent_3(char *out, int64_t out_step, const char *self_p, 
             const double out_value = self * self * self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5893,15 +6152,17 @@ pow_stepped_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_3(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_3(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_3(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_f64_exponent_3(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_3(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_3(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_3(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_f64_exponent_3(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_3(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_f64_exponent_3(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_f64_exponent_3(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f64_exponent_3(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5912,7 +6173,7 @@ pow_stepped_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_3(char *out, int64_t out_step, const char *self_p,
-                                    int64_t self_step, int64_t n, const void *ctx)
+                                    int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5925,14 +6186,18 @@ pow_stepped_row_avx2_f64_exponent_3(char *out, int64_t out_step, const char *sel
             const double out_value = self * self * self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5942,15 +6207,18 @@ pow_stepped_avx2_f64_exponent_3(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_3(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_3(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_3(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_3(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_3(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f64_exponent_3(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_3(out, out_step, self_p, self_step, n, stream,
+                                                    ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6000,7 +6268,7 @@ pow_blocks_f64_exponent_m1(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_m1(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6013,14 +6281,17 @@ pow_stepped_row_f64_exponent_m1(char *out, int64_t out_step, const char *self_p,
             const double out_value = (double)1 / self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6030,15 +6301,17 @@ pow_stepped_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_m1(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_m1(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_m1(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_f64_exponent_m1(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_m1(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_m1(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_m1(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_f64_exponent_m1(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_m1(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_f64_exponent_m1(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_f64_exponent_m1(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f64_exponent_m1(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6049,7 +6322,7 @@ pow_stepped_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_m1(char *out, int64_t out_step, const char *self_p,
-                                     int64_t self_step, int64_t n, const void *ctx)
+                                     int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6062,14 +6335,18 @@ pow_stepped_row_avx2_f64_exponent_m1(char *out, int64_t out_step, const char *se
             const double out_value = (double)1 / self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6079,15 +6356,18 @@ pow_stepped_avx2_f64_exponent_m1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_m1(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_m1(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m1(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_m1(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m1(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f64_exponent_m1(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m1(out, out_step, self_p, self_step, n, stream,
+                                                     ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6137,7 +6417,7 @@ pow_blocks_f64_exponent_m2(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_m2(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6150,14 +6430,17 @@ pow_stepped_row_f64_exponent_m2(char *out, int64_t out_step, const char *self_p,
             const double out_value = (double)1 / (self * self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6167,15 +6450,17 @@ pow_stepped_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_m2(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_m2(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_m2(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_f64_exponent_m2(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_m2(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_m2(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_m2(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_f64_exponent_m2(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_m2(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_f64_exponent_m2(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_f64_exponent_m2(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f64_exponent_m2(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6186,7 +6471,7 @@ pow_stepped_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_m2(char *out, int64_t out_step, const char *self_p,
-                                     int64_t self_step, int64_t n, const void *ctx)
+                                     int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6199,14 +6484,18 @@ pow_stepped_row_avx2_f64_exponent_m2(char *out, int64_t out_step, const char *se
             const double out_value = (double)1 / (self * self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6216,15 +6505,18 @@ pow_stepped_avx2_f64_exponent_m2(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_m2(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_m2(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m2(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_m2(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m2(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f64_exponent_m2(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m2(out, out_step, self_p, self_step, n, stream,
+                                                     ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6274,7 +6566,7 @@ pow_blocks_f64_exponent_0_5(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_0_5(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 int64_t n, const void *ctx)
+                                 int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6287,14 +6579,17 @@ pow_stepped_row_f64_exponent_0_5(char *out, int64_t out_step, const char *self_p
             const double out_value = sqrt(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6304,15 +6599,17 @@ pow_stepped_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_0_5(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_0_5(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_f64_exponent_0_5(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_0_5(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_f64_exponent_0_5(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_f64_exponent_0_5(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f64_exponent_0_5(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6323,7 +6620,7 @@ pow_stepped_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_0_5(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6336,14 +6633,18 @@ pow_stepped_row_avx2_f64_exponent_0_5(char *out, int64_t out_step, const char *s
             const double out_value = sqrt(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6353,15 +6654,18 @@ pow_stepped_avx2_f64_exponent_0_5(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_0_5(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_0_5(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f64_exponent_0_5(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_0_5(out, out_step, self_p, self_step, n, stream,
+                                                      ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6411,7 +6715,7 @@ pow_blocks_f64_exponent_m0_5(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_m0_5(char *out, int64_t out_step, const char *self_p,
-                                  int64_t self_step, int64_t n, const void *ctx)
+                                  int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6424,14 +6728,18 @@ pow_stepped_row_f64_exponent_m0_5(char *out, int64_t out_step, const char *self_
             const double out_value = (double)1 / sqrt(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, const void *ctx)
+                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6441,15 +6749,17 @@ pow_stepped_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_m0_5(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_m0_5(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_f64_exponent_m0_5(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_m0_5(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_f64_exponent_m0_5(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_f64_exponent_m0_5(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f64_exponent_m0_5(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6460,7 +6770,7 @@ pow_stepped_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_m0_5(char *out, int64_t out_step, const char *self_p,
-                                       int64_t self_step, int64_t n, const void *ctx)
+                                       int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6473,14 +6783,18 @@ pow_stepped_row_avx2_f64_exponent_m0_5(char *out, int64_t out_step, const char *
             const double out_value = (double)1 / sqrt(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+                                   const int64_t *row_strides, int64_t rows, bool stream,
+                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6490,15 +6804,18 @@ pow_stepped_avx2_f64_exponent_m0_5(char **data, const int64_t *strides, int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_m0_5(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_m0_5(out, out_step, self_p, self_step, n, stream,
+                                                       ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6548,7 +6865,7 @@ pow_blocks_f64_exponent_1(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64_exponent_1(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6561,14 +6878,17 @@ pow_stepped_row_f64_exponent_1(char *out, int64_t out_step, const char *self_p, 
             const double out_value = self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6578,15 +6898,17 @@ pow_stepped_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_1(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_1(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_1(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_f64_exponent_1(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_f64_exponent_1(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_f64_exponent_1(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64_exponent_1(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_f64_exponent_1(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64_exponent_1(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_f64_exponent_1(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_f64_exponent_1(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f64_exponent_1(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6597,7 +6919,7 @@ pow_stepped_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64_exponent_1(char *out, int64_t out_step, const char *self_p,
-                                    int64_t self_step, int64_t n, const void *ctx)
+                                    int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6610,14 +6932,18 @@ pow_stepped_row_avx2_f64_exponent_1(char *out, int64_t out_step, const char *sel
             const double out_value = self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6627,15 +6953,18 @@ pow_stepped_avx2_f64_exponent_1(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_avx2_f64_exponent_1(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64_exponent_1(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_1(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64_exponent_1(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_1(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f64_exponent_1(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f64_exponent_1(out, out_step, self_p, self_step, n, stream,
+                                                    ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6688,7 +7017,7 @@ pow_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double exponent = (double)scalars[0].f;
@@ -6702,14 +7031,17 @@ pow_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
             const double out_value = pow(self, exponent);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6719,15 +7051,17 @@ pow_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -6738,7 +7072,7 @@ pow_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double exponent = (double)scalars[0].f;
@@ -6752,14 +7086,17 @@ pow_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
             const double out_value = pow(self, exponent);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6769,15 +7106,17 @@ pow_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = pow_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : pow_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = pow_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? pow_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : pow_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = pow_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = pow_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = pow_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = pow_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = pow_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = pow_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7470,7 +7809,7 @@ pow_tensor_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_tensor_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p,
                                   int64_t self_step, const char *exponent_p, int64_t exponent_step,
-                                  int64_t n, const void *ctx)
+                                  int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7486,14 +7825,18 @@ pow_tensor_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_
             const float out_value = powf(self, exponent);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_tensor_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, const void *ctx)
+                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7505,20 +7848,32 @@ pow_tensor_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
         const char *exponent_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && exponent_step == 4)
-            i = pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 8, exponent_p, 4, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 8, exponent_p, 4, n,
+                                                           true, ctx)
+                       : pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 8, exponent_p, 4, n,
+                                                           false, ctx);
         else if (out_step == 4 && self_step == 12 && exponent_step == 4)
-            i = pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 12, exponent_p, 4, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 12, exponent_p, 4, n,
+                                                           true, ctx)
+                       : pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 12, exponent_p, 4, n,
+                                                           false, ctx);
         else if (out_step == 4 && self_step == 4 && exponent_step == 8)
-            i = pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 4, exponent_p, 8, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 4, exponent_p, 8, n,
+                                                           true, ctx)
+                       : pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 4, exponent_p, 8, n,
+                                                           false, ctx);
         else if (out_step == 4 && self_step == 4 && exponent_step == 12)
-            i = pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 4, exponent_p, 12, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 4, exponent_p, 12, n,
+                                                           true, ctx)
+                       : pow_tensor_tensor_stepped_row_f32(out, 4, self_p, 4, exponent_p, 12, n,
+                                                           false, ctx);
         else if (out_step == 8 && self_step == 4 && exponent_step == 4)
-            i = pow_tensor_tensor_stepped_row_f32(out, 8, self_p, 4, exponent_p, 4, n, ctx);
+            i = pow_tensor_tensor_stepped_row_f32(out, 8, self_p, 4, exponent_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && exponent_step == 4)
-            i = pow_tensor_tensor_stepped_row_f32(out, 8, self_p, 8, exponent_p, 4, n, ctx);
+            i = pow_tensor_tensor_stepped_row_f32(out, 8, self_p, 8, exponent_p, 4, n, false, ctx);
         else
             i = pow_tensor_tensor_stepped_row_f32(out, out_step, self_p, self_step, exponent_p,
-                                                  exponent_step, n, ctx);
+                                                  exponent_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -7530,7 +7885,8 @@ pow_tensor_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_tensor_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
                                        int64_t self_step, const char *exponent_p,
-                                       int64_t exponent_step, int64_t n, const void *ctx)
+                                       int64_t exponent_step, int64_t n, bool stream,
+                                       const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7546,14 +7902,18 @@ pow_tensor_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *
             const float out_value = powf(self, exponent);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_tensor_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+                                   const int64_t *row_strides, int64_t rows, bool stream,
+                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7565,20 +7925,34 @@ pow_tensor_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t 
         const char *exponent_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && exponent_step == 4)
-            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, exponent_p, 4, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, exponent_p, 4, n,
+                                                                true, ctx)
+                       : pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, exponent_p, 4, n,
+                                                                false, ctx);
         else if (out_step == 4 && self_step == 12 && exponent_step == 4)
-            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, exponent_p, 4, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, exponent_p, 4,
+                                                                n, true, ctx)
+                       : pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, exponent_p, 4,
+                                                                n, false, ctx);
         else if (out_step == 4 && self_step == 4 && exponent_step == 8)
-            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, exponent_p, 8, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, exponent_p, 8, n,
+                                                                true, ctx)
+                       : pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, exponent_p, 8, n,
+                                                                false, ctx);
         else if (out_step == 4 && self_step == 4 && exponent_step == 12)
-            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, exponent_p, 12, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, exponent_p, 12,
+                                                                n, true, ctx)
+                       : pow_tensor_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, exponent_p, 12,
+                                                                n, false, ctx);
         else if (out_step == 8 && self_step == 4 && exponent_step == 4)
-            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, exponent_p, 4, n, ctx);
+            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, exponent_p, 4, n, false,
+                                                       ctx);
         else if (out_step == 8 && self_step == 8 && exponent_step == 4)
-            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, exponent_p, 4, n, ctx);
+            i = pow_tensor_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, exponent_p, 4, n, false,
+                                                       ctx);
         else
             i = pow_tensor_tensor_stepped_row_avx2_f32(out, out_step, self_p, self_step, exponent_p,
-                                                       exponent_step, n, ctx);
+                                                       exponent_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -7655,7 +8029,7 @@ pow_tensor_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_tensor_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p,
                                   int64_t self_step, const char *exponent_p, int64_t exponent_step,
-                                  int64_t n, const void *ctx)
+                                  int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7671,14 +8045,18 @@ pow_tensor_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_
             const double out_value = pow(self, exponent);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_tensor_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, const void *ctx)
+                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7690,20 +8068,33 @@ pow_tensor_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
         const char *exponent_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && exponent_step == 8)
-            i = pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 16, exponent_p, 8, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 16, exponent_p, 8, n,
+                                                           true, ctx)
+                       : pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 16, exponent_p, 8, n,
+                                                           false, ctx);
         else if (out_step == 8 && self_step == 24 && exponent_step == 8)
-            i = pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 24, exponent_p, 8, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 24, exponent_p, 8, n,
+                                                           true, ctx)
+                       : pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 24, exponent_p, 8, n,
+                                                           false, ctx);
         else if (out_step == 8 && self_step == 8 && exponent_step == 16)
-            i = pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 8, exponent_p, 16, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 8, exponent_p, 16, n,
+                                                           true, ctx)
+                       : pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 8, exponent_p, 16, n,
+                                                           false, ctx);
         else if (out_step == 8 && self_step == 8 && exponent_step == 24)
-            i = pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 8, exponent_p, 24, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 8, exponent_p, 24, n,
+                                                           true, ctx)
+                       : pow_tensor_tensor_stepped_row_f64(out, 8, self_p, 8, exponent_p, 24, n,
+                                                           false, ctx);
         else if (out_step == 16 && self_step == 8 && exponent_step == 8)
-            i = pow_tensor_tensor_stepped_row_f64(out, 16, self_p, 8, exponent_p, 8, n, ctx);
+            i = pow_tensor_tensor_stepped_row_f64(out, 16, self_p, 8, exponent_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && exponent_step == 8)
-            i = pow_tensor_tensor_stepped_row_f64(out, 16, self_p, 16, exponent_p, 8, n, ctx);
+            i = pow_tensor_tensor_stepped_row_f64(out, 16, self_p, 16, exponent_p, 8, n, false,
+                                                  ctx);
         else
             i = pow_tensor_tensor_stepped_row_f64(out, out_step, self_p, self_step, exponent_p,
-                                                  exponent_step, n, ctx);
+                                                  exponent_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -7715,7 +8106,8 @@ pow_tensor_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_tensor_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
                                        int64_t self_step, const char *exponent_p,
-                                       int64_t exponent_step, int64_t n, const void *ctx)
+                                       int64_t exponent_step, int64_t n, bool stream,
+                                       const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7731,14 +8123,18 @@ pow_tensor_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *
             const double out_value = pow(self, exponent);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_tensor_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+                                   const int64_t *row_strides, int64_t rows, bool stream,
+                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7750,20 +8146,34 @@ pow_tensor_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t 
         const char *exponent_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && exponent_step == 8)
-            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, exponent_p, 8, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, exponent_p, 8,
+                                                                n, true, ctx)
+                       : pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, exponent_p, 8,
+                                                                n, false, ctx);
         else if (out_step == 8 && self_step == 24 && exponent_step == 8)
-            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, exponent_p, 8, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, exponent_p, 8,
+                                                                n, true, ctx)
+                       : pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, exponent_p, 8,
+                                                                n, false, ctx);
         else if (out_step == 8 && self_step == 8 && exponent_step == 16)
-            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, exponent_p, 16, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, exponent_p, 16,
+                                                                n, true, ctx)
+                       : pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, exponent_p, 16,
+                                                                n, false, ctx);
         else if (out_step == 8 && self_step == 8 && exponent_step == 24)
-            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, exponent_p, 24, n, ctx);
+            i = stream ? pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, exponent_p, 24,
+                                                                n, true, ctx)
+                       : pow_tensor_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, exponent_p, 24,
+                                                                n, false, ctx);
         else if (out_step == 16 && self_step == 8 && exponent_step == 8)
-            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, exponent_p, 8, n, ctx);
+            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, exponent_p, 8, n, false,
+                                                       ctx);
         else if (out_step == 16 && self_step == 16 && exponent_step == 8)
-            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, exponent_p, 8, n, ctx);
+            i = pow_tensor_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, exponent_p, 8, n, false,
+                                                       ctx);
         else
             i = pow_tensor_tensor_stepped_row_avx2_f64(out, out_step, self_p, self_step, exponent_p,
-                                                       exponent_step, n, ctx);
+                                                       exponent_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8148,7 +8558,7 @@ pow_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_stepped_row_f32(char *out, int64_t out_step, const char *exponent_p,
-                           int64_t exponent_step, int64_t n, const void *ctx)
+                           int64_t exponent_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float self = (float)scalars[0].f;
@@ -8162,14 +8572,17 @@ pow_scalar_stepped_row_f32(char *out, int64_t out_step, const char *exponent_p,
             const float out_value = powf(self, exponent);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8179,15 +8592,18 @@ pow_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *exponent_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && exponent_step == 8)
-            i = pow_scalar_stepped_row_f32(out, 4, exponent_p, 8, n, ctx);
+            i = stream ? pow_scalar_stepped_row_f32(out, 4, exponent_p, 8, n, true, ctx)
+                       : pow_scalar_stepped_row_f32(out, 4, exponent_p, 8, n, false, ctx);
         else if (out_step == 4 && exponent_step == 12)
-            i = pow_scalar_stepped_row_f32(out, 4, exponent_p, 12, n, ctx);
+            i = stream ? pow_scalar_stepped_row_f32(out, 4, exponent_p, 12, n, true, ctx)
+                       : pow_scalar_stepped_row_f32(out, 4, exponent_p, 12, n, false, ctx);
         else if (out_step == 8 && exponent_step == 4)
-            i = pow_scalar_stepped_row_f32(out, 8, exponent_p, 4, n, ctx);
+            i = pow_scalar_stepped_row_f32(out, 8, exponent_p, 4, n, false, ctx);
         else if (out_step == 8 && exponent_step == 8)
-            i = pow_scalar_stepped_row_f32(out, 8, exponent_p, 8, n, ctx);
+            i = pow_scalar_stepped_row_f32(out, 8, exponent_p, 8, n, false, ctx);
         else
-            i = pow_scalar_stepped_row_f32(out, out_step, exponent_p, exponent_step, n, ctx);
+            i = pow_scalar_stepped_row_f32(out, out_step, exponent_p, exponent_step, n, stream,
+                                           ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8198,7 +8614,7 @@ pow_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *exponent_p,
-                                int64_t exponent_step, int64_t n, const void *ctx)
+                                int64_t exponent_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float self = (float)scalars[0].f;
@@ -8212,14 +8628,17 @@ pow_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *exponen
             const float out_value = powf(self, exponent);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8229,15 +8648,18 @@ pow_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *exponent_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && exponent_step == 8)
-            i = pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 8, n, ctx);
+            i = stream ? pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 8, n, true, ctx)
+                       : pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 8, n, false, ctx);
         else if (out_step == 4 && exponent_step == 12)
-            i = pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 12, n, ctx);
+            i = stream ? pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 12, n, true, ctx)
+                       : pow_scalar_stepped_row_avx2_f32(out, 4, exponent_p, 12, n, false, ctx);
         else if (out_step == 8 && exponent_step == 4)
-            i = pow_scalar_stepped_row_avx2_f32(out, 8, exponent_p, 4, n, ctx);
+            i = pow_scalar_stepped_row_avx2_f32(out, 8, exponent_p, 4, n, false, ctx);
         else if (out_step == 8 && exponent_step == 8)
-            i = pow_scalar_stepped_row_avx2_f32(out, 8, exponent_p, 8, n, ctx);
+            i = pow_scalar_stepped_row_avx2_f32(out, 8, exponent_p, 8, n, false, ctx);
         else
-            i = pow_scalar_stepped_row_avx2_f32(out, out_step, exponent_p, exponent_step, n, ctx);
+            i = pow_scalar_stepped_row_avx2_f32(out, out_step, exponent_p, exponent_step, n, stream,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8290,7 +8712,7 @@ pow_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_stepped_row_f64(char *out, int64_t out_step, const char *exponent_p,
-                           int64_t exponent_step, int64_t n, const void *ctx)
+                           int64_t exponent_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double self = (double)scalars[0].f;
@@ -8304,14 +8726,17 @@ pow_scalar_stepped_row_f64(char *out, int64_t out_step, const char *exponent_p,
             const double out_value = pow(self, exponent);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 pow_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8321,15 +8746,18 @@ pow_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *exponent_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && exponent_step == 16)
-            i = pow_scalar_stepped_row_f64(out, 8, exponent_p, 16, n, ctx);
+            i = stream ? pow_scalar_stepped_row_f64(out, 8, exponent_p, 16, n, true, ctx)
+                       : pow_scalar_stepped_row_f64(out, 8, exponent_p, 16, n, false, ctx);
         else if (out_step == 8 && exponent_step == 24)
-            i = pow_scalar_stepped_row_f64(out, 8, exponent_p, 24, n, ctx);
+            i = stream ? pow_scalar_stepped_row_f64(out, 8, exponent_p, 24, n, true, ctx)
+                       : pow_scalar_stepped_row_f64(out, 8, exponent_p, 24, n, false, ctx);
         else if (out_step == 16 && exponent_step == 8)
-            i = pow_scalar_stepped_row_f64(out, 16, exponent_p, 8, n, ctx);
+            i = pow_scalar_stepped_row_f64(out, 16, exponent_p, 8, n, false, ctx);
         else if (out_step == 16 && exponent_step == 16)
-            i = pow_scalar_stepped_row_f64(out, 16, exponent_p, 16, n, ctx);
+            i = pow_scalar_stepped_row_f64(out, 16, exponent_p, 16, n, false, ctx);
         else
-            i = pow_scalar_stepped_row_f64(out, out_step, exponent_p, exponent_step, n, ctx);
+            i = pow_scalar_stepped_row_f64(out, out_step, exponent_p, exponent_step, n, stream,
+                                           ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8340,7 +8768,7 @@ pow_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 pow_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *exponent_p,
-                                int64_t exponent_step, int64_t n, const void *ctx)
+                                int64_t exponent_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double self = (double)scalars[0].f;
@@ -8354,14 +8782,17 @@ pow_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *exponen
             const double out_value = pow(self, exponent);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 pow_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8371,15 +8802,18 @@ pow_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *exponent_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && exponent_step == 16)
-            i = pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 16, n, ctx);
+            i = stream ? pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 16, n, true, ctx)
+                       : pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 16, n, false, ctx);
         else if (out_step == 8 && exponent_step == 24)
-            i = pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 24, n, ctx);
+            i = stream ? pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 24, n, true, ctx)
+                       : pow_scalar_stepped_row_avx2_f64(out, 8, exponent_p, 24, n, false, ctx);
         else if (out_step == 16 && exponent_step == 8)
-            i = pow_scalar_stepped_row_avx2_f64(out, 16, exponent_p, 8, n, ctx);
+            i = pow_scalar_stepped_row_avx2_f64(out, 16, exponent_p, 8, n, false, ctx);
         else if (out_step == 16 && exponent_step == 16)
-            i = pow_scalar_stepped_row_avx2_f64(out, 16, exponent_p, 16, n, ctx);
+            i = pow_scalar_stepped_row_avx2_f64(out, 16, exponent_p, 16, n, false, ctx);
         else
-            i = pow_scalar_stepped_row_avx2_f64(out, out_step, exponent_p, exponent_step, n, ctx);
+            i = pow_scalar_stepped_row_avx2_f64(out, out_step, exponent_p, exponent_step, n, stream,
+                                                ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9007,7 +9441,8 @@ minimum_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 minimum_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                        const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                        const char *other_p, int64_t other_step, int64_t n, bool stream,
+                        const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9023,14 +9458,17 @@ minimum_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
             const float out_value = yt__pw_minimum_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 minimum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, const void *ctx)
+                    int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9042,20 +9480,24 @@ minimum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = minimum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? minimum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : minimum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = minimum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? minimum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                       : minimum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                       : minimum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = minimum_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = minimum_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = minimum_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = minimum_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = minimum_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                        ctx);
+                                        stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9066,7 +9508,8 @@ minimum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 minimum_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                             const char *other_p, int64_t other_step, int64_t n, bool stream,
+                             const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9082,14 +9525,17 @@ minimum_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, in
             const float out_value = yt__pw_minimum_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 minimum_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9101,20 +9547,26 @@ minimum_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const i
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = minimum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? minimum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : minimum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = minimum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream
+                    ? minimum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                    : minimum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream
+                    ? minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                    : minimum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = minimum_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = minimum_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = minimum_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = minimum_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = minimum_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step,
-                                             n, ctx);
+                                             n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9188,7 +9640,8 @@ minimum_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 minimum_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                        const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                        const char *other_p, int64_t other_step, int64_t n, bool stream,
+                        const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9204,14 +9657,17 @@ minimum_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
             const double out_value = yt__pw_minimum_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 minimum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, const void *ctx)
+                    int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9223,20 +9679,24 @@ minimum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = minimum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? minimum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                       : minimum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = minimum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? minimum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                       : minimum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                       : minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                       : minimum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = minimum_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = minimum_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = minimum_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = minimum_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
             i = minimum_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                        ctx);
+                                        stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9247,7 +9707,8 @@ minimum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 minimum_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                             const char *other_p, int64_t other_step, int64_t n, bool stream,
+                             const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9263,14 +9724,17 @@ minimum_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, in
             const double out_value = yt__pw_minimum_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 minimum_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9282,20 +9746,28 @@ minimum_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const i
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = minimum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream
+                    ? minimum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                    : minimum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = minimum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream
+                    ? minimum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                    : minimum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream
+                    ? minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                    : minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream
+                    ? minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                    : minimum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = minimum_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = minimum_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = minimum_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = minimum_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
             i = minimum_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step,
-                                             n, ctx);
+                                             n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -10437,7 +10909,7 @@ div_tensor_mode_blocks_f32_none(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_f32_none(char *out, int64_t out_step, const char *self_p,
                                      int64_t self_step, const char *other_p, int64_t other_step,
-                                     int64_t n, const void *ctx)
+                                     int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10453,14 +10925,18 @@ div_tensor_mode_stepped_row_f32_none(char *out, int64_t out_step, const char *se
             const float out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10472,20 +10948,32 @@ div_tensor_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 8, other_p, 4, n,
+                                                              true, ctx)
+                       : div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 8, other_p, 4, n,
+                                                              false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 12, other_p, 4, n,
+                                                              true, ctx)
+                       : div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 12, other_p, 4, n,
+                                                              false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 4, other_p, 8, n,
+                                                              true, ctx)
+                       : div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 4, other_p, 8, n,
+                                                              false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 4, other_p, 12, n,
+                                                              true, ctx)
+                       : div_tensor_mode_stepped_row_f32_none(out, 4, self_p, 4, other_p, 12, n,
+                                                              false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_none(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = div_tensor_mode_stepped_row_f32_none(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_none(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = div_tensor_mode_stepped_row_f32_none(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = div_tensor_mode_stepped_row_f32_none(out, out_step, self_p, self_step, other_p,
-                                                     other_step, n, ctx);
+                                                     other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -10497,7 +10985,8 @@ div_tensor_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *self_p,
                                           int64_t self_step, const char *other_p,
-                                          int64_t other_step, int64_t n, const void *ctx)
+                                          int64_t other_step, int64_t n, bool stream,
+                                          const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10513,14 +11002,18 @@ div_tensor_mode_stepped_row_avx2_f32_none(char *out, int64_t out_step, const cha
             const float out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_tensor_mode_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
-                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+                                      const int64_t *row_strides, int64_t rows, bool stream,
+                                      const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10532,20 +11025,34 @@ div_tensor_mode_stepped_avx2_f32_none(char **data, const int64_t *strides, int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, other_p, 4, n,
+                                                                   true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, other_p, 4, n,
+                                                                   false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, other_p, 4,
+                                                                   n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, other_p, 4,
+                                                                   n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 4, other_p, 8, n,
+                                                                   true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 4, other_p, 8, n,
+                                                                   false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 4, other_p, 12,
+                                                                   n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f32_none(out, 4, self_p, 4, other_p, 12,
+                                                                   n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 8, self_p, 4, other_p, 4, n, false,
+                                                          ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f32_none(out, 8, self_p, 8, other_p, 4, n, false,
+                                                          ctx);
         else
             i = div_tensor_mode_stepped_row_avx2_f32_none(out, out_step, self_p, self_step, other_p,
-                                                          other_step, n, ctx);
+                                                          other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -10620,7 +11127,7 @@ div_tensor_mode_blocks_f32_trunc(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_f32_trunc(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *other_p, int64_t other_step,
-                                      int64_t n, const void *ctx)
+                                      int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10636,14 +11143,18 @@ div_tensor_mode_stepped_row_f32_trunc(char *out, int64_t out_step, const char *s
             const float out_value = yt__pw_trunc_divide_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10655,20 +11166,32 @@ div_tensor_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 8, other_p, 4, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 8, other_p, 4, n,
+                                                               false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 12, other_p, 4, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 12, other_p, 4, n,
+                                                               false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 4, other_p, 8, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 4, other_p, 8, n,
+                                                               false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 4, other_p, 12, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f32_trunc(out, 4, self_p, 4, other_p, 12, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_trunc(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = div_tensor_mode_stepped_row_f32_trunc(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_trunc(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = div_tensor_mode_stepped_row_f32_trunc(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = div_tensor_mode_stepped_row_f32_trunc(out, out_step, self_p, self_step, other_p,
-                                                      other_step, n, ctx);
+                                                      other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -10680,7 +11203,8 @@ div_tensor_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, const char *self_p,
                                            int64_t self_step, const char *other_p,
-                                           int64_t other_step, int64_t n, const void *ctx)
+                                           int64_t other_step, int64_t n, bool stream,
+                                           const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10696,14 +11220,18 @@ div_tensor_mode_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, const ch
             const float out_value = yt__pw_trunc_divide_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_tensor_mode_stepped_avx2_f32_trunc(char **data, const int64_t *strides, int64_t n,
-                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+                                       const int64_t *row_strides, int64_t rows, bool stream,
+                                       const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10715,20 +11243,34 @@ div_tensor_mode_stepped_avx2_f32_trunc(char **data, const int64_t *strides, int6
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, other_p, 4,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, other_p, 4,
+                                                                    n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, other_p, 4,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, other_p, 4,
+                                                                    n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 4, other_p, 8,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 4, other_p, 8,
+                                                                    n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 4, other_p, 12,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 4, other_p, 12,
+                                                                    n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 4, other_p, 4, n, false,
+                                                           ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 8, other_p, 4, n, false,
+                                                           ctx);
         else
             i = div_tensor_mode_stepped_row_avx2_f32_trunc(out, out_step, self_p, self_step,
-                                                           other_p, other_step, n, ctx);
+                                                           other_p, other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -10803,7 +11345,7 @@ div_tensor_mode_blocks_f32_floor(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_f32_floor(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *other_p, int64_t other_step,
-                                      int64_t n, const void *ctx)
+                                      int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10819,14 +11361,18 @@ div_tensor_mode_stepped_row_f32_floor(char *out, int64_t out_step, const char *s
             const float out_value = yt__pw_floor_divide_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10838,20 +11384,32 @@ div_tensor_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 8, other_p, 4, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 8, other_p, 4, n,
+                                                               false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 12, other_p, 4, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 12, other_p, 4, n,
+                                                               false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 4, other_p, 8, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 4, other_p, 8, n,
+                                                               false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 4, other_p, 12, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f32_floor(out, 4, self_p, 4, other_p, 12, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_floor(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = div_tensor_mode_stepped_row_f32_floor(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_f32_floor(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = div_tensor_mode_stepped_row_f32_floor(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = div_tensor_mode_stepped_row_f32_floor(out, out_step, self_p, self_step, other_p,
-                                                      other_step, n, ctx);
+                                                      other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -10863,7 +11421,8 @@ div_tensor_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_avx2_f32_floor(char *out, int64_t out_step, const char *self_p,
                                            int64_t self_step, const char *other_p,
-                                           int64_t other_step, int64_t n, const void *ctx)
+                                           int64_t other_step, int64_t n, bool stream,
+                                           const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10879,14 +11438,18 @@ div_tensor_mode_stepped_row_avx2_f32_floor(char *out, int64_t out_step, const ch
             const float out_value = yt__pw_floor_divide_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_tensor_mode_stepped_avx2_f32_floor(char **data, const int64_t *strides, int64_t n,
-                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+                                       const int64_t *row_strides, int64_t rows, bool stream,
+                                       const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10898,20 +11461,34 @@ div_tensor_mode_stepped_avx2_f32_floor(char **data, const int64_t *strides, int6
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, other_p, 4,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, other_p, 4,
+                                                                    n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, other_p, 4,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, other_p, 4,
+                                                                    n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 4, other_p, 8,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 4, other_p, 8,
+                                                                    n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 4, other_p, 12,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 4, other_p, 12,
+                                                                    n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 4, other_p, 4, n, false,
+                                                           ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 8, other_p, 4, n, false,
+                                                           ctx);
         else
             i = div_tensor_mode_stepped_row_avx2_f32_floor(out, out_step, self_p, self_step,
-                                                           other_p, other_step, n, ctx);
+                                                           other_p, other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -10986,7 +11563,7 @@ div_tensor_mode_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_f64_none(char *out, int64_t out_step, const char *self_p,
                                      int64_t self_step, const char *other_p, int64_t other_step,
-                                     int64_t n, const void *ctx)
+                                     int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11002,14 +11579,18 @@ div_tensor_mode_stepped_row_f64_none(char *out, int64_t out_step, const char *se
             const double out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11021,20 +11602,33 @@ div_tensor_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 16, other_p, 8, n,
+                                                              true, ctx)
+                       : div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 16, other_p, 8, n,
+                                                              false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 24, other_p, 8, n,
+                                                              true, ctx)
+                       : div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 24, other_p, 8, n,
+                                                              false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 8, other_p, 16, n,
+                                                              true, ctx)
+                       : div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 8, other_p, 16, n,
+                                                              false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 8, other_p, 24, n,
+                                                              true, ctx)
+                       : div_tensor_mode_stepped_row_f64_none(out, 8, self_p, 8, other_p, 24, n,
+                                                              false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f64_none(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = div_tensor_mode_stepped_row_f64_none(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f64_none(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = div_tensor_mode_stepped_row_f64_none(out, 16, self_p, 16, other_p, 8, n, false,
+                                                     ctx);
         else
             i = div_tensor_mode_stepped_row_f64_none(out, out_step, self_p, self_step, other_p,
-                                                     other_step, n, ctx);
+                                                     other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11046,7 +11640,8 @@ div_tensor_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *self_p,
                                           int64_t self_step, const char *other_p,
-                                          int64_t other_step, int64_t n, const void *ctx)
+                                          int64_t other_step, int64_t n, bool stream,
+                                          const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11062,14 +11657,18 @@ div_tensor_mode_stepped_row_avx2_f64_none(char *out, int64_t out_step, const cha
             const double out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_tensor_mode_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
-                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+                                      const int64_t *row_strides, int64_t rows, bool stream,
+                                      const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11081,20 +11680,34 @@ div_tensor_mode_stepped_avx2_f64_none(char **data, const int64_t *strides, int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, other_p, 8,
+                                                                   n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, other_p, 8,
+                                                                   n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, other_p, 8,
+                                                                   n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, other_p, 8,
+                                                                   n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 8, other_p, 16,
+                                                                   n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 8, other_p, 16,
+                                                                   n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 8, other_p, 24,
+                                                                   n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f64_none(out, 8, self_p, 8, other_p, 24,
+                                                                   n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 16, self_p, 8, other_p, 8, n, false,
+                                                          ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f64_none(out, 16, self_p, 16, other_p, 8, n, false,
+                                                          ctx);
         else
             i = div_tensor_mode_stepped_row_avx2_f64_none(out, out_step, self_p, self_step, other_p,
-                                                          other_step, n, ctx);
+                                                          other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11169,7 +11782,7 @@ div_tensor_mode_blocks_f64_trunc(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_f64_trunc(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *other_p, int64_t other_step,
-                                      int64_t n, const void *ctx)
+                                      int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11185,14 +11798,18 @@ div_tensor_mode_stepped_row_f64_trunc(char *out, int64_t out_step, const char *s
             const double out_value = yt__pw_trunc_divide_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11204,20 +11821,34 @@ div_tensor_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 16, other_p, 8, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 16, other_p, 8, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 24, other_p, 8, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 24, other_p, 8, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 8, other_p, 16, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 8, other_p, 16, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 8, other_p, 24, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f64_trunc(out, 8, self_p, 8, other_p, 24, n,
+                                                               false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f64_trunc(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = div_tensor_mode_stepped_row_f64_trunc(out, 16, self_p, 8, other_p, 8, n, false,
+                                                      ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f64_trunc(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = div_tensor_mode_stepped_row_f64_trunc(out, 16, self_p, 16, other_p, 8, n, false,
+                                                      ctx);
         else
             i = div_tensor_mode_stepped_row_f64_trunc(out, out_step, self_p, self_step, other_p,
-                                                      other_step, n, ctx);
+                                                      other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11229,7 +11860,8 @@ div_tensor_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, const char *self_p,
                                            int64_t self_step, const char *other_p,
-                                           int64_t other_step, int64_t n, const void *ctx)
+                                           int64_t other_step, int64_t n, bool stream,
+                                           const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11245,14 +11877,18 @@ div_tensor_mode_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, const ch
             const double out_value = yt__pw_trunc_divide_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_tensor_mode_stepped_avx2_f64_trunc(char **data, const int64_t *strides, int64_t n,
-                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+                                       const int64_t *row_strides, int64_t rows, bool stream,
+                                       const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11264,20 +11900,34 @@ div_tensor_mode_stepped_avx2_f64_trunc(char **data, const int64_t *strides, int6
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, other_p, 8,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, other_p, 8,
+                                                                    n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, other_p, 8,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, other_p, 8,
+                                                                    n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 8, other_p, 16,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 8, other_p, 16,
+                                                                    n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 8, other_p, 24,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 8, other_p, 24,
+                                                                    n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 8, other_p, 8, n, false,
+                                                           ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 16, other_p, 8, n,
+                                                           false, ctx);
         else
             i = div_tensor_mode_stepped_row_avx2_f64_trunc(out, out_step, self_p, self_step,
-                                                           other_p, other_step, n, ctx);
+                                                           other_p, other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11352,7 +12002,7 @@ div_tensor_mode_blocks_f64_floor(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_f64_floor(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *other_p, int64_t other_step,
-                                      int64_t n, const void *ctx)
+                                      int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11368,14 +12018,18 @@ div_tensor_mode_stepped_row_f64_floor(char *out, int64_t out_step, const char *s
             const double out_value = yt__pw_floor_divide_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_tensor_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11387,20 +12041,34 @@ div_tensor_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 16, other_p, 8, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 16, other_p, 8, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 24, other_p, 8, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 24, other_p, 8, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 8, other_p, 16, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 8, other_p, 16, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 8, other_p, 24, n,
+                                                               true, ctx)
+                       : div_tensor_mode_stepped_row_f64_floor(out, 8, self_p, 8, other_p, 24, n,
+                                                               false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f64_floor(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = div_tensor_mode_stepped_row_f64_floor(out, 16, self_p, 8, other_p, 8, n, false,
+                                                      ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = div_tensor_mode_stepped_row_f64_floor(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = div_tensor_mode_stepped_row_f64_floor(out, 16, self_p, 16, other_p, 8, n, false,
+                                                      ctx);
         else
             i = div_tensor_mode_stepped_row_f64_floor(out, out_step, self_p, self_step, other_p,
-                                                      other_step, n, ctx);
+                                                      other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11412,7 +12080,8 @@ div_tensor_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_tensor_mode_stepped_row_avx2_f64_floor(char *out, int64_t out_step, const char *self_p,
                                            int64_t self_step, const char *other_p,
-                                           int64_t other_step, int64_t n, const void *ctx)
+                                           int64_t other_step, int64_t n, bool stream,
+                                           const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11428,14 +12097,18 @@ div_tensor_mode_stepped_row_avx2_f64_floor(char *out, int64_t out_step, const ch
             const double out_value = yt__pw_floor_divide_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_tensor_mode_stepped_avx2_f64_floor(char **data, const int64_t *strides, int64_t n,
-                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+                                       const int64_t *row_strides, int64_t rows, bool stream,
+                                       const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11447,20 +12120,34 @@ div_tensor_mode_stepped_avx2_f64_floor(char **data, const int64_t *strides, int6
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, other_p, 8,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, other_p, 8,
+                                                                    n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, other_p, 8,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, other_p, 8,
+                                                                    n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 8, other_p, 16,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 8, other_p, 16,
+                                                                    n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 8, other_p, 24,
+                                                                    n, true, ctx)
+                       : div_tensor_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 8, other_p, 24,
+                                                                    n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 8, other_p, 8, n, false,
+                                                           ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = div_tensor_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 16, other_p, 8, n,
+                                                           false, ctx);
         else
             i = div_tensor_mode_stepped_row_avx2_f64_floor(out, out_step, self_p, self_step,
-                                                           other_p, other_step, n, ctx);
+                                                           other_p, other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12295,7 +12982,7 @@ div_scalar_mode_blocks_f32_none(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_f32_none(char *out, int64_t out_step, const char *self_p,
-                                     int64_t self_step, int64_t n, const void *ctx)
+                                     int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -12309,14 +12996,18 @@ div_scalar_mode_stepped_row_f32_none(char *out, int64_t out_step, const char *se
             const float out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12326,15 +13017,18 @@ div_scalar_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 8, n, ctx);
+            i = stream ? div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 8, n, true, ctx)
+                       : div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 12, n, ctx);
+            i = stream ? div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 12, n, true, ctx)
+                       : div_scalar_mode_stepped_row_f32_none(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_mode_stepped_row_f32_none(out, 8, self_p, 4, n, ctx);
+            i = div_scalar_mode_stepped_row_f32_none(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f32_none(out, 8, self_p, 8, n, ctx);
+            i = div_scalar_mode_stepped_row_f32_none(out, 8, self_p, 8, n, false, ctx);
         else
-            i = div_scalar_mode_stepped_row_f32_none(out, out_step, self_p, self_step, n, ctx);
+            i = div_scalar_mode_stepped_row_f32_none(out, out_step, self_p, self_step, n, stream,
+                                                     ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12345,7 +13039,8 @@ div_scalar_mode_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *self_p,
-                                          int64_t self_step, int64_t n, const void *ctx)
+                                          int64_t self_step, int64_t n, bool stream,
+                                          const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -12359,14 +13054,18 @@ div_scalar_mode_stepped_row_avx2_f32_none(char *out, int64_t out_step, const cha
             const float out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_mode_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
-                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+                                      const int64_t *row_strides, int64_t rows, bool stream,
+                                      const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12376,15 +13075,20 @@ div_scalar_mode_stepped_avx2_f32_none(char **data, const int64_t *strides, int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, true, ctx)
+                    : div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, true, ctx)
+                    : div_scalar_mode_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 8, self_p, 4, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 8, self_p, 8, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f32_none(out, 8, self_p, 8, n, false, ctx);
         else
-            i = div_scalar_mode_stepped_row_avx2_f32_none(out, out_step, self_p, self_step, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f32_none(out, out_step, self_p, self_step, n,
+                                                          stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12435,7 +13139,7 @@ div_scalar_mode_blocks_f32_trunc(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_f32_trunc(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -12449,14 +13153,18 @@ div_scalar_mode_stepped_row_f32_trunc(char *out, int64_t out_step, const char *s
             const float out_value = yt__pw_trunc_divide_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12466,15 +13174,18 @@ div_scalar_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 8, n, ctx);
+            i = stream ? div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 8, n, true, ctx)
+                       : div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 12, n, ctx);
+            i = stream ? div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 12, n, true, ctx)
+                       : div_scalar_mode_stepped_row_f32_trunc(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_mode_stepped_row_f32_trunc(out, 8, self_p, 4, n, ctx);
+            i = div_scalar_mode_stepped_row_f32_trunc(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f32_trunc(out, 8, self_p, 8, n, ctx);
+            i = div_scalar_mode_stepped_row_f32_trunc(out, 8, self_p, 8, n, false, ctx);
         else
-            i = div_scalar_mode_stepped_row_f32_trunc(out, out_step, self_p, self_step, n, ctx);
+            i = div_scalar_mode_stepped_row_f32_trunc(out, out_step, self_p, self_step, n, stream,
+                                                      ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12485,7 +13196,8 @@ div_scalar_mode_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, const char *self_p,
-                                           int64_t self_step, int64_t n, const void *ctx)
+                                           int64_t self_step, int64_t n, bool stream,
+                                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -12499,14 +13211,18 @@ div_scalar_mode_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, const ch
             const float out_value = yt__pw_trunc_divide_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_mode_stepped_avx2_f32_trunc(char **data, const int64_t *strides, int64_t n,
-                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+                                       const int64_t *row_strides, int64_t rows, bool stream,
+                                       const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12516,16 +13232,20 @@ div_scalar_mode_stepped_avx2_f32_trunc(char **data, const int64_t *strides, int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, n, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, n, true, ctx)
+                    : div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, n, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, n, true, ctx)
+                    : div_scalar_mode_stepped_row_avx2_f32_trunc(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 4, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 8, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, 8, self_p, 8, n, false, ctx);
         else
             i = div_scalar_mode_stepped_row_avx2_f32_trunc(out, out_step, self_p, self_step, n,
-                                                           ctx);
+                                                           stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12576,7 +13296,7 @@ div_scalar_mode_blocks_f32_floor(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_f32_floor(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -12590,14 +13310,18 @@ div_scalar_mode_stepped_row_f32_floor(char *out, int64_t out_step, const char *s
             const float out_value = yt__pw_floor_divide_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12607,15 +13331,18 @@ div_scalar_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 8, n, ctx);
+            i = stream ? div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 8, n, true, ctx)
+                       : div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 12, n, ctx);
+            i = stream ? div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 12, n, true, ctx)
+                       : div_scalar_mode_stepped_row_f32_floor(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_mode_stepped_row_f32_floor(out, 8, self_p, 4, n, ctx);
+            i = div_scalar_mode_stepped_row_f32_floor(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f32_floor(out, 8, self_p, 8, n, ctx);
+            i = div_scalar_mode_stepped_row_f32_floor(out, 8, self_p, 8, n, false, ctx);
         else
-            i = div_scalar_mode_stepped_row_f32_floor(out, out_step, self_p, self_step, n, ctx);
+            i = div_scalar_mode_stepped_row_f32_floor(out, out_step, self_p, self_step, n, stream,
+                                                      ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12626,7 +13353,8 @@ div_scalar_mode_stepped_f32_floor(char **data, const int64_t *strides, int64_t n
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_avx2_f32_floor(char *out, int64_t out_step, const char *self_p,
-                                           int64_t self_step, int64_t n, const void *ctx)
+                                           int64_t self_step, int64_t n, bool stream,
+                                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -12640,14 +13368,18 @@ div_scalar_mode_stepped_row_avx2_f32_floor(char *out, int64_t out_step, const ch
             const float out_value = yt__pw_floor_divide_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_mode_stepped_avx2_f32_floor(char **data, const int64_t *strides, int64_t n,
-                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+                                       const int64_t *row_strides, int64_t rows, bool stream,
+                                       const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12657,16 +13389,20 @@ div_scalar_mode_stepped_avx2_f32_floor(char **data, const int64_t *strides, int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, n, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, n, true, ctx)
+                    : div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, n, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, n, true, ctx)
+                    : div_scalar_mode_stepped_row_avx2_f32_floor(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 4, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 8, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f32_floor(out, 8, self_p, 8, n, false, ctx);
         else
             i = div_scalar_mode_stepped_row_avx2_f32_floor(out, out_step, self_p, self_step, n,
-                                                           ctx);
+                                                           stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12717,7 +13453,7 @@ div_scalar_mode_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_f64_none(char *out, int64_t out_step, const char *self_p,
-                                     int64_t self_step, int64_t n, const void *ctx)
+                                     int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -12731,14 +13467,18 @@ div_scalar_mode_stepped_row_f64_none(char *out, int64_t out_step, const char *se
             const double out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12748,15 +13488,18 @@ div_scalar_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 16, n, ctx);
+            i = stream ? div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 16, n, true, ctx)
+                       : div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 24, n, ctx);
+            i = stream ? div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 24, n, true, ctx)
+                       : div_scalar_mode_stepped_row_f64_none(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f64_none(out, 16, self_p, 8, n, ctx);
+            i = div_scalar_mode_stepped_row_f64_none(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_mode_stepped_row_f64_none(out, 16, self_p, 16, n, ctx);
+            i = div_scalar_mode_stepped_row_f64_none(out, 16, self_p, 16, n, false, ctx);
         else
-            i = div_scalar_mode_stepped_row_f64_none(out, out_step, self_p, self_step, n, ctx);
+            i = div_scalar_mode_stepped_row_f64_none(out, out_step, self_p, self_step, n, stream,
+                                                     ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12767,7 +13510,8 @@ div_scalar_mode_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *self_p,
-                                          int64_t self_step, int64_t n, const void *ctx)
+                                          int64_t self_step, int64_t n, bool stream,
+                                          const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -12781,14 +13525,18 @@ div_scalar_mode_stepped_row_avx2_f64_none(char *out, int64_t out_step, const cha
             const double out_value = self / other;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_mode_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
-                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+                                      const int64_t *row_strides, int64_t rows, bool stream,
+                                      const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12798,15 +13546,20 @@ div_scalar_mode_stepped_avx2_f64_none(char **data, const int64_t *strides, int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, true, ctx)
+                    : div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, true, ctx)
+                    : div_scalar_mode_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 16, self_p, 8, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 16, self_p, 16, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f64_none(out, 16, self_p, 16, n, false, ctx);
         else
-            i = div_scalar_mode_stepped_row_avx2_f64_none(out, out_step, self_p, self_step, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f64_none(out, out_step, self_p, self_step, n,
+                                                          stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12857,7 +13610,7 @@ div_scalar_mode_blocks_f64_trunc(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_f64_trunc(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -12871,14 +13624,18 @@ div_scalar_mode_stepped_row_f64_trunc(char *out, int64_t out_step, const char *s
             const double out_value = yt__pw_trunc_divide_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12888,15 +13645,18 @@ div_scalar_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 16, n, ctx);
+            i = stream ? div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 16, n, true, ctx)
+                       : div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 24, n, ctx);
+            i = stream ? div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 24, n, true, ctx)
+                       : div_scalar_mode_stepped_row_f64_trunc(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f64_trunc(out, 16, self_p, 8, n, ctx);
+            i = div_scalar_mode_stepped_row_f64_trunc(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_mode_stepped_row_f64_trunc(out, 16, self_p, 16, n, ctx);
+            i = div_scalar_mode_stepped_row_f64_trunc(out, 16, self_p, 16, n, false, ctx);
         else
-            i = div_scalar_mode_stepped_row_f64_trunc(out, out_step, self_p, self_step, n, ctx);
+            i = div_scalar_mode_stepped_row_f64_trunc(out, out_step, self_p, self_step, n, stream,
+                                                      ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12907,7 +13667,8 @@ div_scalar_mode_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, const char *self_p,
-                                           int64_t self_step, int64_t n, const void *ctx)
+                                           int64_t self_step, int64_t n, bool stream,
+                                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -12921,14 +13682,18 @@ div_scalar_mode_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, const ch
             const double out_value = yt__pw_trunc_divide_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_mode_stepped_avx2_f64_trunc(char **data, const int64_t *strides, int64_t n,
-                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+                                       const int64_t *row_strides, int64_t rows, bool stream,
+                                       const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12938,16 +13703,20 @@ div_scalar_mode_stepped_avx2_f64_trunc(char **data, const int64_t *strides, int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, n, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, n, true, ctx)
+                    : div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, n, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, n, true, ctx)
+                    : div_scalar_mode_stepped_row_avx2_f64_trunc(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 8, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 16, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, 16, self_p, 16, n, false, ctx);
         else
             i = div_scalar_mode_stepped_row_avx2_f64_trunc(out, out_step, self_p, self_step, n,
-                                                           ctx);
+                                                           stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12998,7 +13767,7 @@ div_scalar_mode_blocks_f64_floor(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_f64_floor(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -13012,14 +13781,18 @@ div_scalar_mode_stepped_row_f64_floor(char *out, int64_t out_step, const char *s
             const double out_value = yt__pw_floor_divide_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_scalar_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13029,15 +13802,18 @@ div_scalar_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 16, n, ctx);
+            i = stream ? div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 16, n, true, ctx)
+                       : div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 24, n, ctx);
+            i = stream ? div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 24, n, true, ctx)
+                       : div_scalar_mode_stepped_row_f64_floor(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_mode_stepped_row_f64_floor(out, 16, self_p, 8, n, ctx);
+            i = div_scalar_mode_stepped_row_f64_floor(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_mode_stepped_row_f64_floor(out, 16, self_p, 16, n, ctx);
+            i = div_scalar_mode_stepped_row_f64_floor(out, 16, self_p, 16, n, false, ctx);
         else
-            i = div_scalar_mode_stepped_row_f64_floor(out, out_step, self_p, self_step, n, ctx);
+            i = div_scalar_mode_stepped_row_f64_floor(out, out_step, self_p, self_step, n, stream,
+                                                      ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13048,7 +13824,8 @@ div_scalar_mode_stepped_f64_floor(char **data, const int64_t *strides, int64_t n
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_scalar_mode_stepped_row_avx2_f64_floor(char *out, int64_t out_step, const char *self_p,
-                                           int64_t self_step, int64_t n, const void *ctx)
+                                           int64_t self_step, int64_t n, bool stream,
+                                           const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -13062,14 +13839,18 @@ div_scalar_mode_stepped_row_avx2_f64_floor(char *out, int64_t out_step, const ch
             const double out_value = yt__pw_floor_divide_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_scalar_mode_stepped_avx2_f64_floor(char **data, const int64_t *strides, int64_t n,
-                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+                                       const int64_t *row_strides, int64_t rows, bool stream,
+                                       const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13079,16 +13860,20 @@ div_scalar_mode_stepped_avx2_f64_floor(char **data, const int64_t *strides, int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, n, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, n, true, ctx)
+                    : div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, n, ctx);
+            i = stream
+                    ? div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, n, true, ctx)
+                    : div_scalar_mode_stepped_row_avx2_f64_floor(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 8, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 16, n, ctx);
+            i = div_scalar_mode_stepped_row_avx2_f64_floor(out, 16, self_p, 16, n, false, ctx);
         else
             i = div_scalar_mode_stepped_row_avx2_f64_floor(out, out_step, self_p, self_step, n,
-                                                           ctx);
+                                                           stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13364,7 +14149,7 @@ log_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 log_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13377,14 +14162,17 @@ log_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
             const float out_value = logf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 log_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13394,15 +14182,17 @@ log_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = log_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? log_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : log_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = log_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? log_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : log_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = log_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = log_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = log_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = log_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = log_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = log_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13413,7 +14203,7 @@ log_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 log_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13426,14 +14216,17 @@ log_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
             const float out_value = logf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 log_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13443,15 +14236,17 @@ log_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = log_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? log_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : log_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = log_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? log_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : log_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = log_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = log_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = log_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = log_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = log_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = log_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13503,7 +14298,7 @@ log_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 log_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13516,14 +14311,17 @@ log_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
             const double out_value = log(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 log_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13533,15 +14331,17 @@ log_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = log_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? log_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : log_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = log_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? log_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : log_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = log_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = log_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = log_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = log_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = log_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = log_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13552,7 +14352,7 @@ log_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 log_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13565,14 +14365,17 @@ log_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
             const double out_value = log(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 log_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13582,15 +14385,17 @@ log_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = log_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? log_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : log_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = log_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? log_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : log_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = log_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = log_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = log_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = log_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = log_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = log_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13983,7 +14788,7 @@ square_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 square_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                       int64_t n, const void *ctx)
+                       int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13996,14 +14801,17 @@ square_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t 
             const float out_value = self * self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 square_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                   int64_t rows, const void *ctx)
+                   int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14013,15 +14821,17 @@ square_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = square_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? square_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : square_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = square_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? square_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : square_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = square_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = square_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = square_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = square_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = square_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = square_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14032,7 +14842,7 @@ square_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 square_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                            int64_t n, const void *ctx)
+                            int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14045,14 +14855,17 @@ square_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int
             const float out_value = self * self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 square_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, const void *ctx)
+                        int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14062,15 +14875,17 @@ square_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const in
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = square_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? square_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : square_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = square_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? square_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : square_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = square_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = square_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = square_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = square_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = square_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = square_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14120,7 +14935,7 @@ square_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 square_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                       int64_t n, const void *ctx)
+                       int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14133,14 +14948,17 @@ square_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t 
             const double out_value = self * self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 square_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                   int64_t rows, const void *ctx)
+                   int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14150,15 +14968,17 @@ square_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = square_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? square_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : square_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = square_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? square_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : square_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = square_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = square_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = square_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = square_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = square_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = square_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14169,7 +14989,7 @@ square_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 square_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                            int64_t n, const void *ctx)
+                            int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14182,14 +15002,17 @@ square_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int
             const double out_value = self * self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 square_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                        int64_t rows, const void *ctx)
+                        int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14199,15 +15022,17 @@ square_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const in
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = square_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? square_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : square_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = square_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? square_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : square_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = square_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = square_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = square_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = square_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = square_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = square_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14384,7 +15209,7 @@ reciprocal_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 reciprocal_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14397,14 +15222,17 @@ reciprocal_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
             const float out_value = (float)1 / self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 reciprocal_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14414,15 +15242,17 @@ reciprocal_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = reciprocal_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? reciprocal_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : reciprocal_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = reciprocal_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? reciprocal_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : reciprocal_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = reciprocal_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = reciprocal_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = reciprocal_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = reciprocal_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = reciprocal_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = reciprocal_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14433,7 +15263,7 @@ reciprocal_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 reciprocal_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14446,14 +15276,17 @@ reciprocal_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
             const float out_value = (float)1 / self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 reciprocal_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14463,15 +15296,17 @@ reciprocal_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = reciprocal_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? reciprocal_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : reciprocal_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = reciprocal_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? reciprocal_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : reciprocal_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = reciprocal_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = reciprocal_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = reciprocal_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = reciprocal_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = reciprocal_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = reciprocal_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14521,7 +15356,7 @@ reciprocal_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 reciprocal_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14534,14 +15369,17 @@ reciprocal_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
             const double out_value = (double)1 / self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 reciprocal_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14551,15 +15389,17 @@ reciprocal_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = reciprocal_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? reciprocal_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : reciprocal_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = reciprocal_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? reciprocal_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : reciprocal_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = reciprocal_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = reciprocal_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = reciprocal_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = reciprocal_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = reciprocal_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = reciprocal_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14570,7 +15410,7 @@ reciprocal_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 reciprocal_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14583,14 +15423,17 @@ reciprocal_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
             const double out_value = (double)1 / self;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 reciprocal_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14600,15 +15443,17 @@ reciprocal_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = reciprocal_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? reciprocal_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : reciprocal_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = reciprocal_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? reciprocal_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : reciprocal_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = reciprocal_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = reciprocal_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = reciprocal_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = reciprocal_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = reciprocal_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = reciprocal_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14773,7 +15618,7 @@ cos_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 cos_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14786,14 +15631,17 @@ cos_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
             const float out_value = cosf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 cos_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14803,15 +15651,17 @@ cos_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = cos_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? cos_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : cos_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = cos_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? cos_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : cos_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = cos_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = cos_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = cos_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = cos_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = cos_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = cos_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14822,7 +15672,7 @@ cos_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 cos_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14835,14 +15685,17 @@ cos_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
             const float out_value = cosf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 cos_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14852,15 +15705,17 @@ cos_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = cos_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? cos_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : cos_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = cos_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? cos_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : cos_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = cos_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = cos_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = cos_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = cos_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = cos_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = cos_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14912,7 +15767,7 @@ cos_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 cos_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14925,14 +15780,17 @@ cos_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
             const double out_value = cos(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 cos_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14942,15 +15800,17 @@ cos_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = cos_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? cos_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : cos_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = cos_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? cos_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : cos_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = cos_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = cos_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = cos_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = cos_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = cos_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = cos_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14961,7 +15821,7 @@ cos_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 cos_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -14974,14 +15834,17 @@ cos_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
             const double out_value = cos(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 cos_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14991,15 +15854,17 @@ cos_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = cos_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? cos_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : cos_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = cos_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? cos_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : cos_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = cos_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = cos_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = cos_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = cos_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = cos_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = cos_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15353,7 +16218,7 @@ trunc_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 trunc_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -15366,14 +16231,17 @@ trunc_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
             const float out_value = truncf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 trunc_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15383,15 +16251,17 @@ trunc_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = trunc_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? trunc_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : trunc_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = trunc_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? trunc_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : trunc_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = trunc_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = trunc_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = trunc_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = trunc_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = trunc_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = trunc_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15402,7 +16272,7 @@ trunc_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 trunc_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -15415,14 +16285,17 @@ trunc_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
             const float out_value = truncf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 trunc_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15432,15 +16305,17 @@ trunc_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = trunc_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? trunc_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : trunc_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = trunc_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? trunc_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : trunc_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = trunc_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = trunc_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = trunc_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = trunc_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = trunc_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = trunc_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15490,7 +16365,7 @@ trunc_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 trunc_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -15503,14 +16378,17 @@ trunc_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
             const double out_value = trunc(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 trunc_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15520,15 +16398,17 @@ trunc_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = trunc_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? trunc_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : trunc_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = trunc_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? trunc_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : trunc_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = trunc_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = trunc_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = trunc_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = trunc_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = trunc_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = trunc_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15539,7 +16419,7 @@ trunc_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 trunc_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -15552,14 +16432,17 @@ trunc_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
             const double out_value = trunc(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 trunc_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15569,15 +16452,17 @@ trunc_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = trunc_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? trunc_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : trunc_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = trunc_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? trunc_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : trunc_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = trunc_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = trunc_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = trunc_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = trunc_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = trunc_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = trunc_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15775,7 +16660,7 @@ elu_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 elu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -15792,14 +16677,17 @@ elu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
                 (self > (float)0) ? (scale * self) : ((scale * alpha) * expm1f(self * input_scale));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 elu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15809,15 +16697,17 @@ elu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = elu_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? elu_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : elu_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = elu_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? elu_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : elu_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = elu_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = elu_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = elu_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = elu_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = elu_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = elu_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15828,7 +16718,7 @@ elu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 elu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -15845,14 +16735,17 @@ elu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
                 (self > (float)0) ? (scale * self) : ((scale * alpha) * expm1f(self * input_scale));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 elu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15862,15 +16755,17 @@ elu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = elu_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? elu_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : elu_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = elu_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? elu_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : elu_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = elu_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = elu_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = elu_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = elu_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = elu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = elu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15928,7 +16823,7 @@ elu_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 elu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -15945,14 +16840,17 @@ elu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
                 (self > (double)0) ? (scale * self) : ((scale * alpha) * expm1(self * input_scale));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 elu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15962,15 +16860,17 @@ elu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = elu_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? elu_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : elu_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = elu_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? elu_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : elu_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = elu_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = elu_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = elu_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = elu_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = elu_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = elu_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15981,7 +16881,7 @@ elu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 elu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -15998,14 +16898,17 @@ elu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
                 (self > (double)0) ? (scale * self) : ((scale * alpha) * expm1(self * input_scale));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 elu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16015,15 +16918,17 @@ elu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = elu_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? elu_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : elu_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = elu_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? elu_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : elu_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = elu_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = elu_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = elu_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = elu_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = elu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = elu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16193,7 +17098,7 @@ silu_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 silu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -16206,14 +17111,17 @@ silu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
             const float out_value = self / ((float)1 + expf(-self));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 silu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16223,15 +17131,17 @@ silu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = silu_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? silu_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : silu_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = silu_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? silu_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : silu_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = silu_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = silu_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = silu_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = silu_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = silu_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = silu_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16242,7 +17152,7 @@ silu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 silu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -16255,14 +17165,17 @@ silu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
             const float out_value = self / ((float)1 + expf(-self));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 silu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16272,15 +17185,17 @@ silu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = silu_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? silu_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : silu_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = silu_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? silu_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : silu_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = silu_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = silu_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = silu_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = silu_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = silu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = silu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16332,7 +17247,7 @@ silu_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 silu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -16345,14 +17260,17 @@ silu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
             const double out_value = self / ((double)1 + exp(-self));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 silu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16362,15 +17280,17 @@ silu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = silu_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? silu_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : silu_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = silu_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? silu_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : silu_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = silu_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = silu_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = silu_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = silu_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = silu_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = silu_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16381,7 +17301,7 @@ silu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 silu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -16394,14 +17314,17 @@ silu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
             const double out_value = self / ((double)1 + exp(-self));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 silu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16411,15 +17334,17 @@ silu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = silu_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? silu_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : silu_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = silu_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? silu_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : silu_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = silu_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = silu_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = silu_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = silu_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = silu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = silu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16680,7 +17605,7 @@ gelu_blocks_f32_none(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_f32_none(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -16693,14 +17618,17 @@ gelu_stepped_row_f32_none(char *out, int64_t out_step, const char *self_p, int64
             const float out_value = self * yt__pw_normal_cdf_f(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 gelu_stepped_f32_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16710,15 +17638,17 @@ gelu_stepped_f32_none(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = gelu_stepped_row_f32_none(out, 4, self_p, 8, n, ctx);
+            i = stream ? gelu_stepped_row_f32_none(out, 4, self_p, 8, n, true, ctx)
+                       : gelu_stepped_row_f32_none(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = gelu_stepped_row_f32_none(out, 4, self_p, 12, n, ctx);
+            i = stream ? gelu_stepped_row_f32_none(out, 4, self_p, 12, n, true, ctx)
+                       : gelu_stepped_row_f32_none(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = gelu_stepped_row_f32_none(out, 8, self_p, 4, n, ctx);
+            i = gelu_stepped_row_f32_none(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = gelu_stepped_row_f32_none(out, 8, self_p, 8, n, ctx);
+            i = gelu_stepped_row_f32_none(out, 8, self_p, 8, n, false, ctx);
         else
-            i = gelu_stepped_row_f32_none(out, out_step, self_p, self_step, n, ctx);
+            i = gelu_stepped_row_f32_none(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16729,7 +17659,7 @@ gelu_stepped_f32_none(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -16742,14 +17672,17 @@ gelu_stepped_row_avx2_f32_none(char *out, int64_t out_step, const char *self_p, 
             const float out_value = self * yt__pw_normal_cdf_f(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 gelu_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16759,15 +17692,17 @@ gelu_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = gelu_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, ctx);
+            i = stream ? gelu_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, true, ctx)
+                       : gelu_stepped_row_avx2_f32_none(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = gelu_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, ctx);
+            i = stream ? gelu_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, true, ctx)
+                       : gelu_stepped_row_avx2_f32_none(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = gelu_stepped_row_avx2_f32_none(out, 8, self_p, 4, n, ctx);
+            i = gelu_stepped_row_avx2_f32_none(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = gelu_stepped_row_avx2_f32_none(out, 8, self_p, 8, n, ctx);
+            i = gelu_stepped_row_avx2_f32_none(out, 8, self_p, 8, n, false, ctx);
         else
-            i = gelu_stepped_row_avx2_f32_none(out, out_step, self_p, self_step, n, ctx);
+            i = gelu_stepped_row_avx2_f32_none(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16825,7 +17760,7 @@ gelu_blocks_f32_tanh(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_f32_tanh(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -16841,14 +17776,17 @@ gelu_stepped_row_f32_tanh(char *out, int64_t out_step, const char *self_p, int64
                                   (self + ((((float)0.044715 * self) * self) * self))));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 gelu_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16858,15 +17796,17 @@ gelu_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = gelu_stepped_row_f32_tanh(out, 4, self_p, 8, n, ctx);
+            i = stream ? gelu_stepped_row_f32_tanh(out, 4, self_p, 8, n, true, ctx)
+                       : gelu_stepped_row_f32_tanh(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = gelu_stepped_row_f32_tanh(out, 4, self_p, 12, n, ctx);
+            i = stream ? gelu_stepped_row_f32_tanh(out, 4, self_p, 12, n, true, ctx)
+                       : gelu_stepped_row_f32_tanh(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = gelu_stepped_row_f32_tanh(out, 8, self_p, 4, n, ctx);
+            i = gelu_stepped_row_f32_tanh(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = gelu_stepped_row_f32_tanh(out, 8, self_p, 8, n, ctx);
+            i = gelu_stepped_row_f32_tanh(out, 8, self_p, 8, n, false, ctx);
         else
-            i = gelu_stepped_row_f32_tanh(out, out_step, self_p, self_step, n, ctx);
+            i = gelu_stepped_row_f32_tanh(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16877,7 +17817,7 @@ gelu_stepped_f32_tanh(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_avx2_f32_tanh(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -16893,14 +17833,17 @@ gelu_stepped_row_avx2_f32_tanh(char *out, int64_t out_step, const char *self_p, 
                                   (self + ((((float)0.044715 * self) * self) * self))));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 gelu_stepped_avx2_f32_tanh(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -16910,15 +17853,17 @@ gelu_stepped_avx2_f32_tanh(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 8, n, ctx);
+            i = stream ? gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 8, n, true, ctx)
+                       : gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 12, n, ctx);
+            i = stream ? gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 12, n, true, ctx)
+                       : gelu_stepped_row_avx2_f32_tanh(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = gelu_stepped_row_avx2_f32_tanh(out, 8, self_p, 4, n, ctx);
+            i = gelu_stepped_row_avx2_f32_tanh(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = gelu_stepped_row_avx2_f32_tanh(out, 8, self_p, 8, n, ctx);
+            i = gelu_stepped_row_avx2_f32_tanh(out, 8, self_p, 8, n, false, ctx);
         else
-            i = gelu_stepped_row_avx2_f32_tanh(out, out_step, self_p, self_step, n, ctx);
+            i = gelu_stepped_row_avx2_f32_tanh(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -16970,7 +17915,7 @@ gelu_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_f64_none(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -16983,14 +17928,17 @@ gelu_stepped_row_f64_none(char *out, int64_t out_step, const char *self_p, int64
             const double out_value = self * yt__pw_normal_cdf_d(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 gelu_stepped_f64_none(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -17000,15 +17948,17 @@ gelu_stepped_f64_none(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = gelu_stepped_row_f64_none(out, 8, self_p, 16, n, ctx);
+            i = stream ? gelu_stepped_row_f64_none(out, 8, self_p, 16, n, true, ctx)
+                       : gelu_stepped_row_f64_none(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = gelu_stepped_row_f64_none(out, 8, self_p, 24, n, ctx);
+            i = stream ? gelu_stepped_row_f64_none(out, 8, self_p, 24, n, true, ctx)
+                       : gelu_stepped_row_f64_none(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = gelu_stepped_row_f64_none(out, 16, self_p, 8, n, ctx);
+            i = gelu_stepped_row_f64_none(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = gelu_stepped_row_f64_none(out, 16, self_p, 16, n, ctx);
+            i = gelu_stepped_row_f64_none(out, 16, self_p, 16, n, false, ctx);
         else
-            i = gelu_stepped_row_f64_none(out, out_step, self_p, self_step, n, ctx);
+            i = gelu_stepped_row_f64_none(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -17019,7 +17969,7 @@ gelu_stepped_f64_none(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -17032,14 +17982,17 @@ gelu_stepped_row_avx2_f64_none(char *out, int64_t out_step, const char *self_p, 
             const double out_value = self * yt__pw_normal_cdf_d(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 gelu_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -17049,15 +18002,17 @@ gelu_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = gelu_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, ctx);
+            i = stream ? gelu_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, true, ctx)
+                       : gelu_stepped_row_avx2_f64_none(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = gelu_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, ctx);
+            i = stream ? gelu_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, true, ctx)
+                       : gelu_stepped_row_avx2_f64_none(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = gelu_stepped_row_avx2_f64_none(out, 16, self_p, 8, n, ctx);
+            i = gelu_stepped_row_avx2_f64_none(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = gelu_stepped_row_avx2_f64_none(out, 16, self_p, 16, n, ctx);
+            i = gelu_stepped_row_avx2_f64_none(out, 16, self_p, 16, n, false, ctx);
         else
-            i = gelu_stepped_row_avx2_f64_none(out, out_step, self_p, self_step, n, ctx);
+            i = gelu_stepped_row_avx2_f64_none(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -17115,7 +18070,7 @@ gelu_blocks_f64_tanh(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_f64_tanh(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -17131,14 +18086,17 @@ gelu_stepped_row_f64_tanh(char *out, int64_t out_step, const char *self_p, int64
                                   (self + ((((double)0.044715 * self) * self) * self))));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 gelu_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -17148,15 +18106,17 @@ gelu_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = gelu_stepped_row_f64_tanh(out, 8, self_p, 16, n, ctx);
+            i = stream ? gelu_stepped_row_f64_tanh(out, 8, self_p, 16, n, true, ctx)
+                       : gelu_stepped_row_f64_tanh(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = gelu_stepped_row_f64_tanh(out, 8, self_p, 24, n, ctx);
+            i = stream ? gelu_stepped_row_f64_tanh(out, 8, self_p, 24, n, true, ctx)
+                       : gelu_stepped_row_f64_tanh(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = gelu_stepped_row_f64_tanh(out, 16, self_p, 8, n, ctx);
+            i = gelu_stepped_row_f64_tanh(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = gelu_stepped_row_f64_tanh(out, 16, self_p, 16, n, ctx);
+            i = gelu_stepped_row_f64_tanh(out, 16, self_p, 16, n, false, ctx);
         else
-            i = gelu_stepped_row_f64_tanh(out, out_step, self_p, self_step, n, ctx);
+            i = gelu_stepped_row_f64_tanh(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -17167,7 +18127,7 @@ gelu_stepped_f64_tanh(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 gelu_stepped_row_avx2_f64_tanh(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -17183,14 +18143,17 @@ gelu_stepped_row_avx2_f64_tanh(char *out, int64_t out_step, const char *self_p, 
                                   (self + ((((double)0.044715 * self) * self) * self))));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 gelu_stepped_avx2_f64_tanh(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -17200,15 +18163,17 @@ gelu_stepped_avx2_f64_tanh(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 16, n, ctx);
+            i = stream ? gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 16, n, true, ctx)
+                       : gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 24, n, ctx);
+            i = stream ? gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 24, n, true, ctx)
+                       : gelu_stepped_row_avx2_f64_tanh(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = gelu_stepped_row_avx2_f64_tanh(out, 16, self_p, 8, n, ctx);
+            i = gelu_stepped_row_avx2_f64_tanh(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = gelu_stepped_row_avx2_f64_tanh(out, 16, self_p, 16, n, ctx);
+            i = gelu_stepped_row_avx2_f64_tanh(out, 16, self_p, 16, n, false, ctx);
         else
-            i = gelu_stepped_row_avx2_f64_tanh(out, out_step, self_p, self_step, n, ctx);
+            i = gelu_stepped_row_avx2_f64_tanh(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -19756,7 +20721,8 @@ binary_cross_entropy_elementwise_blocks_f32(const yt__block_strip *s, const void
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 binary_cross_entropy_elementwise_stepped_row_f32(char *out, int64_t out_step, const char *self_p,
                                                  int64_t self_step, const char *target_p,
-                                                 int64_t target_step, int64_t n, const void *ctx)
+                                                 int64_t target_step, int64_t n, bool stream,
+                                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -19774,14 +20740,17 @@ binary_cross_entropy_elementwise_stepped_row_f32(char *out, int64_t out_step, co
                   (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 binary_cross_entropy_elementwise_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                                             const int64_t *row_strides, int64_t rows,
+                                             const int64_t *row_strides, int64_t rows, bool stream,
                                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -19794,26 +20763,35 @@ binary_cross_entropy_elementwise_stepped_f32(char **data, const int64_t *strides
         const char *target_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && target_step == 4)
-            i = binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 8, target_p, 4, n,
-                                                                 ctx);
+            i = stream ? binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 8,
+                                                                          target_p, 4, n, true, ctx)
+                       : binary_cross_entropy_elementwise_stepped_row_f32(
+                             out, 4, self_p, 8, target_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && target_step == 4)
-            i = binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 12, target_p, 4, n,
-                                                                 ctx);
+            i = stream ? binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 12,
+                                                                          target_p, 4, n, true, ctx)
+                       : binary_cross_entropy_elementwise_stepped_row_f32(
+                             out, 4, self_p, 12, target_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && target_step == 8)
-            i = binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 4, target_p, 8, n,
-                                                                 ctx);
+            i = stream ? binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 4,
+                                                                          target_p, 8, n, true, ctx)
+                       : binary_cross_entropy_elementwise_stepped_row_f32(
+                             out, 4, self_p, 4, target_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && target_step == 12)
-            i = binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 4, target_p, 12, n,
-                                                                 ctx);
+            i = stream
+                    ? binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 4, target_p,
+                                                                       12, n, true, ctx)
+                    : binary_cross_entropy_elementwise_stepped_row_f32(out, 4, self_p, 4, target_p,
+                                                                       12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && target_step == 4)
             i = binary_cross_entropy_elementwise_stepped_row_f32(out, 8, self_p, 4, target_p, 4, n,
-                                                                 ctx);
+                                                                 false, ctx);
         else if (out_step == 8 && self_step == 8 && target_step == 4)
             i = binary_cross_entropy_elementwise_stepped_row_f32(out, 8, self_p, 8, target_p, 4, n,
-                                                                 ctx);
+                                                                 false, ctx);
         else
-            i = binary_cross_entropy_elementwise_stepped_row_f32(out, out_step, self_p, self_step,
-                                                                 target_p, target_step, n, ctx);
+            i = binary_cross_entropy_elementwise_stepped_row_f32(
+                out, out_step, self_p, self_step, target_p, target_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -19826,7 +20804,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 binary_cross_entropy_elementwise_stepped_row_avx2_f32(char *out, int64_t out_step,
                                                       const char *self_p, int64_t self_step,
                                                       const char *target_p, int64_t target_step,
-                                                      int64_t n, const void *ctx)
+                                                      int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -19844,7 +20822,10 @@ binary_cross_entropy_elementwise_stepped_row_avx2_f32(char *out, int64_t out_ste
                   (((float)1 - target) * yt__pw_maximum_f(log1pf(-self), -(float)100)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -19852,7 +20833,7 @@ binary_cross_entropy_elementwise_stepped_row_avx2_f32(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 binary_cross_entropy_elementwise_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  const void *ctx)
+                                                  bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -19864,26 +20845,34 @@ binary_cross_entropy_elementwise_stepped_avx2_f32(char **data, const int64_t *st
         const char *target_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && target_step == 4)
-            i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 4, self_p, 8, target_p,
-                                                                      4, n, ctx);
+            i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f32(
+                             out, 4, self_p, 8, target_p, 4, n, true, ctx)
+                       : binary_cross_entropy_elementwise_stepped_row_avx2_f32(
+                             out, 4, self_p, 8, target_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && target_step == 4)
-            i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 4, self_p, 12, target_p,
-                                                                      4, n, ctx);
+            i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f32(
+                             out, 4, self_p, 12, target_p, 4, n, true, ctx)
+                       : binary_cross_entropy_elementwise_stepped_row_avx2_f32(
+                             out, 4, self_p, 12, target_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && target_step == 8)
-            i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 4, self_p, 4, target_p,
-                                                                      8, n, ctx);
+            i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f32(
+                             out, 4, self_p, 4, target_p, 8, n, true, ctx)
+                       : binary_cross_entropy_elementwise_stepped_row_avx2_f32(
+                             out, 4, self_p, 4, target_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && target_step == 12)
-            i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 4, self_p, 4, target_p,
-                                                                      12, n, ctx);
+            i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f32(
+                             out, 4, self_p, 4, target_p, 12, n, true, ctx)
+                       : binary_cross_entropy_elementwise_stepped_row_avx2_f32(
+                             out, 4, self_p, 4, target_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && target_step == 4)
             i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 8, self_p, 4, target_p,
-                                                                      4, n, ctx);
+                                                                      4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && target_step == 4)
             i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(out, 8, self_p, 8, target_p,
-                                                                      4, n, ctx);
+                                                                      4, n, false, ctx);
         else
             i = binary_cross_entropy_elementwise_stepped_row_avx2_f32(
-                out, out_step, self_p, self_step, target_p, target_step, n, ctx);
+                out, out_step, self_p, self_step, target_p, target_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -19968,7 +20957,8 @@ binary_cross_entropy_elementwise_blocks_f64(const yt__block_strip *s, const void
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 binary_cross_entropy_elementwise_stepped_row_f64(char *out, int64_t out_step, const char *self_p,
                                                  int64_t self_step, const char *target_p,
-                                                 int64_t target_step, int64_t n, const void *ctx)
+                                                 int64_t target_step, int64_t n, bool stream,
+                                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -19986,14 +20976,17 @@ binary_cross_entropy_elementwise_stepped_row_f64(char *out, int64_t out_step, co
                   (((double)1 - target) * yt__pw_maximum_d(log1p(-self), -(double)100)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 binary_cross_entropy_elementwise_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                                             const int64_t *row_strides, int64_t rows,
+                                             const int64_t *row_strides, int64_t rows, bool stream,
                                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -20006,26 +20999,36 @@ binary_cross_entropy_elementwise_stepped_f64(char **data, const int64_t *strides
         const char *target_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && target_step == 8)
-            i = binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 16, target_p, 8, n,
-                                                                 ctx);
+            i = stream ? binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 16,
+                                                                          target_p, 8, n, true, ctx)
+                       : binary_cross_entropy_elementwise_stepped_row_f64(
+                             out, 8, self_p, 16, target_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && target_step == 8)
-            i = binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 24, target_p, 8, n,
-                                                                 ctx);
+            i = stream ? binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 24,
+                                                                          target_p, 8, n, true, ctx)
+                       : binary_cross_entropy_elementwise_stepped_row_f64(
+                             out, 8, self_p, 24, target_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && target_step == 16)
-            i = binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 8, target_p, 16, n,
-                                                                 ctx);
+            i = stream
+                    ? binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 8, target_p,
+                                                                       16, n, true, ctx)
+                    : binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 8, target_p,
+                                                                       16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && target_step == 24)
-            i = binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 8, target_p, 24, n,
-                                                                 ctx);
+            i = stream
+                    ? binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 8, target_p,
+                                                                       24, n, true, ctx)
+                    : binary_cross_entropy_elementwise_stepped_row_f64(out, 8, self_p, 8, target_p,
+                                                                       24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && target_step == 8)
             i = binary_cross_entropy_elementwise_stepped_row_f64(out, 16, self_p, 8, target_p, 8, n,
-                                                                 ctx);
+                                                                 false, ctx);
         else if (out_step == 16 && self_step == 16 && target_step == 8)
             i = binary_cross_entropy_elementwise_stepped_row_f64(out, 16, self_p, 16, target_p, 8,
-                                                                 n, ctx);
+                                                                 n, false, ctx);
         else
-            i = binary_cross_entropy_elementwise_stepped_row_f64(out, out_step, self_p, self_step,
-                                                                 target_p, target_step, n, ctx);
+            i = binary_cross_entropy_elementwise_stepped_row_f64(
+                out, out_step, self_p, self_step, target_p, target_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -20038,7 +21041,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 binary_cross_entropy_elementwise_stepped_row_avx2_f64(char *out, int64_t out_step,
                                                       const char *self_p, int64_t self_step,
                                                       const char *target_p, int64_t target_step,
-                                                      int64_t n, const void *ctx)
+                                                      int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -20056,7 +21059,10 @@ binary_cross_entropy_elementwise_stepped_row_avx2_f64(char *out, int64_t out_ste
                   (((double)1 - target) * yt__pw_maximum_d(log1p(-self), -(double)100)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -20064,7 +21070,7 @@ binary_cross_entropy_elementwise_stepped_row_avx2_f64(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 binary_cross_entropy_elementwise_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  const void *ctx)
+                                                  bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -20076,26 +21082,34 @@ binary_cross_entropy_elementwise_stepped_avx2_f64(char **data, const int64_t *st
         const char *target_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && target_step == 8)
-            i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 8, self_p, 16, target_p,
-                                                                      8, n, ctx);
+            i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f64(
+                             out, 8, self_p, 16, target_p, 8, n, true, ctx)
+                       : binary_cross_entropy_elementwise_stepped_row_avx2_f64(
+                             out, 8, self_p, 16, target_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && target_step == 8)
-            i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 8, self_p, 24, target_p,
-                                                                      8, n, ctx);
+            i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f64(
+                             out, 8, self_p, 24, target_p, 8, n, true, ctx)
+                       : binary_cross_entropy_elementwise_stepped_row_avx2_f64(
+                             out, 8, self_p, 24, target_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && target_step == 16)
-            i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 8, self_p, 8, target_p,
-                                                                      16, n, ctx);
+            i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f64(
+                             out, 8, self_p, 8, target_p, 16, n, true, ctx)
+                       : binary_cross_entropy_elementwise_stepped_row_avx2_f64(
+                             out, 8, self_p, 8, target_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && target_step == 24)
-            i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 8, self_p, 8, target_p,
-                                                                      24, n, ctx);
+            i = stream ? binary_cross_entropy_elementwise_stepped_row_avx2_f64(
+                             out, 8, self_p, 8, target_p, 24, n, true, ctx)
+                       : binary_cross_entropy_elementwise_stepped_row_avx2_f64(
+                             out, 8, self_p, 8, target_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && target_step == 8)
             i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 16, self_p, 8, target_p,
-                                                                      8, n, ctx);
+                                                                      8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && target_step == 8)
             i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(out, 16, self_p, 16, target_p,
-                                                                      8, n, ctx);
+                                                                      8, n, false, ctx);
         else
             i = binary_cross_entropy_elementwise_stepped_row_avx2_f64(
-                out, out_step, self_p, self_step, target_p, target_step, n, ctx);
+                out, out_step, self_p, self_step, target_p, target_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)

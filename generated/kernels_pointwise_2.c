@@ -20,7 +20,8 @@
  * (OP_stepped_row_avx2_DTYPE), inlined once per common set of steps (one input 2 or 3 elements
  * apart, the output 2 apart, or both in place, the rest contiguous: codegen/lower.py, _step_cases)
  * with those steps as constants, so that the lanes' tests of each operand's step fold away, and
- * once more for any other steps. */
+ * once more for any other steps; with a contiguous output, once storing it around the caches and
+ * once plainly (the form's `stream`, yt__stepped_fn). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -618,7 +619,8 @@ maximum_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 maximum_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                        const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                        const char *other_p, int64_t other_step, int64_t n, bool stream,
+                        const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -634,14 +636,17 @@ maximum_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
             const float out_value = yt__pw_maximum_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 maximum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, const void *ctx)
+                    int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -653,20 +658,24 @@ maximum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = maximum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? maximum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : maximum_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = maximum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? maximum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                       : maximum_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                       : maximum_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = maximum_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = maximum_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = maximum_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = maximum_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = maximum_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                        ctx);
+                                        stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -677,7 +686,8 @@ maximum_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 maximum_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                             const char *other_p, int64_t other_step, int64_t n, bool stream,
+                             const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -693,14 +703,17 @@ maximum_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, in
             const float out_value = yt__pw_maximum_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 maximum_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -712,20 +725,26 @@ maximum_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const i
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = maximum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? maximum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : maximum_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = maximum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream
+                    ? maximum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                    : maximum_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream
+                    ? maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                    : maximum_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = maximum_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = maximum_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = maximum_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = maximum_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = maximum_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step,
-                                             n, ctx);
+                                             n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -799,7 +818,8 @@ maximum_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 maximum_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                        const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                        const char *other_p, int64_t other_step, int64_t n, bool stream,
+                        const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -815,14 +835,17 @@ maximum_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
             const double out_value = yt__pw_maximum_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 maximum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, const void *ctx)
+                    int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -834,20 +857,24 @@ maximum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = maximum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? maximum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                       : maximum_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = maximum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? maximum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                       : maximum_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                       : maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                       : maximum_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = maximum_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = maximum_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = maximum_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = maximum_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
             i = maximum_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                        ctx);
+                                        stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -858,7 +885,8 @@ maximum_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 maximum_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                             const char *other_p, int64_t other_step, int64_t n, bool stream,
+                             const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -874,14 +902,17 @@ maximum_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, in
             const double out_value = yt__pw_maximum_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 maximum_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -893,20 +924,28 @@ maximum_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const i
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = maximum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream
+                    ? maximum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                    : maximum_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = maximum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream
+                    ? maximum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                    : maximum_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream
+                    ? maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                    : maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream
+                    ? maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                    : maximum_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = maximum_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = maximum_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = maximum_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = maximum_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
             i = maximum_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step,
-                                             n, ctx);
+                                             n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1286,7 +1325,7 @@ clamp_max_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float max = (float)scalars[0].f;
@@ -1300,14 +1339,17 @@ clamp_max_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64
             const float out_value = yt__pw_minimum_uniform_f(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_max_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1317,15 +1359,17 @@ clamp_max_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = clamp_max_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? clamp_max_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : clamp_max_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = clamp_max_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? clamp_max_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : clamp_max_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_max_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = clamp_max_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_max_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = clamp_max_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = clamp_max_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_max_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1336,7 +1380,7 @@ clamp_max_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float max = (float)scalars[0].f;
@@ -1350,14 +1394,17 @@ clamp_max_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, 
             const float out_value = yt__pw_minimum_uniform_f(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_max_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1367,15 +1414,17 @@ clamp_max_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = clamp_max_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? clamp_max_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : clamp_max_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = clamp_max_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? clamp_max_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : clamp_max_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_max_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = clamp_max_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_max_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = clamp_max_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = clamp_max_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_max_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1426,7 +1475,7 @@ clamp_max_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double max = (double)scalars[0].f;
@@ -1440,14 +1489,17 @@ clamp_max_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64
             const double out_value = yt__pw_minimum_uniform_d(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_max_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1457,15 +1509,17 @@ clamp_max_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = clamp_max_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? clamp_max_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : clamp_max_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = clamp_max_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? clamp_max_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : clamp_max_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_max_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = clamp_max_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_max_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = clamp_max_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = clamp_max_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_max_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1476,7 +1530,7 @@ clamp_max_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double max = (double)scalars[0].f;
@@ -1490,14 +1544,17 @@ clamp_max_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, 
             const double out_value = yt__pw_minimum_uniform_d(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_max_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1507,15 +1564,17 @@ clamp_max_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = clamp_max_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? clamp_max_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : clamp_max_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = clamp_max_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? clamp_max_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : clamp_max_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_max_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = clamp_max_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_max_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = clamp_max_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = clamp_max_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_max_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2082,7 +2141,8 @@ clamp_max_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 const char *max_p, int64_t max_step, int64_t n, const void *ctx)
+                                 const char *max_p, int64_t max_step, int64_t n, bool stream,
+                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2098,14 +2158,17 @@ clamp_max_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p
             const float out_value = yt__pw_minimum_f(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_max_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2117,20 +2180,28 @@ clamp_max_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
         const char *max_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && max_step == 4)
-            i = clamp_max_tensor_stepped_row_f32(out, 4, self_p, 8, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_max_tensor_stepped_row_f32(out, 4, self_p, 8, max_p, 4, n, true, ctx)
+                    : clamp_max_tensor_stepped_row_f32(out, 4, self_p, 8, max_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && max_step == 4)
-            i = clamp_max_tensor_stepped_row_f32(out, 4, self_p, 12, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_max_tensor_stepped_row_f32(out, 4, self_p, 12, max_p, 4, n, true, ctx)
+                    : clamp_max_tensor_stepped_row_f32(out, 4, self_p, 12, max_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 8, n, true, ctx)
+                    : clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 12)
-            i = clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 12, n, ctx);
+            i = stream
+                    ? clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 12, n, true, ctx)
+                    : clamp_max_tensor_stepped_row_f32(out, 4, self_p, 4, max_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && max_step == 4)
-            i = clamp_max_tensor_stepped_row_f32(out, 8, self_p, 4, max_p, 4, n, ctx);
+            i = clamp_max_tensor_stepped_row_f32(out, 8, self_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 4)
-            i = clamp_max_tensor_stepped_row_f32(out, 8, self_p, 8, max_p, 4, n, ctx);
+            i = clamp_max_tensor_stepped_row_f32(out, 8, self_p, 8, max_p, 4, n, false, ctx);
         else
             i = clamp_max_tensor_stepped_row_f32(out, out_step, self_p, self_step, max_p, max_step,
-                                                 n, ctx);
+                                                 n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2142,7 +2213,7 @@ clamp_max_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *max_p, int64_t max_step,
-                                      int64_t n, const void *ctx)
+                                      int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2158,14 +2229,18 @@ clamp_max_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *s
             const float out_value = yt__pw_minimum_f(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_max_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2177,20 +2252,32 @@ clamp_max_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n
         const char *max_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && max_step == 4)
-            i = clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, max_p, 4, n, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, max_p, 4, n, true,
+                                                               ctx)
+                       : clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, max_p, 4, n,
+                                                               false, ctx);
         else if (out_step == 4 && self_step == 12 && max_step == 4)
-            i = clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, max_p, 4, n, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, max_p, 4, n,
+                                                               true, ctx)
+                       : clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, max_p, 4, n,
+                                                               false, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, max_p, 8, n, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, max_p, 8, n, true,
+                                                               ctx)
+                       : clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, max_p, 8, n,
+                                                               false, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 12)
-            i = clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, max_p, 12, n, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, max_p, 12, n,
+                                                               true, ctx)
+                       : clamp_max_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, max_p, 12, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 4 && max_step == 4)
-            i = clamp_max_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, max_p, 4, n, ctx);
+            i = clamp_max_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 4)
-            i = clamp_max_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, max_p, 4, n, ctx);
+            i = clamp_max_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, max_p, 4, n, false, ctx);
         else
             i = clamp_max_tensor_stepped_row_avx2_f32(out, out_step, self_p, self_step, max_p,
-                                                      max_step, n, ctx);
+                                                      max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2264,7 +2351,8 @@ clamp_max_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 const char *max_p, int64_t max_step, int64_t n, const void *ctx)
+                                 const char *max_p, int64_t max_step, int64_t n, bool stream,
+                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2280,14 +2368,17 @@ clamp_max_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p
             const double out_value = yt__pw_minimum_d(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_max_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2299,20 +2390,28 @@ clamp_max_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
         const char *max_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_f64(out, 8, self_p, 16, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_max_tensor_stepped_row_f64(out, 8, self_p, 16, max_p, 8, n, true, ctx)
+                    : clamp_max_tensor_stepped_row_f64(out, 8, self_p, 16, max_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_f64(out, 8, self_p, 24, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_max_tensor_stepped_row_f64(out, 8, self_p, 24, max_p, 8, n, true, ctx)
+                    : clamp_max_tensor_stepped_row_f64(out, 8, self_p, 24, max_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 16)
-            i = clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 16, n, ctx);
+            i = stream
+                    ? clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 16, n, true, ctx)
+                    : clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 24)
-            i = clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 24, n, ctx);
+            i = stream
+                    ? clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 24, n, true, ctx)
+                    : clamp_max_tensor_stepped_row_f64(out, 8, self_p, 8, max_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_f64(out, 16, self_p, 8, max_p, 8, n, ctx);
+            i = clamp_max_tensor_stepped_row_f64(out, 16, self_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_f64(out, 16, self_p, 16, max_p, 8, n, ctx);
+            i = clamp_max_tensor_stepped_row_f64(out, 16, self_p, 16, max_p, 8, n, false, ctx);
         else
             i = clamp_max_tensor_stepped_row_f64(out, out_step, self_p, self_step, max_p, max_step,
-                                                 n, ctx);
+                                                 n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2324,7 +2423,7 @@ clamp_max_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_max_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *max_p, int64_t max_step,
-                                      int64_t n, const void *ctx)
+                                      int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2340,14 +2439,18 @@ clamp_max_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *s
             const double out_value = yt__pw_minimum_d(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_max_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2359,20 +2462,32 @@ clamp_max_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n
         const char *max_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, max_p, 8, n, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, max_p, 8, n,
+                                                               true, ctx)
+                       : clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, max_p, 8, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 24 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, max_p, 8, n, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, max_p, 8, n,
+                                                               true, ctx)
+                       : clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, max_p, 8, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 16)
-            i = clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, max_p, 16, n, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, max_p, 16, n,
+                                                               true, ctx)
+                       : clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, max_p, 16, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 24)
-            i = clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, max_p, 24, n, ctx);
+            i = stream ? clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, max_p, 24, n,
+                                                               true, ctx)
+                       : clamp_max_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, max_p, 24, n,
+                                                               false, ctx);
         else if (out_step == 16 && self_step == 8 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, max_p, 8, n, ctx);
+            i = clamp_max_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && max_step == 8)
-            i = clamp_max_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, max_p, 8, n, ctx);
+            i = clamp_max_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, max_p, 8, n, false, ctx);
         else
             i = clamp_max_tensor_stepped_row_avx2_f64(out, out_step, self_p, self_step, max_p,
-                                                      max_step, n, ctx);
+                                                      max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2937,7 +3052,8 @@ remainder_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 remainder_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                          const char *other_p, int64_t other_step, int64_t n, bool stream,
+                          const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2953,14 +3069,17 @@ remainder_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64
             const float out_value = yt__pw_remainder_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 remainder_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2972,20 +3091,24 @@ remainder_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = remainder_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? remainder_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : remainder_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = remainder_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? remainder_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                       : remainder_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                       : remainder_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = remainder_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = remainder_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = remainder_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = remainder_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = remainder_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                          ctx);
+                                          stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2996,7 +3119,8 @@ remainder_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 remainder_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                               const char *other_p, int64_t other_step, int64_t n, bool stream,
+                               const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -3012,14 +3136,17 @@ remainder_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, 
             const float out_value = yt__pw_remainder_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 remainder_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3031,20 +3158,28 @@ remainder_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = remainder_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream
+                    ? remainder_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                    : remainder_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = remainder_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream
+                    ? remainder_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                    : remainder_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream
+                    ? remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                    : remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream
+                    ? remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                    : remainder_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = remainder_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = remainder_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = remainder_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = remainder_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = remainder_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p,
-                                               other_step, n, ctx);
+                                               other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3118,7 +3253,8 @@ remainder_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 remainder_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                          const char *other_p, int64_t other_step, int64_t n, bool stream,
+                          const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -3134,14 +3270,17 @@ remainder_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64
             const double out_value = yt__pw_remainder_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 remainder_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3153,20 +3292,24 @@ remainder_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = remainder_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? remainder_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                       : remainder_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = remainder_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? remainder_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                       : remainder_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                       : remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                       : remainder_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = remainder_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = remainder_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = remainder_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = remainder_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
             i = remainder_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                          ctx);
+                                          stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3177,7 +3320,8 @@ remainder_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 remainder_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                               const char *other_p, int64_t other_step, int64_t n, bool stream,
+                               const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -3193,14 +3337,17 @@ remainder_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, 
             const double out_value = yt__pw_remainder_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 remainder_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3212,20 +3359,28 @@ remainder_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = remainder_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream
+                    ? remainder_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                    : remainder_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = remainder_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream
+                    ? remainder_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                    : remainder_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream
+                    ? remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                    : remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream
+                    ? remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                    : remainder_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = remainder_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = remainder_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = remainder_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = remainder_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
             i = remainder_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p,
-                                               other_step, n, ctx);
+                                               other_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3607,7 +3762,7 @@ remainder_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 remainder_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 int64_t n, const void *ctx)
+                                 int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -3621,14 +3776,17 @@ remainder_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p
             const float out_value = yt__pw_remainder_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 remainder_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3638,15 +3796,17 @@ remainder_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = remainder_scalar_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? remainder_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : remainder_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = remainder_scalar_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? remainder_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : remainder_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = remainder_scalar_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = remainder_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = remainder_scalar_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = remainder_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = remainder_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = remainder_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3657,7 +3817,7 @@ remainder_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 remainder_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -3671,14 +3831,18 @@ remainder_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *s
             const float out_value = yt__pw_remainder_f(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 remainder_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3688,15 +3852,18 @@ remainder_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : remainder_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = remainder_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = remainder_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = remainder_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = remainder_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = remainder_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = remainder_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream,
+                                                      ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3747,7 +3914,7 @@ remainder_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 remainder_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 int64_t n, const void *ctx)
+                                 int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -3761,14 +3928,17 @@ remainder_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p
             const double out_value = yt__pw_remainder_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 remainder_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3778,15 +3948,17 @@ remainder_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = remainder_scalar_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? remainder_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : remainder_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = remainder_scalar_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? remainder_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : remainder_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = remainder_scalar_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = remainder_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = remainder_scalar_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = remainder_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = remainder_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = remainder_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -3797,7 +3969,7 @@ remainder_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 remainder_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -3811,14 +3983,18 @@ remainder_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *s
             const double out_value = yt__pw_remainder_d(self, other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 remainder_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3828,15 +4004,18 @@ remainder_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : remainder_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = remainder_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = remainder_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = remainder_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = remainder_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = remainder_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = remainder_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream,
+                                                      ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4797,7 +4976,7 @@ clamp_blocks_f32_no_max(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_f32_no_max(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             int64_t n, const void *ctx)
+                             int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -4811,14 +4990,17 @@ clamp_stepped_row_f32_no_max(char *out, int64_t out_step, const char *self_p, in
             const float out_value = yt__pw_maximum_uniform_f(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4828,15 +5010,17 @@ clamp_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n, const i
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = clamp_stepped_row_f32_no_max(out, 4, self_p, 8, n, ctx);
+            i = stream ? clamp_stepped_row_f32_no_max(out, 4, self_p, 8, n, true, ctx)
+                       : clamp_stepped_row_f32_no_max(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = clamp_stepped_row_f32_no_max(out, 4, self_p, 12, n, ctx);
+            i = stream ? clamp_stepped_row_f32_no_max(out, 4, self_p, 12, n, true, ctx)
+                       : clamp_stepped_row_f32_no_max(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_stepped_row_f32_no_max(out, 8, self_p, 4, n, ctx);
+            i = clamp_stepped_row_f32_no_max(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_stepped_row_f32_no_max(out, 8, self_p, 8, n, ctx);
+            i = clamp_stepped_row_f32_no_max(out, 8, self_p, 8, n, false, ctx);
         else
-            i = clamp_stepped_row_f32_no_max(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_stepped_row_f32_no_max(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4847,7 +5031,7 @@ clamp_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n, const i
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_avx2_f32_no_max(char *out, int64_t out_step, const char *self_p,
-                                  int64_t self_step, int64_t n, const void *ctx)
+                                  int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -4861,14 +5045,18 @@ clamp_stepped_row_avx2_f32_no_max(char *out, int64_t out_step, const char *self_
             const float out_value = yt__pw_maximum_uniform_f(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_stepped_avx2_f32_no_max(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, const void *ctx)
+                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4878,15 +5066,17 @@ clamp_stepped_avx2_f32_no_max(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, n, ctx);
+            i = stream ? clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, n, true, ctx)
+                       : clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, n, ctx);
+            i = stream ? clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, n, true, ctx)
+                       : clamp_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_stepped_row_avx2_f32_no_max(out, 8, self_p, 4, n, ctx);
+            i = clamp_stepped_row_avx2_f32_no_max(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_stepped_row_avx2_f32_no_max(out, 8, self_p, 8, n, ctx);
+            i = clamp_stepped_row_avx2_f32_no_max(out, 8, self_p, 8, n, false, ctx);
         else
-            i = clamp_stepped_row_avx2_f32_no_max(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_stepped_row_avx2_f32_no_max(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4937,7 +5127,7 @@ clamp_blocks_f32_max_no_min(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_f32_max_no_min(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 int64_t n, const void *ctx)
+                                 int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float max = (float)scalars[1].f;
@@ -4951,14 +5141,17 @@ clamp_stepped_row_f32_max_no_min(char *out, int64_t out_step, const char *self_p
             const float out_value = yt__pw_minimum_uniform_f(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4968,15 +5161,17 @@ clamp_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = clamp_stepped_row_f32_max_no_min(out, 4, self_p, 8, n, ctx);
+            i = stream ? clamp_stepped_row_f32_max_no_min(out, 4, self_p, 8, n, true, ctx)
+                       : clamp_stepped_row_f32_max_no_min(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = clamp_stepped_row_f32_max_no_min(out, 4, self_p, 12, n, ctx);
+            i = stream ? clamp_stepped_row_f32_max_no_min(out, 4, self_p, 12, n, true, ctx)
+                       : clamp_stepped_row_f32_max_no_min(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_stepped_row_f32_max_no_min(out, 8, self_p, 4, n, ctx);
+            i = clamp_stepped_row_f32_max_no_min(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_stepped_row_f32_max_no_min(out, 8, self_p, 8, n, ctx);
+            i = clamp_stepped_row_f32_max_no_min(out, 8, self_p, 8, n, false, ctx);
         else
-            i = clamp_stepped_row_f32_max_no_min(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_stepped_row_f32_max_no_min(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -4987,7 +5182,7 @@ clamp_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_avx2_f32_max_no_min(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float max = (float)scalars[1].f;
@@ -5001,14 +5196,18 @@ clamp_stepped_row_avx2_f32_max_no_min(char *out, int64_t out_step, const char *s
             const float out_value = yt__pw_minimum_uniform_f(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_stepped_avx2_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5018,15 +5217,18 @@ clamp_stepped_avx2_f32_max_no_min(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, n, ctx);
+            i = stream ? clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, n, true, ctx)
+                       : clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, n, ctx);
+            i = stream ? clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, n, true, ctx)
+                       : clamp_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 4, n, ctx);
+            i = clamp_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 8, n, ctx);
+            i = clamp_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 8, n, false, ctx);
         else
-            i = clamp_stepped_row_avx2_f32_max_no_min(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_stepped_row_avx2_f32_max_no_min(out, out_step, self_p, self_step, n, stream,
+                                                      ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5080,7 +5282,7 @@ clamp_blocks_f32_max_min(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_f32_max_min(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                              int64_t n, const void *ctx)
+                              int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -5096,14 +5298,17 @@ clamp_stepped_row_f32_max_min(char *out, int64_t out_step, const char *self_p, i
                 yt__pw_minimum_uniform_f(yt__pw_maximum_uniform_f(self, min), max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
-                          const int64_t *row_strides, int64_t rows, const void *ctx)
+                          const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5113,15 +5318,17 @@ clamp_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = clamp_stepped_row_f32_max_min(out, 4, self_p, 8, n, ctx);
+            i = stream ? clamp_stepped_row_f32_max_min(out, 4, self_p, 8, n, true, ctx)
+                       : clamp_stepped_row_f32_max_min(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = clamp_stepped_row_f32_max_min(out, 4, self_p, 12, n, ctx);
+            i = stream ? clamp_stepped_row_f32_max_min(out, 4, self_p, 12, n, true, ctx)
+                       : clamp_stepped_row_f32_max_min(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_stepped_row_f32_max_min(out, 8, self_p, 4, n, ctx);
+            i = clamp_stepped_row_f32_max_min(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_stepped_row_f32_max_min(out, 8, self_p, 8, n, ctx);
+            i = clamp_stepped_row_f32_max_min(out, 8, self_p, 8, n, false, ctx);
         else
-            i = clamp_stepped_row_f32_max_min(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_stepped_row_f32_max_min(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5132,7 +5339,7 @@ clamp_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_avx2_f32_max_min(char *out, int64_t out_step, const char *self_p,
-                                   int64_t self_step, int64_t n, const void *ctx)
+                                   int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -5148,14 +5355,18 @@ clamp_stepped_row_avx2_f32_max_min(char *out, int64_t out_step, const char *self
                 yt__pw_minimum_uniform_f(yt__pw_maximum_uniform_f(self, min), max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_stepped_avx2_f32_max_min(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5165,15 +5376,18 @@ clamp_stepped_avx2_f32_max_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, n, ctx);
+            i = stream ? clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, n, true, ctx)
+                       : clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, n, ctx);
+            i = stream ? clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, n, true, ctx)
+                       : clamp_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_stepped_row_avx2_f32_max_min(out, 8, self_p, 4, n, ctx);
+            i = clamp_stepped_row_avx2_f32_max_min(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_stepped_row_avx2_f32_max_min(out, 8, self_p, 8, n, ctx);
+            i = clamp_stepped_row_avx2_f32_max_min(out, 8, self_p, 8, n, false, ctx);
         else
-            i = clamp_stepped_row_avx2_f32_max_min(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_stepped_row_avx2_f32_max_min(out, out_step, self_p, self_step, n, stream,
+                                                   ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5224,7 +5438,7 @@ clamp_blocks_f64_no_max(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_f64_no_max(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             int64_t n, const void *ctx)
+                             int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -5238,14 +5452,17 @@ clamp_stepped_row_f64_no_max(char *out, int64_t out_step, const char *self_p, in
             const double out_value = yt__pw_maximum_uniform_d(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5255,15 +5472,17 @@ clamp_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n, const i
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = clamp_stepped_row_f64_no_max(out, 8, self_p, 16, n, ctx);
+            i = stream ? clamp_stepped_row_f64_no_max(out, 8, self_p, 16, n, true, ctx)
+                       : clamp_stepped_row_f64_no_max(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = clamp_stepped_row_f64_no_max(out, 8, self_p, 24, n, ctx);
+            i = stream ? clamp_stepped_row_f64_no_max(out, 8, self_p, 24, n, true, ctx)
+                       : clamp_stepped_row_f64_no_max(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_stepped_row_f64_no_max(out, 16, self_p, 8, n, ctx);
+            i = clamp_stepped_row_f64_no_max(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_stepped_row_f64_no_max(out, 16, self_p, 16, n, ctx);
+            i = clamp_stepped_row_f64_no_max(out, 16, self_p, 16, n, false, ctx);
         else
-            i = clamp_stepped_row_f64_no_max(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_stepped_row_f64_no_max(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5274,7 +5493,7 @@ clamp_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n, const i
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_avx2_f64_no_max(char *out, int64_t out_step, const char *self_p,
-                                  int64_t self_step, int64_t n, const void *ctx)
+                                  int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -5288,14 +5507,18 @@ clamp_stepped_row_avx2_f64_no_max(char *out, int64_t out_step, const char *self_
             const double out_value = yt__pw_maximum_uniform_d(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_stepped_avx2_f64_no_max(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, const void *ctx)
+                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5305,15 +5528,17 @@ clamp_stepped_avx2_f64_no_max(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, n, ctx);
+            i = stream ? clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, n, true, ctx)
+                       : clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, n, ctx);
+            i = stream ? clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, n, true, ctx)
+                       : clamp_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_stepped_row_avx2_f64_no_max(out, 16, self_p, 8, n, ctx);
+            i = clamp_stepped_row_avx2_f64_no_max(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_stepped_row_avx2_f64_no_max(out, 16, self_p, 16, n, ctx);
+            i = clamp_stepped_row_avx2_f64_no_max(out, 16, self_p, 16, n, false, ctx);
         else
-            i = clamp_stepped_row_avx2_f64_no_max(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_stepped_row_avx2_f64_no_max(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5364,7 +5589,7 @@ clamp_blocks_f64_max_no_min(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_f64_max_no_min(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 int64_t n, const void *ctx)
+                                 int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double max = (double)scalars[1].f;
@@ -5378,14 +5603,17 @@ clamp_stepped_row_f64_max_no_min(char *out, int64_t out_step, const char *self_p
             const double out_value = yt__pw_minimum_uniform_d(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5395,15 +5623,17 @@ clamp_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = clamp_stepped_row_f64_max_no_min(out, 8, self_p, 16, n, ctx);
+            i = stream ? clamp_stepped_row_f64_max_no_min(out, 8, self_p, 16, n, true, ctx)
+                       : clamp_stepped_row_f64_max_no_min(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = clamp_stepped_row_f64_max_no_min(out, 8, self_p, 24, n, ctx);
+            i = stream ? clamp_stepped_row_f64_max_no_min(out, 8, self_p, 24, n, true, ctx)
+                       : clamp_stepped_row_f64_max_no_min(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_stepped_row_f64_max_no_min(out, 16, self_p, 8, n, ctx);
+            i = clamp_stepped_row_f64_max_no_min(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_stepped_row_f64_max_no_min(out, 16, self_p, 16, n, ctx);
+            i = clamp_stepped_row_f64_max_no_min(out, 16, self_p, 16, n, false, ctx);
         else
-            i = clamp_stepped_row_f64_max_no_min(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_stepped_row_f64_max_no_min(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5414,7 +5644,7 @@ clamp_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_avx2_f64_max_no_min(char *out, int64_t out_step, const char *self_p,
-                                      int64_t self_step, int64_t n, const void *ctx)
+                                      int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double max = (double)scalars[1].f;
@@ -5428,14 +5658,18 @@ clamp_stepped_row_avx2_f64_max_no_min(char *out, int64_t out_step, const char *s
             const double out_value = yt__pw_minimum_uniform_d(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_stepped_avx2_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5445,15 +5679,18 @@ clamp_stepped_avx2_f64_max_no_min(char **data, const int64_t *strides, int64_t n
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, n, ctx);
+            i = stream ? clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, n, true, ctx)
+                       : clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, n, ctx);
+            i = stream ? clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, n, true, ctx)
+                       : clamp_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 8, n, ctx);
+            i = clamp_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 16, n, ctx);
+            i = clamp_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 16, n, false, ctx);
         else
-            i = clamp_stepped_row_avx2_f64_max_no_min(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_stepped_row_avx2_f64_max_no_min(out, out_step, self_p, self_step, n, stream,
+                                                      ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5507,7 +5744,7 @@ clamp_blocks_f64_max_min(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_f64_max_min(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                              int64_t n, const void *ctx)
+                              int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -5523,14 +5760,17 @@ clamp_stepped_row_f64_max_min(char *out, int64_t out_step, const char *self_p, i
                 yt__pw_minimum_uniform_d(yt__pw_maximum_uniform_d(self, min), max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
-                          const int64_t *row_strides, int64_t rows, const void *ctx)
+                          const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5540,15 +5780,17 @@ clamp_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = clamp_stepped_row_f64_max_min(out, 8, self_p, 16, n, ctx);
+            i = stream ? clamp_stepped_row_f64_max_min(out, 8, self_p, 16, n, true, ctx)
+                       : clamp_stepped_row_f64_max_min(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = clamp_stepped_row_f64_max_min(out, 8, self_p, 24, n, ctx);
+            i = stream ? clamp_stepped_row_f64_max_min(out, 8, self_p, 24, n, true, ctx)
+                       : clamp_stepped_row_f64_max_min(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_stepped_row_f64_max_min(out, 16, self_p, 8, n, ctx);
+            i = clamp_stepped_row_f64_max_min(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_stepped_row_f64_max_min(out, 16, self_p, 16, n, ctx);
+            i = clamp_stepped_row_f64_max_min(out, 16, self_p, 16, n, false, ctx);
         else
-            i = clamp_stepped_row_f64_max_min(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_stepped_row_f64_max_min(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -5559,7 +5801,7 @@ clamp_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_stepped_row_avx2_f64_max_min(char *out, int64_t out_step, const char *self_p,
-                                   int64_t self_step, int64_t n, const void *ctx)
+                                   int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -5575,14 +5817,18 @@ clamp_stepped_row_avx2_f64_max_min(char *out, int64_t out_step, const char *self
                 yt__pw_minimum_uniform_d(yt__pw_maximum_uniform_d(self, min), max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_stepped_avx2_f64_max_min(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5592,15 +5838,18 @@ clamp_stepped_avx2_f64_max_min(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, n, ctx);
+            i = stream ? clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, n, true, ctx)
+                       : clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, n, ctx);
+            i = stream ? clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, n, true, ctx)
+                       : clamp_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_stepped_row_avx2_f64_max_min(out, 16, self_p, 8, n, ctx);
+            i = clamp_stepped_row_avx2_f64_max_min(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_stepped_row_avx2_f64_max_min(out, 16, self_p, 16, n, ctx);
+            i = clamp_stepped_row_avx2_f64_max_min(out, 16, self_p, 16, n, false, ctx);
         else
-            i = clamp_stepped_row_avx2_f64_max_min(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_stepped_row_avx2_f64_max_min(out, out_step, self_p, self_step, n, stream,
+                                                   ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7496,7 +7745,7 @@ clamp_tensor_blocks_f32_no_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_f32_no_max(char *out, int64_t out_step, const char *self_p,
                                     int64_t self_step, const char *min_p, int64_t min_step,
-                                    int64_t n, const void *ctx)
+                                    int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7512,14 +7761,18 @@ clamp_tensor_stepped_row_f32_no_max(char *out, int64_t out_step, const char *sel
             const float out_value = yt__pw_maximum_f(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7531,20 +7784,32 @@ clamp_tensor_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
         const char *min_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && min_step == 4)
-            i = clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 8, min_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 8, min_p, 4, n, true, ctx)
+                    : clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 8, min_p, 4, n, false,
+                                                          ctx);
         else if (out_step == 4 && self_step == 12 && min_step == 4)
-            i = clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 12, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 12, min_p, 4, n, true,
+                                                             ctx)
+                       : clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 12, min_p, 4, n, false,
+                                                             ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 8)
-            i = clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 8, n, true, ctx)
+                    : clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 8, n, false,
+                                                          ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 12)
-            i = clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 12, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 12, n, true,
+                                                             ctx)
+                       : clamp_tensor_stepped_row_f32_no_max(out, 4, self_p, 4, min_p, 12, n, false,
+                                                             ctx);
         else if (out_step == 8 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_stepped_row_f32_no_max(out, 8, self_p, 4, min_p, 4, n, ctx);
+            i = clamp_tensor_stepped_row_f32_no_max(out, 8, self_p, 4, min_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 4)
-            i = clamp_tensor_stepped_row_f32_no_max(out, 8, self_p, 8, min_p, 4, n, ctx);
+            i = clamp_tensor_stepped_row_f32_no_max(out, 8, self_p, 8, min_p, 4, n, false, ctx);
         else
             i = clamp_tensor_stepped_row_f32_no_max(out, out_step, self_p, self_step, min_p,
-                                                    min_step, n, ctx);
+                                                    min_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -7556,7 +7821,7 @@ clamp_tensor_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_avx2_f32_no_max(char *out, int64_t out_step, const char *self_p,
                                          int64_t self_step, const char *min_p, int64_t min_step,
-                                         int64_t n, const void *ctx)
+                                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7572,14 +7837,18 @@ clamp_tensor_stepped_row_avx2_f32_no_max(char *out, int64_t out_step, const char
             const float out_value = yt__pw_maximum_f(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_stepped_avx2_f32_no_max(char **data, const int64_t *strides, int64_t n,
-                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+                                     const int64_t *row_strides, int64_t rows, bool stream,
+                                     const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7591,20 +7860,34 @@ clamp_tensor_stepped_avx2_f32_no_max(char **data, const int64_t *strides, int64_
         const char *min_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && min_step == 4)
-            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, min_p, 4, n,
+                                                                  true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 8, min_p, 4, n,
+                                                                  false, ctx);
         else if (out_step == 4 && self_step == 12 && min_step == 4)
-            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, min_p, 4, n,
+                                                                  true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 12, min_p, 4, n,
+                                                                  false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 4, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 4, min_p, 8, n,
+                                                                  true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 4, min_p, 8, n,
+                                                                  false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 12)
-            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 4, min_p, 12, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 4, min_p, 12, n,
+                                                                  true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_no_max(out, 4, self_p, 4, min_p, 12, n,
+                                                                  false, ctx);
         else if (out_step == 8 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 8, self_p, 4, min_p, 4, n, ctx);
+            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 8, self_p, 4, min_p, 4, n, false,
+                                                         ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 4)
-            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 8, self_p, 8, min_p, 4, n, ctx);
+            i = clamp_tensor_stepped_row_avx2_f32_no_max(out, 8, self_p, 8, min_p, 4, n, false,
+                                                         ctx);
         else
             i = clamp_tensor_stepped_row_avx2_f32_no_max(out, out_step, self_p, self_step, min_p,
-                                                         min_step, n, ctx);
+                                                         min_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -7692,7 +7975,7 @@ clamp_tensor_blocks_f32_max_no_min(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_f32_max_no_min(char *out, int64_t out_step, const char *self_p,
                                         int64_t self_step, const char *max_p, int64_t max_step,
-                                        int64_t n, const void *ctx)
+                                        int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7708,14 +7991,18 @@ clamp_tensor_stepped_row_f32_max_no_min(char *out, int64_t out_step, const char 
             const float out_value = yt__pw_minimum_f(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+                                    const int64_t *row_strides, int64_t rows, bool stream,
+                                    const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7727,20 +8014,32 @@ clamp_tensor_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t
         const char *max_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && self_step == 8 && max_step == 4)
-            i = clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 8, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 8, max_p, 4, n,
+                                                                 true, ctx)
+                       : clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 8, max_p, 4, n,
+                                                                 false, ctx);
         else if (out_step == 4 && self_step == 12 && max_step == 4)
-            i = clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 12, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 12, max_p, 4, n,
+                                                                 true, ctx)
+                       : clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 12, max_p, 4, n,
+                                                                 false, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 8)
-            i = clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 4, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 4, max_p, 8, n,
+                                                                 true, ctx)
+                       : clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 4, max_p, 8, n,
+                                                                 false, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 12)
-            i = clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 4, max_p, 12, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 4, max_p, 12, n,
+                                                                 true, ctx)
+                       : clamp_tensor_stepped_row_f32_max_no_min(out, 4, self_p, 4, max_p, 12, n,
+                                                                 false, ctx);
         else if (out_step == 8 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_stepped_row_f32_max_no_min(out, 8, self_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_stepped_row_f32_max_no_min(out, 8, self_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 4)
-            i = clamp_tensor_stepped_row_f32_max_no_min(out, 8, self_p, 8, max_p, 4, n, ctx);
+            i = clamp_tensor_stepped_row_f32_max_no_min(out, 8, self_p, 8, max_p, 4, n, false, ctx);
         else
             i = clamp_tensor_stepped_row_f32_max_no_min(out, out_step, self_p, self_step, max_p,
-                                                        max_step, n, ctx);
+                                                        max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -7752,7 +8051,7 @@ clamp_tensor_stepped_f32_max_no_min(char **data, const int64_t *strides, int64_t
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_avx2_f32_max_no_min(char *out, int64_t out_step, const char *self_p,
                                              int64_t self_step, const char *max_p, int64_t max_step,
-                                             int64_t n, const void *ctx)
+                                             int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7768,14 +8067,18 @@ clamp_tensor_stepped_row_avx2_f32_max_no_min(char *out, int64_t out_step, const 
             const float out_value = yt__pw_minimum_f(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_stepped_avx2_f32_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                         const int64_t *row_strides, int64_t rows, const void *ctx)
+                                         const int64_t *row_strides, int64_t rows, bool stream,
+                                         const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7787,20 +8090,34 @@ clamp_tensor_stepped_avx2_f32_max_no_min(char **data, const int64_t *strides, in
         const char *max_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && self_step == 8 && max_step == 4)
-            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, max_p, 4,
+                                                                      n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 8, max_p, 4,
+                                                                      n, false, ctx);
         else if (out_step == 4 && self_step == 12 && max_step == 4)
-            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, max_p, 4,
+                                                                      n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 12, max_p, 4,
+                                                                      n, false, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 4, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 4, max_p, 8,
+                                                                      n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 4, max_p, 8,
+                                                                      n, false, ctx);
         else if (out_step == 4 && self_step == 4 && max_step == 12)
-            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 4, max_p, 12, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 4, max_p, 12,
+                                                                      n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 4, self_p, 4, max_p, 12,
+                                                                      n, false, ctx);
         else if (out_step == 8 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 4, max_p, 4, n, false,
+                                                             ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 4)
-            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 8, max_p, 4, n, ctx);
+            i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, 8, self_p, 8, max_p, 4, n, false,
+                                                             ctx);
         else
             i = clamp_tensor_stepped_row_avx2_f32_max_no_min(out, out_step, self_p, self_step,
-                                                             max_p, max_step, n, ctx);
+                                                             max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -7894,7 +8211,7 @@ clamp_tensor_blocks_f32_max_min(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_f32_max_min(char *out, int64_t out_step, const char *self_p,
                                      int64_t self_step, const char *min_p, int64_t min_step,
-                                     const char *max_p, int64_t max_step, int64_t n,
+                                     const char *max_p, int64_t max_step, int64_t n, bool stream,
                                      const void *ctx)
 {
     (void)ctx;
@@ -7913,14 +8230,18 @@ clamp_tensor_stepped_row_f32_max_min(char *out, int64_t out_step, const char *se
             const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7934,27 +8255,44 @@ clamp_tensor_stepped_f32_max_min(char **data, const int64_t *strides, int64_t n,
         const char *max_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && self_step == 8 && min_step == 4 && max_step == 4)
-            i = clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 8, min_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 8, min_p, 4, max_p, 4,
+                                                              n, true, ctx)
+                       : clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 8, min_p, 4, max_p, 4,
+                                                              n, false, ctx);
         else if (out_step == 4 && self_step == 12 && min_step == 4 && max_step == 4)
-            i = clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 12, min_p, 4, max_p, 4, n,
-                                                     ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 12, min_p, 4, max_p,
+                                                              4, n, true, ctx)
+                       : clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 12, min_p, 4, max_p,
+                                                              4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 8 && max_step == 4)
-            i = clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 8, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 8, max_p, 4,
+                                                              n, true, ctx)
+                       : clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 8, max_p, 4,
+                                                              n, false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 12 && max_step == 4)
-            i = clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 12, max_p, 4, n,
-                                                     ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 12, max_p,
+                                                              4, n, true, ctx)
+                       : clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 12, max_p,
+                                                              4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 4 && max_step == 8)
-            i = clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p, 8,
+                                                              n, true, ctx)
+                       : clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p, 8,
+                                                              n, false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 4 && max_step == 12)
-            i = clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p, 12, n,
-                                                     ctx);
+            i = stream ? clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p,
+                                                              12, n, true, ctx)
+                       : clamp_tensor_stepped_row_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p,
+                                                              12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && min_step == 4 && max_step == 4)
-            i = clamp_tensor_stepped_row_f32_max_min(out, 8, self_p, 4, min_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_stepped_row_f32_max_min(out, 8, self_p, 4, min_p, 4, max_p, 4, n,
+                                                     false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 4 && max_step == 4)
-            i = clamp_tensor_stepped_row_f32_max_min(out, 8, self_p, 8, min_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_stepped_row_f32_max_min(out, 8, self_p, 8, min_p, 4, max_p, 4, n,
+                                                     false, ctx);
         else
             i = clamp_tensor_stepped_row_f32_max_min(out, out_step, self_p, self_step, min_p,
-                                                     min_step, max_p, max_step, n, ctx);
+                                                     min_step, max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -7967,7 +8305,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_avx2_f32_max_min(char *out, int64_t out_step, const char *self_p,
                                           int64_t self_step, const char *min_p, int64_t min_step,
                                           const char *max_p, int64_t max_step, int64_t n,
-                                          const void *ctx)
+                                          bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7985,14 +8323,18 @@ clamp_tensor_stepped_row_avx2_f32_max_min(char *out, int64_t out_step, const cha
             const float out_value = yt__pw_minimum_f(yt__pw_maximum_f(self, min), max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_stepped_avx2_f32_max_min(char **data, const int64_t *strides, int64_t n,
-                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+                                      const int64_t *row_strides, int64_t rows, bool stream,
+                                      const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8006,32 +8348,44 @@ clamp_tensor_stepped_avx2_f32_max_min(char **data, const int64_t *strides, int64
         const char *max_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && self_step == 8 && min_step == 4 && max_step == 4)
-            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, min_p, 4, max_p, 4, n,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, min_p, 4,
+                                                                   max_p, 4, n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 8, min_p, 4,
+                                                                   max_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && min_step == 4 && max_step == 4)
-            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, min_p, 4, max_p, 4, n,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, min_p, 4,
+                                                                   max_p, 4, n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 12, min_p, 4,
+                                                                   max_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 8 && max_step == 4)
-            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 8, max_p, 4, n,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 8,
+                                                                   max_p, 4, n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 8,
+                                                                   max_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 12 && max_step == 4)
-            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 12, max_p, 4, n,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 12,
+                                                                   max_p, 4, n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 12,
+                                                                   max_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 4 && max_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p, 8, n,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 4,
+                                                                   max_p, 8, n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 4,
+                                                                   max_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 4 && max_step == 12)
-            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 4, max_p, 12, n,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 4,
+                                                                   max_p, 12, n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f32_max_min(out, 4, self_p, 4, min_p, 4,
+                                                                   max_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && min_step == 4 && max_step == 4)
             i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 8, self_p, 4, min_p, 4, max_p, 4, n,
-                                                          ctx);
+                                                          false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 4 && max_step == 4)
             i = clamp_tensor_stepped_row_avx2_f32_max_min(out, 8, self_p, 8, min_p, 4, max_p, 4, n,
-                                                          ctx);
+                                                          false, ctx);
         else
-            i = clamp_tensor_stepped_row_avx2_f32_max_min(out, out_step, self_p, self_step, min_p,
-                                                          min_step, max_p, max_step, n, ctx);
+            i = clamp_tensor_stepped_row_avx2_f32_max_min(
+                out, out_step, self_p, self_step, min_p, min_step, max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8120,7 +8474,7 @@ clamp_tensor_blocks_f64_no_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_f64_no_max(char *out, int64_t out_step, const char *self_p,
                                     int64_t self_step, const char *min_p, int64_t min_step,
-                                    int64_t n, const void *ctx)
+                                    int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8136,14 +8490,18 @@ clamp_tensor_stepped_row_f64_no_max(char *out, int64_t out_step, const char *sel
             const double out_value = yt__pw_maximum_d(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8155,20 +8513,32 @@ clamp_tensor_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
         const char *min_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && min_step == 8)
-            i = clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 16, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 16, min_p, 8, n, true,
+                                                             ctx)
+                       : clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 16, min_p, 8, n, false,
+                                                             ctx);
         else if (out_step == 8 && self_step == 24 && min_step == 8)
-            i = clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 24, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 24, min_p, 8, n, true,
+                                                             ctx)
+                       : clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 24, min_p, 8, n, false,
+                                                             ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 16)
-            i = clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 8, min_p, 16, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 8, min_p, 16, n, true,
+                                                             ctx)
+                       : clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 8, min_p, 16, n, false,
+                                                             ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 24)
-            i = clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 8, min_p, 24, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 8, min_p, 24, n, true,
+                                                             ctx)
+                       : clamp_tensor_stepped_row_f64_no_max(out, 8, self_p, 8, min_p, 24, n, false,
+                                                             ctx);
         else if (out_step == 16 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_stepped_row_f64_no_max(out, 16, self_p, 8, min_p, 8, n, ctx);
+            i = clamp_tensor_stepped_row_f64_no_max(out, 16, self_p, 8, min_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && min_step == 8)
-            i = clamp_tensor_stepped_row_f64_no_max(out, 16, self_p, 16, min_p, 8, n, ctx);
+            i = clamp_tensor_stepped_row_f64_no_max(out, 16, self_p, 16, min_p, 8, n, false, ctx);
         else
             i = clamp_tensor_stepped_row_f64_no_max(out, out_step, self_p, self_step, min_p,
-                                                    min_step, n, ctx);
+                                                    min_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8180,7 +8550,7 @@ clamp_tensor_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_avx2_f64_no_max(char *out, int64_t out_step, const char *self_p,
                                          int64_t self_step, const char *min_p, int64_t min_step,
-                                         int64_t n, const void *ctx)
+                                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8196,14 +8566,18 @@ clamp_tensor_stepped_row_avx2_f64_no_max(char *out, int64_t out_step, const char
             const double out_value = yt__pw_maximum_d(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_stepped_avx2_f64_no_max(char **data, const int64_t *strides, int64_t n,
-                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+                                     const int64_t *row_strides, int64_t rows, bool stream,
+                                     const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8215,20 +8589,34 @@ clamp_tensor_stepped_avx2_f64_no_max(char **data, const int64_t *strides, int64_
         const char *min_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && min_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, min_p, 8, n,
+                                                                  true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 16, min_p, 8, n,
+                                                                  false, ctx);
         else if (out_step == 8 && self_step == 24 && min_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, min_p, 8, n,
+                                                                  true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 24, min_p, 8, n,
+                                                                  false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 16)
-            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 8, min_p, 16, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 8, min_p, 16, n,
+                                                                  true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 8, min_p, 16, n,
+                                                                  false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 24)
-            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 8, min_p, 24, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 8, min_p, 24, n,
+                                                                  true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_no_max(out, 8, self_p, 8, min_p, 24, n,
+                                                                  false, ctx);
         else if (out_step == 16 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 16, self_p, 8, min_p, 8, n, ctx);
+            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 16, self_p, 8, min_p, 8, n, false,
+                                                         ctx);
         else if (out_step == 16 && self_step == 16 && min_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 16, self_p, 16, min_p, 8, n, ctx);
+            i = clamp_tensor_stepped_row_avx2_f64_no_max(out, 16, self_p, 16, min_p, 8, n, false,
+                                                         ctx);
         else
             i = clamp_tensor_stepped_row_avx2_f64_no_max(out, out_step, self_p, self_step, min_p,
-                                                         min_step, n, ctx);
+                                                         min_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8317,7 +8705,7 @@ clamp_tensor_blocks_f64_max_no_min(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_f64_max_no_min(char *out, int64_t out_step, const char *self_p,
                                         int64_t self_step, const char *max_p, int64_t max_step,
-                                        int64_t n, const void *ctx)
+                                        int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8333,14 +8721,18 @@ clamp_tensor_stepped_row_f64_max_no_min(char *out, int64_t out_step, const char 
             const double out_value = yt__pw_minimum_d(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+                                    const int64_t *row_strides, int64_t rows, bool stream,
+                                    const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8352,20 +8744,34 @@ clamp_tensor_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t
         const char *max_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && self_step == 16 && max_step == 8)
-            i = clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 16, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 16, max_p, 8, n,
+                                                                 true, ctx)
+                       : clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 16, max_p, 8, n,
+                                                                 false, ctx);
         else if (out_step == 8 && self_step == 24 && max_step == 8)
-            i = clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 24, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 24, max_p, 8, n,
+                                                                 true, ctx)
+                       : clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 24, max_p, 8, n,
+                                                                 false, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 16)
-            i = clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 8, max_p, 16, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 8, max_p, 16, n,
+                                                                 true, ctx)
+                       : clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 8, max_p, 16, n,
+                                                                 false, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 24)
-            i = clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 8, max_p, 24, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 8, max_p, 24, n,
+                                                                 true, ctx)
+                       : clamp_tensor_stepped_row_f64_max_no_min(out, 8, self_p, 8, max_p, 24, n,
+                                                                 false, ctx);
         else if (out_step == 16 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_stepped_row_f64_max_no_min(out, 16, self_p, 8, max_p, 8, n, ctx);
+            i = clamp_tensor_stepped_row_f64_max_no_min(out, 16, self_p, 8, max_p, 8, n, false,
+                                                        ctx);
         else if (out_step == 16 && self_step == 16 && max_step == 8)
-            i = clamp_tensor_stepped_row_f64_max_no_min(out, 16, self_p, 16, max_p, 8, n, ctx);
+            i = clamp_tensor_stepped_row_f64_max_no_min(out, 16, self_p, 16, max_p, 8, n, false,
+                                                        ctx);
         else
             i = clamp_tensor_stepped_row_f64_max_no_min(out, out_step, self_p, self_step, max_p,
-                                                        max_step, n, ctx);
+                                                        max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8377,7 +8783,7 @@ clamp_tensor_stepped_f64_max_no_min(char **data, const int64_t *strides, int64_t
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_avx2_f64_max_no_min(char *out, int64_t out_step, const char *self_p,
                                              int64_t self_step, const char *max_p, int64_t max_step,
-                                             int64_t n, const void *ctx)
+                                             int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8393,14 +8799,18 @@ clamp_tensor_stepped_row_avx2_f64_max_no_min(char *out, int64_t out_step, const 
             const double out_value = yt__pw_minimum_d(self, max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_stepped_avx2_f64_max_no_min(char **data, const int64_t *strides, int64_t n,
-                                         const int64_t *row_strides, int64_t rows, const void *ctx)
+                                         const int64_t *row_strides, int64_t rows, bool stream,
+                                         const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8412,20 +8822,34 @@ clamp_tensor_stepped_avx2_f64_max_no_min(char **data, const int64_t *strides, in
         const char *max_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && self_step == 16 && max_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, max_p, 8,
+                                                                      n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 16, max_p, 8,
+                                                                      n, false, ctx);
         else if (out_step == 8 && self_step == 24 && max_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, max_p, 8,
+                                                                      n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 24, max_p, 8,
+                                                                      n, false, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 16)
-            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 8, max_p, 16, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 8, max_p, 16,
+                                                                      n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 8, max_p, 16,
+                                                                      n, false, ctx);
         else if (out_step == 8 && self_step == 8 && max_step == 24)
-            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 8, max_p, 24, n, ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 8, max_p, 24,
+                                                                      n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 8, self_p, 8, max_p, 24,
+                                                                      n, false, ctx);
         else if (out_step == 16 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 8, max_p, 8, n, ctx);
+            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 8, max_p, 8, n, false,
+                                                             ctx);
         else if (out_step == 16 && self_step == 16 && max_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 16, max_p, 8, n, ctx);
+            i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, 16, self_p, 16, max_p, 8, n,
+                                                             false, ctx);
         else
             i = clamp_tensor_stepped_row_avx2_f64_max_no_min(out, out_step, self_p, self_step,
-                                                             max_p, max_step, n, ctx);
+                                                             max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8520,7 +8944,7 @@ clamp_tensor_blocks_f64_max_min(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_f64_max_min(char *out, int64_t out_step, const char *self_p,
                                      int64_t self_step, const char *min_p, int64_t min_step,
-                                     const char *max_p, int64_t max_step, int64_t n,
+                                     const char *max_p, int64_t max_step, int64_t n, bool stream,
                                      const void *ctx)
 {
     (void)ctx;
@@ -8539,14 +8963,18 @@ clamp_tensor_stepped_row_f64_max_min(char *out, int64_t out_step, const char *se
             const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
-                                 const int64_t *row_strides, int64_t rows, const void *ctx)
+                                 const int64_t *row_strides, int64_t rows, bool stream,
+                                 const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8560,32 +8988,44 @@ clamp_tensor_stepped_f64_max_min(char **data, const int64_t *strides, int64_t n,
         const char *max_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && self_step == 16 && min_step == 8 && max_step == 8)
-            i = clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 16, min_p, 8, max_p, 8, n,
-                                                     ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 16, min_p, 8, max_p,
+                                                              8, n, true, ctx)
+                       : clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 16, min_p, 8, max_p,
+                                                              8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && min_step == 8 && max_step == 8)
-            i = clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 24, min_p, 8, max_p, 8, n,
-                                                     ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 24, min_p, 8, max_p,
+                                                              8, n, true, ctx)
+                       : clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 24, min_p, 8, max_p,
+                                                              8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 16 && max_step == 8)
-            i = clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 16, max_p, 8, n,
-                                                     ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 16, max_p,
+                                                              8, n, true, ctx)
+                       : clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 16, max_p,
+                                                              8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 24 && max_step == 8)
-            i = clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 24, max_p, 8, n,
-                                                     ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 24, max_p,
+                                                              8, n, true, ctx)
+                       : clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 24, max_p,
+                                                              8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 8 && max_step == 16)
-            i = clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p, 16, n,
-                                                     ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p,
+                                                              16, n, true, ctx)
+                       : clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p,
+                                                              16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 8 && max_step == 24)
-            i = clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p, 24, n,
-                                                     ctx);
+            i = stream ? clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p,
+                                                              24, n, true, ctx)
+                       : clamp_tensor_stepped_row_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p,
+                                                              24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && min_step == 8 && max_step == 8)
             i = clamp_tensor_stepped_row_f64_max_min(out, 16, self_p, 8, min_p, 8, max_p, 8, n,
-                                                     ctx);
+                                                     false, ctx);
         else if (out_step == 16 && self_step == 16 && min_step == 8 && max_step == 8)
             i = clamp_tensor_stepped_row_f64_max_min(out, 16, self_p, 16, min_p, 8, max_p, 8, n,
-                                                     ctx);
+                                                     false, ctx);
         else
             i = clamp_tensor_stepped_row_f64_max_min(out, out_step, self_p, self_step, min_p,
-                                                     min_step, max_p, max_step, n, ctx);
+                                                     min_step, max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -8598,7 +9038,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_tensor_stepped_row_avx2_f64_max_min(char *out, int64_t out_step, const char *self_p,
                                           int64_t self_step, const char *min_p, int64_t min_step,
                                           const char *max_p, int64_t max_step, int64_t n,
-                                          const void *ctx)
+                                          bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8616,14 +9056,18 @@ clamp_tensor_stepped_row_avx2_f64_max_min(char *out, int64_t out_step, const cha
             const double out_value = yt__pw_minimum_d(yt__pw_maximum_d(self, min), max);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_stepped_avx2_f64_max_min(char **data, const int64_t *strides, int64_t n,
-                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+                                      const int64_t *row_strides, int64_t rows, bool stream,
+                                      const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8637,32 +9081,44 @@ clamp_tensor_stepped_avx2_f64_max_min(char **data, const int64_t *strides, int64
         const char *max_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && self_step == 16 && min_step == 8 && max_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, min_p, 8, max_p, 8, n,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, min_p, 8,
+                                                                   max_p, 8, n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 16, min_p, 8,
+                                                                   max_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && min_step == 8 && max_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, min_p, 8, max_p, 8, n,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, min_p, 8,
+                                                                   max_p, 8, n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 24, min_p, 8,
+                                                                   max_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 16 && max_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 16, max_p, 8, n,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 16,
+                                                                   max_p, 8, n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 16,
+                                                                   max_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 24 && max_step == 8)
-            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 24, max_p, 8, n,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 24,
+                                                                   max_p, 8, n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 24,
+                                                                   max_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 8 && max_step == 16)
-            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p, 16, n,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 8,
+                                                                   max_p, 16, n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 8,
+                                                                   max_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 8 && max_step == 24)
-            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 8, max_p, 24, n,
-                                                          ctx);
+            i = stream ? clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 8,
+                                                                   max_p, 24, n, true, ctx)
+                       : clamp_tensor_stepped_row_avx2_f64_max_min(out, 8, self_p, 8, min_p, 8,
+                                                                   max_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && min_step == 8 && max_step == 8)
             i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 16, self_p, 8, min_p, 8, max_p, 8, n,
-                                                          ctx);
+                                                          false, ctx);
         else if (out_step == 16 && self_step == 16 && min_step == 8 && max_step == 8)
             i = clamp_tensor_stepped_row_avx2_f64_max_min(out, 16, self_p, 16, min_p, 8, max_p, 8,
-                                                          n, ctx);
+                                                          n, false, ctx);
         else
-            i = clamp_tensor_stepped_row_avx2_f64_max_min(out, out_step, self_p, self_step, min_p,
-                                                          min_step, max_p, max_step, n, ctx);
+            i = clamp_tensor_stepped_row_avx2_f64_max_min(
+                out, out_step, self_p, self_step, min_p, min_step, max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[4];
         for (int k = 0; k < 4; k++)
@@ -9351,7 +9807,8 @@ clamp_tensor_backward_min_stepped_row_f32_no_max(char *out, int64_t out_step,
                                                  const char *grad_output_p,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *min_p,
-                                                 int64_t min_step, int64_t n, const void *ctx)
+                                                 int64_t min_step, int64_t n, bool stream,
+                                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9370,14 +9827,17 @@ clamp_tensor_backward_min_stepped_row_f32_no_max(char *out, int64_t out_step,
             const float out_value = ((self < min) && 1) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_min_stepped_f32_no_max(char **data, const int64_t *strides, int64_t n,
-                                             const int64_t *row_strides, int64_t rows,
+                                             const int64_t *row_strides, int64_t rows, bool stream,
                                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -9392,33 +9852,45 @@ clamp_tensor_backward_min_stepped_f32_no_max(char **data, const int64_t *strides
         const char *min_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 4, grad_output_p, 8, self_p,
-                                                                 4, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_no_max(
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_no_max(
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 4, grad_output_p, 12, self_p,
-                                                                 4, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_no_max(
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_no_max(
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 4, grad_output_p, 4, self_p,
-                                                                 8, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 4, grad_output_p, 4, self_p,
-                                                                 12, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 4, grad_output_p, 4, self_p,
-                                                                 4, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12)
-            i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 4, grad_output_p, 4, self_p,
-                                                                 4, min_p, 12, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4)
             i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 8, grad_output_p, 4, self_p,
-                                                                 4, min_p, 4, n, ctx);
+                                                                 4, min_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4)
             i = clamp_tensor_backward_min_stepped_row_f32_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                 4, min_p, 4, n, ctx);
+                                                                 4, min_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_f32_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -9432,7 +9904,8 @@ clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(char *out, int64_t out_ste
                                                       const char *grad_output_p,
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *min_p,
-                                                      int64_t min_step, int64_t n, const void *ctx)
+                                                      int64_t min_step, int64_t n, bool stream,
+                                                      const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9451,7 +9924,10 @@ clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(char *out, int64_t out_ste
             const float out_value = ((self < min) && 1) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -9459,7 +9935,7 @@ clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_min_stepped_avx2_f32_no_max(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  const void *ctx)
+                                                  bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9473,33 +9949,45 @@ clamp_tensor_backward_min_stepped_avx2_f32_no_max(char **data, const int64_t *st
         const char *min_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 4, grad_output_p, 8,
-                                                                      self_p, 4, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 4, grad_output_p, 12,
-                                                                      self_p, 4, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 4, grad_output_p, 4,
-                                                                      self_p, 8, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 4, grad_output_p, 4,
-                                                                      self_p, 12, min_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 4, grad_output_p, 4,
-                                                                      self_p, 4, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 4, grad_output_p, 4,
-                                                                      self_p, 4, min_p, 12, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 8, grad_output_p, 4,
-                                                                      self_p, 4, min_p, 4, n, ctx);
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 4, min_p, 4, n, ctx);
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
+                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_avx2_f32_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -9623,7 +10111,7 @@ clamp_tensor_backward_min_stepped_row_f32_max(char *out, int64_t out_step,
                                               const char *self_p, int64_t self_step,
                                               const char *min_p, int64_t min_step,
                                               const char *max_p, int64_t max_step, int64_t n,
-                                              const void *ctx)
+                                              bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9645,14 +10133,18 @@ clamp_tensor_backward_min_stepped_row_f32_max(char *out, int64_t out_step,
             const float out_value = ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_min_stepped_f32_max(char **data, const int64_t *strides, int64_t n,
-                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+                                          const int64_t *row_strides, int64_t rows, bool stream,
+                                          const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9669,48 +10161,72 @@ clamp_tensor_backward_min_stepped_f32_max(char **data, const int64_t *strides, i
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
             max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 8, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 8,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 12, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 12,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4, self_p, 8,
-                                                              min_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 8, min_p, 4, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4, self_p, 12,
-                                                              min_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 12, min_p, 4, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4, self_p, 4,
-                                                              min_p, 8, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 8, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4, self_p, 4,
-                                                              min_p, 12, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 12, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4, self_p, 4,
-                                                              min_p, 4, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 12)
-            i = clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4, self_p, 4,
-                                                              min_p, 4, max_p, 12, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f32_max(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f32_max(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = clamp_tensor_backward_min_stepped_row_f32_max(out, 8, grad_output_p, 4, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, ctx);
+                                                              min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = clamp_tensor_backward_min_stepped_row_f32_max(out, 8, grad_output_p, 8, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, ctx);
+                                                              min_p, 4, max_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_f32_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, ctx);
+                max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -9720,12 +10236,10 @@ clamp_tensor_backward_min_stepped_f32_max(char **data, const int64_t *strides, i
 }
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
-clamp_tensor_backward_min_stepped_row_avx2_f32_max(char *out, int64_t out_step,
-                                                   const char *grad_output_p,
-                                                   int64_t grad_output_step, const char *self_p,
-                                                   int64_t self_step, const char *min_p,
-                                                   int64_t min_step, const char *max_p,
-                                                   int64_t max_step, int64_t n, const void *ctx)
+clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+    char *out, int64_t out_step, const char *grad_output_p, int64_t grad_output_step,
+    const char *self_p, int64_t self_step, const char *min_p, int64_t min_step, const char *max_p,
+    int64_t max_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9747,7 +10261,10 @@ clamp_tensor_backward_min_stepped_row_avx2_f32_max(char *out, int64_t out_step,
             const float out_value = ((self < min) && (0 || (min < max))) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -9755,7 +10272,7 @@ clamp_tensor_backward_min_stepped_row_avx2_f32_max(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_min_stepped_avx2_f32_max(char **data, const int64_t *strides, int64_t n,
                                                const int64_t *row_strides, int64_t rows,
-                                               const void *ctx)
+                                               bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9772,48 +10289,72 @@ clamp_tensor_backward_min_stepped_avx2_f32_max(char **data, const int64_t *strid
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
             max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 8, self_p,
-                                                                   4, min_p, 4, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(
-                out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4, self_p,
-                                                                   8, min_p, 4, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4, self_p,
-                                                                   12, min_p, 4, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4, self_p,
-                                                                   4, min_p, 8, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4, self_p,
-                                                                   4, min_p, 12, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4, self_p,
-                                                                   4, min_p, 4, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 12)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 4, grad_output_p, 4, self_p,
-                                                                   4, min_p, 4, max_p, 12, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 8, grad_output_p, 4, self_p,
-                                                                   4, min_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(out, 8, grad_output_p, 8, self_p,
-                                                                   4, min_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(
+                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_avx2_f32_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, ctx);
+                max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -9924,7 +10465,8 @@ clamp_tensor_backward_min_stepped_row_f64_no_max(char *out, int64_t out_step,
                                                  const char *grad_output_p,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *min_p,
-                                                 int64_t min_step, int64_t n, const void *ctx)
+                                                 int64_t min_step, int64_t n, bool stream,
+                                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9943,14 +10485,17 @@ clamp_tensor_backward_min_stepped_row_f64_no_max(char *out, int64_t out_step,
             const double out_value = ((self < min) && 1) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_min_stepped_f64_no_max(char **data, const int64_t *strides, int64_t n,
-                                             const int64_t *row_strides, int64_t rows,
+                                             const int64_t *row_strides, int64_t rows, bool stream,
                                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -9965,33 +10510,45 @@ clamp_tensor_backward_min_stepped_f64_no_max(char **data, const int64_t *strides
         const char *min_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 8, grad_output_p, 16, self_p,
-                                                                 8, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_no_max(
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_no_max(
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 8, grad_output_p, 24, self_p,
-                                                                 8, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_no_max(
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_no_max(
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                 16, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                 24, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16)
-            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                 8, min_p, 16, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24)
-            i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 8, grad_output_p, 8, self_p,
-                                                                 8, min_p, 24, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8)
             i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 16, grad_output_p, 8, self_p,
-                                                                 8, min_p, 8, n, ctx);
+                                                                 8, min_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8)
             i = clamp_tensor_backward_min_stepped_row_f64_no_max(out, 16, grad_output_p, 16, self_p,
-                                                                 8, min_p, 8, n, ctx);
+                                                                 8, min_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_f64_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -10005,7 +10562,8 @@ clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(char *out, int64_t out_ste
                                                       const char *grad_output_p,
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *min_p,
-                                                      int64_t min_step, int64_t n, const void *ctx)
+                                                      int64_t min_step, int64_t n, bool stream,
+                                                      const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10024,7 +10582,10 @@ clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(char *out, int64_t out_ste
             const double out_value = ((self < min) && 1) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -10032,7 +10593,7 @@ clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_min_stepped_avx2_f64_no_max(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  const void *ctx)
+                                                  bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10046,33 +10607,45 @@ clamp_tensor_backward_min_stepped_avx2_f64_no_max(char **data, const int64_t *st
         const char *min_p = data[3] + r * row_strides[3];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 8, grad_output_p, 16,
-                                                                      self_p, 8, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 8, grad_output_p, 24,
-                                                                      self_p, 8, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 16, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 24, min_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 8, min_p, 16, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 8, grad_output_p, 8,
-                                                                      self_p, 8, min_p, 24, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 16, grad_output_p, 8,
-                                                                      self_p, 8, min_p, 8, n, ctx);
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(out, 16, grad_output_p, 16,
-                                                                      self_p, 8, min_p, 8, n, ctx);
+            i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_avx2_f64_no_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -10196,7 +10769,7 @@ clamp_tensor_backward_min_stepped_row_f64_max(char *out, int64_t out_step,
                                               const char *self_p, int64_t self_step,
                                               const char *min_p, int64_t min_step,
                                               const char *max_p, int64_t max_step, int64_t n,
-                                              const void *ctx)
+                                              bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10218,14 +10791,18 @@ clamp_tensor_backward_min_stepped_row_f64_max(char *out, int64_t out_step,
             const double out_value = ((self < min) && (0 || (min < max))) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_min_stepped_f64_max(char **data, const int64_t *strides, int64_t n,
-                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+                                          const int64_t *row_strides, int64_t rows, bool stream,
+                                          const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10242,48 +10819,72 @@ clamp_tensor_backward_min_stepped_f64_max(char **data, const int64_t *strides, i
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
             max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 16, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 16,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 24, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 24,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8, self_p, 16,
-                                                              min_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 16, min_p, 8, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8, self_p, 24,
-                                                              min_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 24, min_p, 8, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8, self_p, 8,
-                                                              min_p, 16, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 16, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8, self_p, 8,
-                                                              min_p, 24, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 24, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 16)
-            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8, self_p, 8,
-                                                              min_p, 8, max_p, 16, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 24)
-            i = clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8, self_p, 8,
-                                                              min_p, 8, max_p, 24, n, ctx);
+            i = stream ? clamp_tensor_backward_min_stepped_row_f64_max(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, true, ctx)
+                       : clamp_tensor_backward_min_stepped_row_f64_max(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_min_stepped_row_f64_max(out, 16, grad_output_p, 8, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, ctx);
+                                                              min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_min_stepped_row_f64_max(out, 16, grad_output_p, 16, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, ctx);
+                                                              min_p, 8, max_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_f64_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, ctx);
+                max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -10293,12 +10894,10 @@ clamp_tensor_backward_min_stepped_f64_max(char **data, const int64_t *strides, i
 }
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
-clamp_tensor_backward_min_stepped_row_avx2_f64_max(char *out, int64_t out_step,
-                                                   const char *grad_output_p,
-                                                   int64_t grad_output_step, const char *self_p,
-                                                   int64_t self_step, const char *min_p,
-                                                   int64_t min_step, const char *max_p,
-                                                   int64_t max_step, int64_t n, const void *ctx)
+clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+    char *out, int64_t out_step, const char *grad_output_p, int64_t grad_output_step,
+    const char *self_p, int64_t self_step, const char *min_p, int64_t min_step, const char *max_p,
+    int64_t max_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10320,7 +10919,10 @@ clamp_tensor_backward_min_stepped_row_avx2_f64_max(char *out, int64_t out_step,
             const double out_value = ((self < min) && (0 || (min < max))) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -10328,7 +10930,7 @@ clamp_tensor_backward_min_stepped_row_avx2_f64_max(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_min_stepped_avx2_f64_max(char **data, const int64_t *strides, int64_t n,
                                                const int64_t *row_strides, int64_t rows,
-                                               const void *ctx)
+                                               bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10345,48 +10947,72 @@ clamp_tensor_backward_min_stepped_avx2_f64_max(char **data, const int64_t *strid
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
             max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8, self_p,
-                                                                   16, min_p, 8, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8, self_p,
-                                                                   24, min_p, 8, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8, self_p,
-                                                                   8, min_p, 16, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
                  max_step == 8)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8, self_p,
-                                                                   8, min_p, 24, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 16)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8, self_p,
-                                                                   8, min_p, 8, max_p, 16, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 24)
-            i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(out, 8, grad_output_p, 8, self_p,
-                                                                   8, min_p, 8, max_p, 24, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, true, ctx)
+                    : clamp_tensor_backward_min_stepped_row_avx2_f64_max(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(
-                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_min_stepped_row_avx2_f64_max(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, ctx);
+                max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -10779,7 +11405,7 @@ abs_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 abs_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10792,14 +11418,17 @@ abs_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
             const float out_value = yt__pw_abs_f(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 abs_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10809,15 +11438,17 @@ abs_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = abs_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? abs_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : abs_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = abs_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? abs_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : abs_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = abs_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = abs_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = abs_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = abs_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = abs_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = abs_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10828,7 +11459,7 @@ abs_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 abs_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10841,14 +11472,17 @@ abs_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
             const float out_value = yt__pw_abs_f(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 abs_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10858,15 +11492,17 @@ abs_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = abs_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? abs_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : abs_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = abs_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? abs_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : abs_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = abs_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = abs_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = abs_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = abs_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = abs_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = abs_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10916,7 +11552,7 @@ abs_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 abs_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10929,14 +11565,17 @@ abs_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
             const double out_value = yt__pw_abs_d(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 abs_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10946,15 +11585,17 @@ abs_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = abs_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? abs_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : abs_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = abs_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? abs_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : abs_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = abs_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = abs_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = abs_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = abs_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = abs_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = abs_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10965,7 +11606,7 @@ abs_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 abs_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10978,14 +11619,17 @@ abs_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
             const double out_value = yt__pw_abs_d(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 abs_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10995,15 +11639,17 @@ abs_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = abs_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? abs_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : abs_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = abs_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? abs_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : abs_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = abs_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = abs_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = abs_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = abs_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = abs_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = abs_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11411,7 +12057,7 @@ sign_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sign_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11424,14 +12070,17 @@ sign_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
             const float out_value = yt__pw_sign_f(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 sign_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11441,15 +12090,17 @@ sign_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = sign_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? sign_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : sign_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = sign_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? sign_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : sign_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sign_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = sign_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sign_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = sign_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = sign_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = sign_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11460,7 +12111,7 @@ sign_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sign_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11473,14 +12124,17 @@ sign_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
             const float out_value = yt__pw_sign_f(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 sign_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11490,15 +12144,17 @@ sign_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = sign_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? sign_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : sign_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = sign_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? sign_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : sign_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sign_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = sign_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sign_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = sign_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = sign_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = sign_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11548,7 +12204,7 @@ sign_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sign_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11561,14 +12217,17 @@ sign_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
             const double out_value = yt__pw_sign_d(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 sign_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11578,15 +12237,17 @@ sign_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = sign_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? sign_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : sign_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = sign_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? sign_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : sign_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sign_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = sign_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sign_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = sign_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = sign_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = sign_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11597,7 +12258,7 @@ sign_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sign_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11610,14 +12271,17 @@ sign_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
             const double out_value = yt__pw_sign_d(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 sign_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11627,15 +12291,17 @@ sign_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = sign_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? sign_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : sign_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = sign_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? sign_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : sign_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sign_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = sign_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sign_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = sign_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = sign_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = sign_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11812,7 +12478,7 @@ rsqrt_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 rsqrt_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11825,14 +12491,17 @@ rsqrt_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
             const float out_value = (float)1 / sqrtf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 rsqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11842,15 +12511,17 @@ rsqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = rsqrt_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? rsqrt_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : rsqrt_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = rsqrt_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? rsqrt_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : rsqrt_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = rsqrt_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = rsqrt_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = rsqrt_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = rsqrt_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = rsqrt_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = rsqrt_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11861,7 +12532,7 @@ rsqrt_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 rsqrt_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11874,14 +12545,17 @@ rsqrt_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
             const float out_value = (float)1 / sqrtf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 rsqrt_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11891,15 +12565,17 @@ rsqrt_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = rsqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? rsqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : rsqrt_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = rsqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? rsqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : rsqrt_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = rsqrt_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = rsqrt_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = rsqrt_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = rsqrt_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = rsqrt_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = rsqrt_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11949,7 +12625,7 @@ rsqrt_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 rsqrt_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11962,14 +12638,17 @@ rsqrt_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
             const double out_value = (double)1 / sqrt(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 rsqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11979,15 +12658,17 @@ rsqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = rsqrt_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? rsqrt_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : rsqrt_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = rsqrt_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? rsqrt_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : rsqrt_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = rsqrt_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = rsqrt_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = rsqrt_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = rsqrt_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = rsqrt_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = rsqrt_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11998,7 +12679,7 @@ rsqrt_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 rsqrt_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -12011,14 +12692,17 @@ rsqrt_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
             const double out_value = (double)1 / sqrt(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 rsqrt_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12028,15 +12712,17 @@ rsqrt_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = rsqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? rsqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : rsqrt_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = rsqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? rsqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : rsqrt_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = rsqrt_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = rsqrt_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = rsqrt_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = rsqrt_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = rsqrt_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = rsqrt_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12201,7 +12887,7 @@ log2_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 log2_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -12214,14 +12900,17 @@ log2_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
             const float out_value = log2f(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 log2_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12231,15 +12920,17 @@ log2_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = log2_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? log2_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : log2_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = log2_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? log2_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : log2_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = log2_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = log2_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = log2_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = log2_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = log2_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = log2_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12250,7 +12941,7 @@ log2_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 log2_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -12263,14 +12954,17 @@ log2_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
             const float out_value = log2f(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 log2_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12280,15 +12974,17 @@ log2_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = log2_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? log2_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : log2_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = log2_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? log2_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : log2_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = log2_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = log2_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = log2_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = log2_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = log2_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = log2_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12340,7 +13036,7 @@ log2_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 log2_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -12353,14 +13049,17 @@ log2_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
             const double out_value = log2(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 log2_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12370,15 +13069,17 @@ log2_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = log2_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? log2_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : log2_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = log2_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? log2_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : log2_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = log2_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = log2_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = log2_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = log2_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = log2_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = log2_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12389,7 +13090,7 @@ log2_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 log2_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -12402,14 +13103,17 @@ log2_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
             const double out_value = log2(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 log2_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12419,15 +13123,17 @@ log2_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = log2_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? log2_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : log2_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = log2_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? log2_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : log2_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = log2_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = log2_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = log2_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = log2_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = log2_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = log2_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12592,7 +13298,7 @@ sin_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sin_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -12605,14 +13311,17 @@ sin_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
             const float out_value = sinf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 sin_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12622,15 +13331,17 @@ sin_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = sin_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? sin_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : sin_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = sin_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? sin_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : sin_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sin_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = sin_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sin_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = sin_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = sin_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = sin_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12641,7 +13352,7 @@ sin_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sin_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -12654,14 +13365,17 @@ sin_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
             const float out_value = sinf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 sin_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12671,15 +13385,17 @@ sin_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = sin_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? sin_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : sin_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = sin_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? sin_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : sin_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sin_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = sin_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sin_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = sin_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = sin_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = sin_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12731,7 +13447,7 @@ sin_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sin_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -12744,14 +13460,17 @@ sin_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
             const double out_value = sin(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 sin_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12761,15 +13480,17 @@ sin_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = sin_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? sin_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : sin_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = sin_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? sin_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : sin_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sin_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = sin_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sin_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = sin_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = sin_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = sin_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -12780,7 +13501,7 @@ sin_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sin_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -12793,14 +13514,17 @@ sin_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
             const double out_value = sin(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 sin_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12810,15 +13534,17 @@ sin_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = sin_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? sin_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : sin_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = sin_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? sin_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : sin_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sin_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = sin_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sin_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = sin_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = sin_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = sin_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13172,7 +13898,7 @@ floor_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 floor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13185,14 +13911,17 @@ floor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
             const float out_value = floorf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 floor_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13202,15 +13931,17 @@ floor_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = floor_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? floor_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : floor_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = floor_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? floor_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : floor_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = floor_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = floor_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = floor_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = floor_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = floor_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = floor_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13221,7 +13952,7 @@ floor_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 floor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13234,14 +13965,17 @@ floor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
             const float out_value = floorf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 floor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13251,15 +13985,17 @@ floor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = floor_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? floor_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : floor_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = floor_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? floor_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : floor_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = floor_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = floor_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = floor_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = floor_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = floor_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = floor_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13309,7 +14045,7 @@ floor_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 floor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13322,14 +14058,17 @@ floor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
             const double out_value = floor(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 floor_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13339,15 +14078,17 @@ floor_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = floor_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? floor_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : floor_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = floor_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? floor_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : floor_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = floor_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = floor_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = floor_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = floor_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = floor_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = floor_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13358,7 +14099,7 @@ floor_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 floor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -13371,14 +14112,17 @@ floor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
             const double out_value = floor(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 floor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13388,15 +14132,17 @@ floor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = floor_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? floor_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : floor_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = floor_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? floor_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : floor_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = floor_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = floor_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = floor_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = floor_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = floor_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = floor_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13573,7 +14319,7 @@ leaky_relu_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float negative_slope = (float)scalars[0].f;
@@ -13587,14 +14333,17 @@ leaky_relu_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
             const float out_value = (self > (float)0) ? self : (self * negative_slope);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 leaky_relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13604,15 +14353,17 @@ leaky_relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = leaky_relu_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? leaky_relu_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : leaky_relu_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = leaky_relu_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? leaky_relu_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : leaky_relu_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = leaky_relu_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = leaky_relu_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = leaky_relu_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = leaky_relu_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = leaky_relu_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = leaky_relu_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13623,7 +14374,7 @@ leaky_relu_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float negative_slope = (float)scalars[0].f;
@@ -13637,14 +14388,17 @@ leaky_relu_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
             const float out_value = (self > (float)0) ? self : (self * negative_slope);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 leaky_relu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13654,15 +14408,17 @@ leaky_relu_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : leaky_relu_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = leaky_relu_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = leaky_relu_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = leaky_relu_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = leaky_relu_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = leaky_relu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = leaky_relu_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13713,7 +14469,7 @@ leaky_relu_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double negative_slope = (double)scalars[0].f;
@@ -13727,14 +14483,17 @@ leaky_relu_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
             const double out_value = (self > (double)0) ? self : (self * negative_slope);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 leaky_relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13744,15 +14503,17 @@ leaky_relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = leaky_relu_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? leaky_relu_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : leaky_relu_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = leaky_relu_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? leaky_relu_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : leaky_relu_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = leaky_relu_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = leaky_relu_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = leaky_relu_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = leaky_relu_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = leaky_relu_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = leaky_relu_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -13763,7 +14524,7 @@ leaky_relu_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double negative_slope = (double)scalars[0].f;
@@ -13777,14 +14538,17 @@ leaky_relu_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
             const double out_value = (self > (double)0) ? self : (self * negative_slope);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 leaky_relu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -13794,15 +14558,17 @@ leaky_relu_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : leaky_relu_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = leaky_relu_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = leaky_relu_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = leaky_relu_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = leaky_relu_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = leaky_relu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = leaky_relu_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14807,7 +15573,7 @@ nan_to_num_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 nan_to_num_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float nan = (float)scalars[0].f;
@@ -14832,14 +15598,17 @@ nan_to_num_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
                                                 : ((!neginf_given) ? (float)-FLT_MAX : neginf)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 nan_to_num_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14849,15 +15618,17 @@ nan_to_num_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = nan_to_num_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? nan_to_num_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : nan_to_num_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = nan_to_num_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? nan_to_num_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : nan_to_num_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = nan_to_num_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = nan_to_num_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = nan_to_num_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = nan_to_num_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = nan_to_num_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = nan_to_num_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14868,7 +15639,7 @@ nan_to_num_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 nan_to_num_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float nan = (float)scalars[0].f;
@@ -14893,14 +15664,17 @@ nan_to_num_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
                                                 : ((!neginf_given) ? (float)-FLT_MAX : neginf)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 nan_to_num_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -14910,15 +15684,17 @@ nan_to_num_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : nan_to_num_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = nan_to_num_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = nan_to_num_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = nan_to_num_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = nan_to_num_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = nan_to_num_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = nan_to_num_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -14987,7 +15763,7 @@ nan_to_num_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 nan_to_num_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double nan = (double)scalars[0].f;
@@ -15012,14 +15788,17 @@ nan_to_num_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
                                                  : ((!neginf_given) ? (double)-DBL_MAX : neginf)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 nan_to_num_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15029,15 +15808,17 @@ nan_to_num_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = nan_to_num_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? nan_to_num_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : nan_to_num_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = nan_to_num_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? nan_to_num_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : nan_to_num_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = nan_to_num_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = nan_to_num_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = nan_to_num_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = nan_to_num_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = nan_to_num_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = nan_to_num_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -15048,7 +15829,7 @@ nan_to_num_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 nan_to_num_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double nan = (double)scalars[0].f;
@@ -15073,14 +15854,17 @@ nan_to_num_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
                                                  : ((!neginf_given) ? (double)-DBL_MAX : neginf)));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 nan_to_num_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -15090,15 +15874,17 @@ nan_to_num_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : nan_to_num_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = nan_to_num_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = nan_to_num_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = nan_to_num_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = nan_to_num_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = nan_to_num_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = nan_to_num_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)

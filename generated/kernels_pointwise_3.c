@@ -20,7 +20,8 @@
  * (OP_stepped_row_avx2_DTYPE), inlined once per common set of steps (one input 2 or 3 elements
  * apart, the output 2 apart, or both in place, the rest contiguous: codegen/lower.py, _step_cases)
  * with those steps as constants, so that the lanes' tests of each operand's step fold away, and
- * once more for any other steps. */
+ * once more for any other steps; with a contiguous output, once storing it around the caches and
+ * once plainly (the form's `stream`, yt__stepped_fn). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -627,7 +628,8 @@ add_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 add_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -644,14 +646,17 @@ add_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
             const float out_value = self + (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 add_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -663,19 +668,24 @@ add_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = add_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? add_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : add_stepped_row_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = add_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? add_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                       : add_stepped_row_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = add_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? add_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : add_stepped_row_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = add_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? add_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                       : add_stepped_row_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = add_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = add_stepped_row_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = add_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = add_stepped_row_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
-            i = add_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
+            i = add_stepped_row_f32(out, out_step, self_p, self_step, other_p, other_step, n,
+                                    stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -686,7 +696,8 @@ add_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 add_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                         const char *other_p, int64_t other_step, int64_t n, bool stream,
+                         const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -703,14 +714,17 @@ add_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
             const float out_value = self + (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 add_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -722,20 +736,24 @@ add_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && other_step == 4)
-            i = add_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, ctx);
+            i = stream ? add_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, true, ctx)
+                       : add_stepped_row_avx2_f32(out, 4, self_p, 8, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && other_step == 4)
-            i = add_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, ctx);
+            i = stream ? add_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, true, ctx)
+                       : add_stepped_row_avx2_f32(out, 4, self_p, 12, other_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 8)
-            i = add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, ctx);
+            i = stream ? add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, true, ctx)
+                       : add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && other_step == 12)
-            i = add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, ctx);
+            i = stream ? add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, true, ctx)
+                       : add_stepped_row_avx2_f32(out, 4, self_p, 4, other_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && other_step == 4)
-            i = add_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, ctx);
+            i = add_stepped_row_avx2_f32(out, 8, self_p, 4, other_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 4)
-            i = add_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, ctx);
+            i = add_stepped_row_avx2_f32(out, 8, self_p, 8, other_p, 4, n, false, ctx);
         else
             i = add_stepped_row_avx2_f32(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         ctx);
+                                         stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -810,7 +828,8 @@ add_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 add_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                    const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                    const char *other_p, int64_t other_step, int64_t n, bool stream,
+                    const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -827,14 +846,17 @@ add_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
             const double out_value = self + (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 add_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -846,19 +868,24 @@ add_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = add_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? add_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                       : add_stepped_row_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = add_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? add_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                       : add_stepped_row_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = add_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? add_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                       : add_stepped_row_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = add_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? add_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                       : add_stepped_row_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = add_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = add_stepped_row_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = add_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = add_stepped_row_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
-            i = add_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n, ctx);
+            i = add_stepped_row_f64(out, out_step, self_p, self_step, other_p, other_step, n,
+                                    stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -869,7 +896,8 @@ add_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 add_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         const char *other_p, int64_t other_step, int64_t n, const void *ctx)
+                         const char *other_p, int64_t other_step, int64_t n, bool stream,
+                         const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -886,14 +914,17 @@ add_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
             const double out_value = self + (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 add_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -905,20 +936,24 @@ add_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *other_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && other_step == 8)
-            i = add_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, ctx);
+            i = stream ? add_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, true, ctx)
+                       : add_stepped_row_avx2_f64(out, 8, self_p, 16, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && other_step == 8)
-            i = add_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, ctx);
+            i = stream ? add_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, true, ctx)
+                       : add_stepped_row_avx2_f64(out, 8, self_p, 24, other_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 16)
-            i = add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, ctx);
+            i = stream ? add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, true, ctx)
+                       : add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && other_step == 24)
-            i = add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, ctx);
+            i = stream ? add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, true, ctx)
+                       : add_stepped_row_avx2_f64(out, 8, self_p, 8, other_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && other_step == 8)
-            i = add_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, ctx);
+            i = add_stepped_row_avx2_f64(out, 16, self_p, 8, other_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && other_step == 8)
-            i = add_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, ctx);
+            i = add_stepped_row_avx2_f64(out, 16, self_p, 16, other_p, 8, n, false, ctx);
         else
             i = add_stepped_row_avx2_f64(out, out_step, self_p, self_step, other_p, other_step, n,
-                                         ctx);
+                                         stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -1351,7 +1386,7 @@ add_scalar_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 add_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -1366,14 +1401,17 @@ add_scalar_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int6
             const float out_value = self + (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 add_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1383,15 +1421,17 @@ add_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = add_scalar_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? add_scalar_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : add_scalar_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = add_scalar_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? add_scalar_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : add_scalar_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = add_scalar_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = add_scalar_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = add_scalar_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = add_scalar_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = add_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = add_scalar_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1402,7 +1442,7 @@ add_scalar_stepped_f32(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 add_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float other = (float)scalars[0].f;
@@ -1417,14 +1457,17 @@ add_scalar_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
             const float out_value = self + (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 add_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1434,15 +1477,17 @@ add_scalar_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = add_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? add_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : add_scalar_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = add_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? add_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : add_scalar_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = add_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = add_scalar_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = add_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = add_scalar_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = add_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = add_scalar_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1494,7 +1539,7 @@ add_scalar_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 add_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -1509,14 +1554,17 @@ add_scalar_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int6
             const double out_value = self + (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 add_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1526,15 +1574,17 @@ add_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = add_scalar_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? add_scalar_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : add_scalar_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = add_scalar_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? add_scalar_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : add_scalar_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = add_scalar_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = add_scalar_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = add_scalar_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = add_scalar_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = add_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = add_scalar_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1545,7 +1595,7 @@ add_scalar_stepped_f64(char **data, const int64_t *strides, int64_t n, const int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 add_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                int64_t n, const void *ctx)
+                                int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double other = (double)scalars[0].f;
@@ -1560,14 +1610,17 @@ add_scalar_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
             const double out_value = self + (alpha * other);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 add_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                            const int64_t *row_strides, int64_t rows, const void *ctx)
+                            const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -1577,15 +1630,17 @@ add_scalar_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = add_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? add_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : add_scalar_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = add_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? add_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : add_scalar_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = add_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = add_scalar_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = add_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = add_scalar_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = add_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = add_scalar_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -1970,7 +2025,7 @@ clamp_min_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -1984,14 +2039,17 @@ clamp_min_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64
             const float out_value = yt__pw_maximum_uniform_f(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_min_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2001,15 +2059,17 @@ clamp_min_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = clamp_min_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? clamp_min_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : clamp_min_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = clamp_min_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? clamp_min_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : clamp_min_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_min_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = clamp_min_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_min_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = clamp_min_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = clamp_min_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_min_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2020,7 +2080,7 @@ clamp_min_stepped_f32(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -2034,14 +2094,17 @@ clamp_min_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, 
             const float out_value = yt__pw_maximum_uniform_f(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_min_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2051,15 +2114,17 @@ clamp_min_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = clamp_min_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? clamp_min_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : clamp_min_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = clamp_min_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? clamp_min_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : clamp_min_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = clamp_min_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = clamp_min_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = clamp_min_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = clamp_min_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = clamp_min_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_min_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2110,7 +2175,7 @@ clamp_min_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -2124,14 +2189,17 @@ clamp_min_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64
             const double out_value = yt__pw_maximum_uniform_d(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_min_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2141,15 +2209,17 @@ clamp_min_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = clamp_min_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? clamp_min_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : clamp_min_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = clamp_min_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? clamp_min_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : clamp_min_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_min_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = clamp_min_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_min_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = clamp_min_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = clamp_min_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_min_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2160,7 +2230,7 @@ clamp_min_stepped_f64(char **data, const int64_t *strides, int64_t n, const int6
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                               int64_t n, const void *ctx)
+                               int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -2174,14 +2244,17 @@ clamp_min_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, 
             const double out_value = yt__pw_maximum_uniform_d(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_min_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                           const int64_t *row_strides, int64_t rows, const void *ctx)
+                           const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2191,15 +2264,17 @@ clamp_min_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = clamp_min_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? clamp_min_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : clamp_min_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = clamp_min_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? clamp_min_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : clamp_min_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = clamp_min_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = clamp_min_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = clamp_min_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = clamp_min_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = clamp_min_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = clamp_min_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -2766,7 +2841,8 @@ clamp_min_tensor_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 const char *min_p, int64_t min_step, int64_t n, const void *ctx)
+                                 const char *min_p, int64_t min_step, int64_t n, bool stream,
+                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2782,14 +2858,17 @@ clamp_min_tensor_stepped_row_f32(char *out, int64_t out_step, const char *self_p
             const float out_value = yt__pw_maximum_f(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_min_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2801,20 +2880,28 @@ clamp_min_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
         const char *min_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && min_step == 4)
-            i = clamp_min_tensor_stepped_row_f32(out, 4, self_p, 8, min_p, 4, n, ctx);
+            i = stream
+                    ? clamp_min_tensor_stepped_row_f32(out, 4, self_p, 8, min_p, 4, n, true, ctx)
+                    : clamp_min_tensor_stepped_row_f32(out, 4, self_p, 8, min_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 12 && min_step == 4)
-            i = clamp_min_tensor_stepped_row_f32(out, 4, self_p, 12, min_p, 4, n, ctx);
+            i = stream
+                    ? clamp_min_tensor_stepped_row_f32(out, 4, self_p, 12, min_p, 4, n, true, ctx)
+                    : clamp_min_tensor_stepped_row_f32(out, 4, self_p, 12, min_p, 4, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 8, n, ctx);
+            i = stream
+                    ? clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 8, n, true, ctx)
+                    : clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 12)
-            i = clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 12, n, ctx);
+            i = stream
+                    ? clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 12, n, true, ctx)
+                    : clamp_min_tensor_stepped_row_f32(out, 4, self_p, 4, min_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4 && min_step == 4)
-            i = clamp_min_tensor_stepped_row_f32(out, 8, self_p, 4, min_p, 4, n, ctx);
+            i = clamp_min_tensor_stepped_row_f32(out, 8, self_p, 4, min_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 4)
-            i = clamp_min_tensor_stepped_row_f32(out, 8, self_p, 8, min_p, 4, n, ctx);
+            i = clamp_min_tensor_stepped_row_f32(out, 8, self_p, 8, min_p, 4, n, false, ctx);
         else
             i = clamp_min_tensor_stepped_row_f32(out, out_step, self_p, self_step, min_p, min_step,
-                                                 n, ctx);
+                                                 n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2826,7 +2913,7 @@ clamp_min_tensor_stepped_f32(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *min_p, int64_t min_step,
-                                      int64_t n, const void *ctx)
+                                      int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2842,14 +2929,18 @@ clamp_min_tensor_stepped_row_avx2_f32(char *out, int64_t out_step, const char *s
             const float out_value = yt__pw_maximum_f(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_min_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2861,20 +2952,32 @@ clamp_min_tensor_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n
         const char *min_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && self_step == 8 && min_step == 4)
-            i = clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, min_p, 4, n, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, min_p, 4, n, true,
+                                                               ctx)
+                       : clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 8, min_p, 4, n,
+                                                               false, ctx);
         else if (out_step == 4 && self_step == 12 && min_step == 4)
-            i = clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, min_p, 4, n, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, min_p, 4, n,
+                                                               true, ctx)
+                       : clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 12, min_p, 4, n,
+                                                               false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, min_p, 8, n, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, min_p, 8, n, true,
+                                                               ctx)
+                       : clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, min_p, 8, n,
+                                                               false, ctx);
         else if (out_step == 4 && self_step == 4 && min_step == 12)
-            i = clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, min_p, 12, n, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, min_p, 12, n,
+                                                               true, ctx)
+                       : clamp_min_tensor_stepped_row_avx2_f32(out, 4, self_p, 4, min_p, 12, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 4 && min_step == 4)
-            i = clamp_min_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, min_p, 4, n, ctx);
+            i = clamp_min_tensor_stepped_row_avx2_f32(out, 8, self_p, 4, min_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 4)
-            i = clamp_min_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, min_p, 4, n, ctx);
+            i = clamp_min_tensor_stepped_row_avx2_f32(out, 8, self_p, 8, min_p, 4, n, false, ctx);
         else
             i = clamp_min_tensor_stepped_row_avx2_f32(out, out_step, self_p, self_step, min_p,
-                                                      min_step, n, ctx);
+                                                      min_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -2948,7 +3051,8 @@ clamp_min_tensor_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                                 const char *min_p, int64_t min_step, int64_t n, const void *ctx)
+                                 const char *min_p, int64_t min_step, int64_t n, bool stream,
+                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -2964,14 +3068,17 @@ clamp_min_tensor_stepped_row_f64(char *out, int64_t out_step, const char *self_p
             const double out_value = yt__pw_maximum_d(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_min_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                             const int64_t *row_strides, int64_t rows, const void *ctx)
+                             const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -2983,20 +3090,28 @@ clamp_min_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
         const char *min_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_f64(out, 8, self_p, 16, min_p, 8, n, ctx);
+            i = stream
+                    ? clamp_min_tensor_stepped_row_f64(out, 8, self_p, 16, min_p, 8, n, true, ctx)
+                    : clamp_min_tensor_stepped_row_f64(out, 8, self_p, 16, min_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 24 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_f64(out, 8, self_p, 24, min_p, 8, n, ctx);
+            i = stream
+                    ? clamp_min_tensor_stepped_row_f64(out, 8, self_p, 24, min_p, 8, n, true, ctx)
+                    : clamp_min_tensor_stepped_row_f64(out, 8, self_p, 24, min_p, 8, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 16)
-            i = clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 16, n, ctx);
+            i = stream
+                    ? clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 16, n, true, ctx)
+                    : clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 24)
-            i = clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 24, n, ctx);
+            i = stream
+                    ? clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 24, n, true, ctx)
+                    : clamp_min_tensor_stepped_row_f64(out, 8, self_p, 8, min_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_f64(out, 16, self_p, 8, min_p, 8, n, ctx);
+            i = clamp_min_tensor_stepped_row_f64(out, 16, self_p, 8, min_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_f64(out, 16, self_p, 16, min_p, 8, n, ctx);
+            i = clamp_min_tensor_stepped_row_f64(out, 16, self_p, 16, min_p, 8, n, false, ctx);
         else
             i = clamp_min_tensor_stepped_row_f64(out, out_step, self_p, self_step, min_p, min_step,
-                                                 n, ctx);
+                                                 n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3008,7 +3123,7 @@ clamp_min_tensor_stepped_f64(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_min_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p,
                                       int64_t self_step, const char *min_p, int64_t min_step,
-                                      int64_t n, const void *ctx)
+                                      int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -3024,14 +3139,18 @@ clamp_min_tensor_stepped_row_avx2_f64(char *out, int64_t out_step, const char *s
             const double out_value = yt__pw_maximum_d(self, min);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_min_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                                  const int64_t *row_strides, int64_t rows, const void *ctx)
+                                  const int64_t *row_strides, int64_t rows, bool stream,
+                                  const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3043,20 +3162,32 @@ clamp_min_tensor_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n
         const char *min_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && self_step == 16 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, min_p, 8, n, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, min_p, 8, n,
+                                                               true, ctx)
+                       : clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 16, min_p, 8, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 24 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, min_p, 8, n, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, min_p, 8, n,
+                                                               true, ctx)
+                       : clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 24, min_p, 8, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 16)
-            i = clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, min_p, 16, n, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, min_p, 16, n,
+                                                               true, ctx)
+                       : clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, min_p, 16, n,
+                                                               false, ctx);
         else if (out_step == 8 && self_step == 8 && min_step == 24)
-            i = clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, min_p, 24, n, ctx);
+            i = stream ? clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, min_p, 24, n,
+                                                               true, ctx)
+                       : clamp_min_tensor_stepped_row_avx2_f64(out, 8, self_p, 8, min_p, 24, n,
+                                                               false, ctx);
         else if (out_step == 16 && self_step == 8 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, min_p, 8, n, ctx);
+            i = clamp_min_tensor_stepped_row_avx2_f64(out, 16, self_p, 8, min_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16 && min_step == 8)
-            i = clamp_min_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, min_p, 8, n, ctx);
+            i = clamp_min_tensor_stepped_row_avx2_f64(out, 16, self_p, 16, min_p, 8, n, false, ctx);
         else
             i = clamp_min_tensor_stepped_row_avx2_f64(out, out_step, self_p, self_step, min_p,
-                                                      min_step, n, ctx);
+                                                      min_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3696,7 +3827,8 @@ clamp_backward_blocks_f32_no_min_no_max(const yt__block_strip *s, const void *ct
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f32_no_min_no_max(char *out, int64_t out_step, const char *grad_output_p,
-                                             int64_t grad_output_step, int64_t n, const void *ctx)
+                                             int64_t grad_output_step, int64_t n, bool stream,
+                                             const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -3710,14 +3842,18 @@ clamp_backward_stepped_row_f32_no_min_no_max(char *out, int64_t out_step, const 
             const float out_value = grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
-                                         const int64_t *row_strides, int64_t rows, const void *ctx)
+                                         const int64_t *row_strides, int64_t rows, bool stream,
+                                         const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3727,16 +3863,24 @@ clamp_backward_stepped_f32_no_min_no_max(char **data, const int64_t *strides, in
         const char *grad_output_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8)
-            i = clamp_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 8, n, ctx);
+            i = stream ? clamp_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 8, n,
+                                                                      true, ctx)
+                       : clamp_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 8, n,
+                                                                      false, ctx);
         else if (out_step == 4 && grad_output_step == 12)
-            i = clamp_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 12, n, ctx);
+            i = stream ? clamp_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 12, n,
+                                                                      true, ctx)
+                       : clamp_backward_stepped_row_f32_no_min_no_max(out, 4, grad_output_p, 12, n,
+                                                                      false, ctx);
         else if (out_step == 8 && grad_output_step == 4)
-            i = clamp_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 4, n, ctx);
+            i = clamp_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 4, n, false,
+                                                             ctx);
         else if (out_step == 8 && grad_output_step == 8)
-            i = clamp_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 8, n, ctx);
+            i = clamp_backward_stepped_row_f32_no_min_no_max(out, 8, grad_output_p, 8, n, false,
+                                                             ctx);
         else
             i = clamp_backward_stepped_row_f32_no_min_no_max(out, out_step, grad_output_p,
-                                                             grad_output_step, n, ctx);
+                                                             grad_output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3748,7 +3892,7 @@ clamp_backward_stepped_f32_no_min_no_max(char **data, const int64_t *strides, in
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f32_no_min_no_max(char *out, int64_t out_step,
                                                   const char *grad_output_p,
-                                                  int64_t grad_output_step, int64_t n,
+                                                  int64_t grad_output_step, int64_t n, bool stream,
                                                   const void *ctx)
 {
     (void)ctx;
@@ -3763,14 +3907,17 @@ clamp_backward_stepped_row_avx2_f32_no_min_no_max(char *out, int64_t out_step,
             const float out_value = grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f32_no_min_no_max(char **data, const int64_t *strides, int64_t n,
-                                              const int64_t *row_strides, int64_t rows,
+                                              const int64_t *row_strides, int64_t rows, bool stream,
                                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -3781,17 +3928,24 @@ clamp_backward_stepped_avx2_f32_no_min_no_max(char **data, const int64_t *stride
         const char *grad_output_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8)
-            i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p, 8, n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p, 8,
+                                                                           n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p, 8,
+                                                                           n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12)
-            i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p, 12, n,
-                                                                  ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p,
+                                                                           12, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 4, grad_output_p,
+                                                                           12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4)
-            i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 4, n, ctx);
+            i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 4, n,
+                                                                  false, ctx);
         else if (out_step == 8 && grad_output_step == 8)
-            i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 8, n, ctx);
+            i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, 8, grad_output_p, 8, n,
+                                                                  false, ctx);
         else
             i = clamp_backward_stepped_row_avx2_f32_no_min_no_max(out, out_step, grad_output_p,
-                                                                  grad_output_step, n, ctx);
+                                                                  grad_output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3868,7 +4022,8 @@ clamp_backward_blocks_f32_no_min_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f32_no_min_max(char *out, int64_t out_step, const char *grad_output_p,
                                           int64_t grad_output_step, const char *self_p,
-                                          int64_t self_step, int64_t n, const void *ctx)
+                                          int64_t self_step, int64_t n, bool stream,
+                                          const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float max = (float)scalars[1].f;
@@ -3886,14 +4041,18 @@ clamp_backward_stepped_row_f32_no_min_max(char *out, int64_t out_step, const cha
             const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
-                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+                                      const int64_t *row_strides, int64_t rows, bool stream,
+                                      const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -3905,26 +4064,34 @@ clamp_backward_stepped_f32_no_min_max(char **data, const int64_t *strides, int64
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 8, self_p,
+                                                                   4, n, true, ctx)
+                       : clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 8, self_p,
+                                                                   4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 12,
+                                                                   self_p, 4, n, true, ctx)
+                       : clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 12,
+                                                                   self_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                   8, n, true, ctx)
+                       : clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                   8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                   12, n, true, ctx)
+                       : clamp_backward_stepped_row_f32_no_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                   12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = clamp_backward_stepped_row_f32_no_min_max(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                          ctx);
+                                                          false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = clamp_backward_stepped_row_f32_no_min_max(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                          ctx);
+                                                          false, ctx);
         else
             i = clamp_backward_stepped_row_f32_no_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -3937,7 +4104,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f32_no_min_max(char *out, int64_t out_step,
                                                const char *grad_output_p, int64_t grad_output_step,
                                                const char *self_p, int64_t self_step, int64_t n,
-                                               const void *ctx)
+                                               bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float max = (float)scalars[1].f;
@@ -3955,14 +4122,17 @@ clamp_backward_stepped_row_avx2_f32_no_min_max(char *out, int64_t out_step,
             const float out_value = (1 && (0 || (self <= max))) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f32_no_min_max(char **data, const int64_t *strides, int64_t n,
-                                           const int64_t *row_strides, int64_t rows,
+                                           const int64_t *row_strides, int64_t rows, bool stream,
                                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -3975,26 +4145,34 @@ clamp_backward_stepped_avx2_f32_no_min_max(char **data, const int64_t *strides, 
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 8, self_p, 4,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 8,
+                                                                        self_p, 4, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 8,
+                                                                        self_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 12, self_p, 4,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 12,
+                                                                        self_p, 4, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 12,
+                                                                        self_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4, self_p, 8,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
+                                                                        self_p, 8, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
+                                                                        self_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4, self_p, 12,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
+                                                                        self_p, 12, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_no_min_max(out, 4, grad_output_p, 4,
+                                                                        self_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 8, grad_output_p, 4, self_p, 4,
-                                                               n, ctx);
+                                                               n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = clamp_backward_stepped_row_avx2_f32_no_min_max(out, 8, grad_output_p, 8, self_p, 4,
-                                                               n, ctx);
+                                                               n, false, ctx);
         else
             i = clamp_backward_stepped_row_avx2_f32_no_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4071,7 +4249,8 @@ clamp_backward_blocks_f32_min_no_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f32_min_no_max(char *out, int64_t out_step, const char *grad_output_p,
                                           int64_t grad_output_step, const char *self_p,
-                                          int64_t self_step, int64_t n, const void *ctx)
+                                          int64_t self_step, int64_t n, bool stream,
+                                          const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -4089,14 +4268,18 @@ clamp_backward_stepped_row_f32_min_no_max(char *out, int64_t out_step, const cha
             const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
-                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+                                      const int64_t *row_strides, int64_t rows, bool stream,
+                                      const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4108,26 +4291,34 @@ clamp_backward_stepped_f32_min_no_max(char **data, const int64_t *strides, int64
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 8, self_p,
+                                                                   4, n, true, ctx)
+                       : clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 8, self_p,
+                                                                   4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 12,
+                                                                   self_p, 4, n, true, ctx)
+                       : clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 12,
+                                                                   self_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
+                                                                   8, n, true, ctx)
+                       : clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
+                                                                   8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
+                                                                   12, n, true, ctx)
+                       : clamp_backward_stepped_row_f32_min_no_max(out, 4, grad_output_p, 4, self_p,
+                                                                   12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = clamp_backward_stepped_row_f32_min_no_max(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                          ctx);
+                                                          false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = clamp_backward_stepped_row_f32_min_no_max(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                          ctx);
+                                                          false, ctx);
         else
             i = clamp_backward_stepped_row_f32_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4140,7 +4331,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f32_min_no_max(char *out, int64_t out_step,
                                                const char *grad_output_p, int64_t grad_output_step,
                                                const char *self_p, int64_t self_step, int64_t n,
-                                               const void *ctx)
+                                               bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -4158,14 +4349,17 @@ clamp_backward_stepped_row_avx2_f32_min_no_max(char *out, int64_t out_step,
             const float out_value = ((0 || (self >= min)) && 1) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f32_min_no_max(char **data, const int64_t *strides, int64_t n,
-                                           const int64_t *row_strides, int64_t rows,
+                                           const int64_t *row_strides, int64_t rows, bool stream,
                                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -4178,26 +4372,34 @@ clamp_backward_stepped_avx2_f32_min_no_max(char **data, const int64_t *strides, 
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 8, self_p, 4,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 8,
+                                                                        self_p, 4, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 8,
+                                                                        self_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 12, self_p, 4,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 12,
+                                                                        self_p, 4, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 12,
+                                                                        self_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4, self_p, 8,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
+                                                                        self_p, 8, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
+                                                                        self_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4, self_p, 12,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
+                                                                        self_p, 12, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_no_max(out, 4, grad_output_p, 4,
+                                                                        self_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 8, grad_output_p, 4, self_p, 4,
-                                                               n, ctx);
+                                                               n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = clamp_backward_stepped_row_avx2_f32_min_no_max(out, 8, grad_output_p, 8, self_p, 4,
-                                                               n, ctx);
+                                                               n, false, ctx);
         else
             i = clamp_backward_stepped_row_avx2_f32_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4279,7 +4481,7 @@ clamp_backward_blocks_f32_min_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f32_min_max(char *out, int64_t out_step, const char *grad_output_p,
                                        int64_t grad_output_step, const char *self_p,
-                                       int64_t self_step, int64_t n, const void *ctx)
+                                       int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -4299,14 +4501,18 @@ clamp_backward_stepped_row_f32_min_max(char *out, int64_t out_step, const char *
                 ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+                                   const int64_t *row_strides, int64_t rows, bool stream,
+                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4318,22 +4524,34 @@ clamp_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t 
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+            i = stream ? clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 8, self_p, 4,
+                                                                n, true, ctx)
+                       : clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 8, self_p, 4,
+                                                                n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                       ctx);
+            i = stream ? clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 12, self_p,
+                                                                4, n, true, ctx)
+                       : clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 12, self_p,
+                                                                4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+            i = stream ? clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 8,
+                                                                n, true, ctx)
+                       : clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 8,
+                                                                n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                       ctx);
+            i = stream ? clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                12, n, true, ctx)
+                       : clamp_backward_stepped_row_f32_min_max(out, 4, grad_output_p, 4, self_p,
+                                                                12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
-            i = clamp_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+            i = clamp_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 4, self_p, 4, n,
+                                                       false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
-            i = clamp_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+            i = clamp_backward_stepped_row_f32_min_max(out, 8, grad_output_p, 8, self_p, 4, n,
+                                                       false, ctx);
         else
-            i = clamp_backward_stepped_row_f32_min_max(out, out_step, grad_output_p,
-                                                       grad_output_step, self_p, self_step, n, ctx);
+            i = clamp_backward_stepped_row_f32_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4345,7 +4563,8 @@ clamp_backward_stepped_f32_min_max(char **data, const int64_t *strides, int64_t 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f32_min_max(char *out, int64_t out_step, const char *grad_output_p,
                                             int64_t grad_output_step, const char *self_p,
-                                            int64_t self_step, int64_t n, const void *ctx)
+                                            int64_t self_step, int64_t n, bool stream,
+                                            const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float min = (float)scalars[0].f;
@@ -4365,14 +4584,18 @@ clamp_backward_stepped_row_avx2_f32_min_max(char *out, int64_t out_step, const c
                 ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f32_min_max(char **data, const int64_t *strides, int64_t n,
-                                        const int64_t *row_strides, int64_t rows, const void *ctx)
+                                        const int64_t *row_strides, int64_t rows, bool stream,
+                                        const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4384,26 +4607,34 @@ clamp_backward_stepped_avx2_f32_min_max(char **data, const int64_t *strides, int
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                            ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 8,
+                                                                     self_p, 4, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 8,
+                                                                     self_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                            ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 12,
+                                                                     self_p, 4, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 12,
+                                                                     self_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                            ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
+                                                                     self_p, 8, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
+                                                                     self_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                            ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
+                                                                     self_p, 12, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f32_min_max(out, 4, grad_output_p, 4,
+                                                                     self_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = clamp_backward_stepped_row_avx2_f32_min_max(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                            ctx);
+                                                            false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = clamp_backward_stepped_row_avx2_f32_min_max(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                            ctx);
+                                                            false, ctx);
         else
             i = clamp_backward_stepped_row_avx2_f32_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4473,7 +4704,8 @@ clamp_backward_blocks_f64_no_min_no_max(const yt__block_strip *s, const void *ct
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f64_no_min_no_max(char *out, int64_t out_step, const char *grad_output_p,
-                                             int64_t grad_output_step, int64_t n, const void *ctx)
+                                             int64_t grad_output_step, int64_t n, bool stream,
+                                             const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -4487,14 +4719,18 @@ clamp_backward_stepped_row_f64_no_min_no_max(char *out, int64_t out_step, const 
             const double out_value = grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
-                                         const int64_t *row_strides, int64_t rows, const void *ctx)
+                                         const int64_t *row_strides, int64_t rows, bool stream,
+                                         const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4504,16 +4740,24 @@ clamp_backward_stepped_f64_no_min_no_max(char **data, const int64_t *strides, in
         const char *grad_output_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16)
-            i = clamp_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 16, n, ctx);
+            i = stream ? clamp_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 16, n,
+                                                                      true, ctx)
+                       : clamp_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 16, n,
+                                                                      false, ctx);
         else if (out_step == 8 && grad_output_step == 24)
-            i = clamp_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 24, n, ctx);
+            i = stream ? clamp_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 24, n,
+                                                                      true, ctx)
+                       : clamp_backward_stepped_row_f64_no_min_no_max(out, 8, grad_output_p, 24, n,
+                                                                      false, ctx);
         else if (out_step == 16 && grad_output_step == 8)
-            i = clamp_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 8, n, ctx);
+            i = clamp_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 8, n, false,
+                                                             ctx);
         else if (out_step == 16 && grad_output_step == 16)
-            i = clamp_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 16, n, ctx);
+            i = clamp_backward_stepped_row_f64_no_min_no_max(out, 16, grad_output_p, 16, n, false,
+                                                             ctx);
         else
             i = clamp_backward_stepped_row_f64_no_min_no_max(out, out_step, grad_output_p,
-                                                             grad_output_step, n, ctx);
+                                                             grad_output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4525,7 +4769,7 @@ clamp_backward_stepped_f64_no_min_no_max(char **data, const int64_t *strides, in
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f64_no_min_no_max(char *out, int64_t out_step,
                                                   const char *grad_output_p,
-                                                  int64_t grad_output_step, int64_t n,
+                                                  int64_t grad_output_step, int64_t n, bool stream,
                                                   const void *ctx)
 {
     (void)ctx;
@@ -4540,14 +4784,17 @@ clamp_backward_stepped_row_avx2_f64_no_min_no_max(char *out, int64_t out_step,
             const double out_value = grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f64_no_min_no_max(char **data, const int64_t *strides, int64_t n,
-                                              const int64_t *row_strides, int64_t rows,
+                                              const int64_t *row_strides, int64_t rows, bool stream,
                                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -4558,20 +4805,24 @@ clamp_backward_stepped_avx2_f64_no_min_no_max(char **data, const int64_t *stride
         const char *grad_output_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16)
-            i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p, 16, n,
-                                                                  ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p,
+                                                                           16, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p,
+                                                                           16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24)
-            i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p, 24, n,
-                                                                  ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p,
+                                                                           24, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 8, grad_output_p,
+                                                                           24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 16, grad_output_p, 8, n,
-                                                                  ctx);
+                                                                  false, ctx);
         else if (out_step == 16 && grad_output_step == 16)
             i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, 16, grad_output_p, 16, n,
-                                                                  ctx);
+                                                                  false, ctx);
         else
             i = clamp_backward_stepped_row_avx2_f64_no_min_no_max(out, out_step, grad_output_p,
-                                                                  grad_output_step, n, ctx);
+                                                                  grad_output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4648,7 +4899,8 @@ clamp_backward_blocks_f64_no_min_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f64_no_min_max(char *out, int64_t out_step, const char *grad_output_p,
                                           int64_t grad_output_step, const char *self_p,
-                                          int64_t self_step, int64_t n, const void *ctx)
+                                          int64_t self_step, int64_t n, bool stream,
+                                          const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double max = (double)scalars[1].f;
@@ -4666,14 +4918,18 @@ clamp_backward_stepped_row_f64_no_min_max(char *out, int64_t out_step, const cha
             const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
-                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+                                      const int64_t *row_strides, int64_t rows, bool stream,
+                                      const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4685,26 +4941,34 @@ clamp_backward_stepped_f64_no_min_max(char **data, const int64_t *strides, int64
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 16,
+                                                                   self_p, 8, n, true, ctx)
+                       : clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 16,
+                                                                   self_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 24,
+                                                                   self_p, 8, n, true, ctx)
+                       : clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 24,
+                                                                   self_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                   16, n, true, ctx)
+                       : clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                   16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                   24, n, true, ctx)
+                       : clamp_backward_stepped_row_f64_no_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                   24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = clamp_backward_stepped_row_f64_no_min_max(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                          ctx);
+                                                          false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = clamp_backward_stepped_row_f64_no_min_max(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                          ctx);
+                                                          false, ctx);
         else
             i = clamp_backward_stepped_row_f64_no_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4717,7 +4981,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f64_no_min_max(char *out, int64_t out_step,
                                                const char *grad_output_p, int64_t grad_output_step,
                                                const char *self_p, int64_t self_step, int64_t n,
-                                               const void *ctx)
+                                               bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double max = (double)scalars[1].f;
@@ -4735,14 +4999,17 @@ clamp_backward_stepped_row_avx2_f64_no_min_max(char *out, int64_t out_step,
             const double out_value = (1 && (0 || (self <= max))) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f64_no_min_max(char **data, const int64_t *strides, int64_t n,
-                                           const int64_t *row_strides, int64_t rows,
+                                           const int64_t *row_strides, int64_t rows, bool stream,
                                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -4755,26 +5022,34 @@ clamp_backward_stepped_avx2_f64_no_min_max(char **data, const int64_t *strides, 
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 16, self_p, 8,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 16,
+                                                                        self_p, 8, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 16,
+                                                                        self_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 24, self_p, 8,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 24,
+                                                                        self_p, 8, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 24,
+                                                                        self_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8, self_p, 16,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
+                                                                        self_p, 16, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
+                                                                        self_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8, self_p, 24,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
+                                                                        self_p, 24, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_no_min_max(out, 8, grad_output_p, 8,
+                                                                        self_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 16, grad_output_p, 8, self_p, 8,
-                                                               n, ctx);
+                                                               n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_no_min_max(out, 16, grad_output_p, 16, self_p,
-                                                               8, n, ctx);
+                                                               8, n, false, ctx);
         else
             i = clamp_backward_stepped_row_avx2_f64_no_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4851,7 +5126,8 @@ clamp_backward_blocks_f64_min_no_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f64_min_no_max(char *out, int64_t out_step, const char *grad_output_p,
                                           int64_t grad_output_step, const char *self_p,
-                                          int64_t self_step, int64_t n, const void *ctx)
+                                          int64_t self_step, int64_t n, bool stream,
+                                          const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -4869,14 +5145,18 @@ clamp_backward_stepped_row_f64_min_no_max(char *out, int64_t out_step, const cha
             const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
-                                      const int64_t *row_strides, int64_t rows, const void *ctx)
+                                      const int64_t *row_strides, int64_t rows, bool stream,
+                                      const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -4888,26 +5168,34 @@ clamp_backward_stepped_f64_min_no_max(char **data, const int64_t *strides, int64
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 16,
+                                                                   self_p, 8, n, true, ctx)
+                       : clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 16,
+                                                                   self_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 24,
+                                                                   self_p, 8, n, true, ctx)
+                       : clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 24,
+                                                                   self_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                   16, n, true, ctx)
+                       : clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                   16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                          ctx);
+            i = stream ? clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                   24, n, true, ctx)
+                       : clamp_backward_stepped_row_f64_min_no_max(out, 8, grad_output_p, 8, self_p,
+                                                                   24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = clamp_backward_stepped_row_f64_min_no_max(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                          ctx);
+                                                          false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = clamp_backward_stepped_row_f64_min_no_max(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                          ctx);
+                                                          false, ctx);
         else
             i = clamp_backward_stepped_row_f64_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -4920,7 +5208,7 @@ YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f64_min_no_max(char *out, int64_t out_step,
                                                const char *grad_output_p, int64_t grad_output_step,
                                                const char *self_p, int64_t self_step, int64_t n,
-                                               const void *ctx)
+                                               bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -4938,14 +5226,17 @@ clamp_backward_stepped_row_avx2_f64_min_no_max(char *out, int64_t out_step,
             const double out_value = ((0 || (self >= min)) && 1) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f64_min_no_max(char **data, const int64_t *strides, int64_t n,
-                                           const int64_t *row_strides, int64_t rows,
+                                           const int64_t *row_strides, int64_t rows, bool stream,
                                            const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -4958,26 +5249,34 @@ clamp_backward_stepped_avx2_f64_min_no_max(char **data, const int64_t *strides, 
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 16, self_p, 8,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 16,
+                                                                        self_p, 8, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 16,
+                                                                        self_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 24, self_p, 8,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 24,
+                                                                        self_p, 8, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 24,
+                                                                        self_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8, self_p, 16,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
+                                                                        self_p, 16, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
+                                                                        self_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8, self_p, 24,
-                                                               n, ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
+                                                                        self_p, 24, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_no_max(out, 8, grad_output_p, 8,
+                                                                        self_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 16, grad_output_p, 8, self_p, 8,
-                                                               n, ctx);
+                                                               n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_min_no_max(out, 16, grad_output_p, 16, self_p,
-                                                               8, n, ctx);
+                                                               8, n, false, ctx);
         else
             i = clamp_backward_stepped_row_avx2_f64_min_no_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -5059,7 +5358,7 @@ clamp_backward_blocks_f64_min_max(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_f64_min_max(char *out, int64_t out_step, const char *grad_output_p,
                                        int64_t grad_output_step, const char *self_p,
-                                       int64_t self_step, int64_t n, const void *ctx)
+                                       int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -5079,14 +5378,18 @@ clamp_backward_stepped_row_f64_min_max(char *out, int64_t out_step, const char *
                 ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t n,
-                                   const int64_t *row_strides, int64_t rows, const void *ctx)
+                                   const int64_t *row_strides, int64_t rows, bool stream,
+                                   const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5098,26 +5401,34 @@ clamp_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t 
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                       ctx);
+            i = stream ? clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 16, self_p,
+                                                                8, n, true, ctx)
+                       : clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 16, self_p,
+                                                                8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                       ctx);
+            i = stream ? clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 24, self_p,
+                                                                8, n, true, ctx)
+                       : clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 24, self_p,
+                                                                8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                       ctx);
+            i = stream ? clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                16, n, true, ctx)
+                       : clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                       ctx);
+            i = stream ? clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                24, n, true, ctx)
+                       : clamp_backward_stepped_row_f64_min_max(out, 8, grad_output_p, 8, self_p,
+                                                                24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = clamp_backward_stepped_row_f64_min_max(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                       ctx);
+                                                       false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = clamp_backward_stepped_row_f64_min_max(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                       ctx);
+                                                       false, ctx);
         else
-            i = clamp_backward_stepped_row_f64_min_max(out, out_step, grad_output_p,
-                                                       grad_output_step, self_p, self_step, n, ctx);
+            i = clamp_backward_stepped_row_f64_min_max(
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -5129,7 +5440,8 @@ clamp_backward_stepped_f64_min_max(char **data, const int64_t *strides, int64_t 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 clamp_backward_stepped_row_avx2_f64_min_max(char *out, int64_t out_step, const char *grad_output_p,
                                             int64_t grad_output_step, const char *self_p,
-                                            int64_t self_step, int64_t n, const void *ctx)
+                                            int64_t self_step, int64_t n, bool stream,
+                                            const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double min = (double)scalars[0].f;
@@ -5149,14 +5461,18 @@ clamp_backward_stepped_row_avx2_f64_min_max(char *out, int64_t out_step, const c
                 ((0 || (self >= min)) && (0 || (self <= max))) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 clamp_backward_stepped_avx2_f64_min_max(char **data, const int64_t *strides, int64_t n,
-                                        const int64_t *row_strides, int64_t rows, const void *ctx)
+                                        const int64_t *row_strides, int64_t rows, bool stream,
+                                        const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5168,26 +5484,34 @@ clamp_backward_stepped_avx2_f64_min_max(char **data, const int64_t *strides, int
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                            ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 16,
+                                                                     self_p, 8, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 16,
+                                                                     self_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                            ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 24,
+                                                                     self_p, 8, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 24,
+                                                                     self_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                            ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8,
+                                                                     self_p, 16, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8,
+                                                                     self_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                            ctx);
+            i = stream ? clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8,
+                                                                     self_p, 24, n, true, ctx)
+                       : clamp_backward_stepped_row_avx2_f64_min_max(out, 8, grad_output_p, 8,
+                                                                     self_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_min_max(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                            ctx);
+                                                            false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = clamp_backward_stepped_row_avx2_f64_min_max(out, 16, grad_output_p, 16, self_p, 8,
-                                                            n, ctx);
+                                                            n, false, ctx);
         else
             i = clamp_backward_stepped_row_avx2_f64_min_max(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -5831,7 +6155,8 @@ clamp_tensor_backward_max_stepped_row_f32_no_min(char *out, int64_t out_step,
                                                  const char *grad_output_p,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *max_p,
-                                                 int64_t max_step, int64_t n, const void *ctx)
+                                                 int64_t max_step, int64_t n, bool stream,
+                                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5850,14 +6175,17 @@ clamp_tensor_backward_max_stepped_row_f32_no_min(char *out, int64_t out_step,
             const float out_value = ((self > max) || 0) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_max_stepped_f32_no_min(char **data, const int64_t *strides, int64_t n,
-                                             const int64_t *row_strides, int64_t rows,
+                                             const int64_t *row_strides, int64_t rows, bool stream,
                                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -5872,33 +6200,45 @@ clamp_tensor_backward_max_stepped_f32_no_min(char **data, const int64_t *strides
         const char *max_p = data[4] + r * row_strides[4];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 4, grad_output_p, 8, self_p,
-                                                                 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_no_min(
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_no_min(
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 4, grad_output_p, 12, self_p,
-                                                                 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_no_min(
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_no_min(
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 4, grad_output_p, 4, self_p,
-                                                                 8, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 4, grad_output_p, 4, self_p,
-                                                                 12, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 4, grad_output_p, 4, self_p,
-                                                                 4, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 12)
-            i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 4, grad_output_p, 4, self_p,
-                                                                 4, max_p, 12, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && max_step == 4)
             i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 8, grad_output_p, 4, self_p,
-                                                                 4, max_p, 4, n, ctx);
+                                                                 4, max_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && max_step == 4)
             i = clamp_tensor_backward_max_stepped_row_f32_no_min(out, 8, grad_output_p, 8, self_p,
-                                                                 4, max_p, 4, n, ctx);
+                                                                 4, max_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_f32_no_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -5912,7 +6252,8 @@ clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(char *out, int64_t out_ste
                                                       const char *grad_output_p,
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *max_p,
-                                                      int64_t max_step, int64_t n, const void *ctx)
+                                                      int64_t max_step, int64_t n, bool stream,
+                                                      const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -5931,7 +6272,10 @@ clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(char *out, int64_t out_ste
             const float out_value = ((self > max) || 0) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -5939,7 +6283,7 @@ clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_max_stepped_avx2_f32_no_min(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  const void *ctx)
+                                                  bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -5953,33 +6297,45 @@ clamp_tensor_backward_max_stepped_avx2_f32_no_min(char **data, const int64_t *st
         const char *max_p = data[4] + r * row_strides[4];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 4, grad_output_p, 8,
-                                                                      self_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                             out, 4, grad_output_p, 8, self_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 4, grad_output_p, 12,
-                                                                      self_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                             out, 4, grad_output_p, 12, self_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 4, grad_output_p, 4,
-                                                                      self_p, 8, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 8, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 4, grad_output_p, 4,
-                                                                      self_p, 12, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 12, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 4, grad_output_p, 4,
-                                                                      self_p, 4, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && max_step == 12)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 4, grad_output_p, 4,
-                                                                      self_p, 4, max_p, 12, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                             out, 4, grad_output_p, 4, self_p, 4, max_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 8, grad_output_p, 4,
-                                                                      self_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                out, 8, grad_output_p, 4, self_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(out, 8, grad_output_p, 8,
-                                                                      self_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
+                out, 8, grad_output_p, 8, self_p, 4, max_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_avx2_f32_no_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6103,7 +6459,7 @@ clamp_tensor_backward_max_stepped_row_f32_min(char *out, int64_t out_step,
                                               const char *self_p, int64_t self_step,
                                               const char *min_p, int64_t min_step,
                                               const char *max_p, int64_t max_step, int64_t n,
-                                              const void *ctx)
+                                              bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6125,14 +6481,18 @@ clamp_tensor_backward_max_stepped_row_f32_min(char *out, int64_t out_step,
             const float out_value = ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_max_stepped_f32_min(char **data, const int64_t *strides, int64_t n,
-                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+                                          const int64_t *row_strides, int64_t rows, bool stream,
+                                          const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6149,48 +6509,72 @@ clamp_tensor_backward_max_stepped_f32_min(char **data, const int64_t *strides, i
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
             max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 8, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
+                             out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 8,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 12, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
+                             out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 12,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4, self_p, 8,
-                                                              min_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
+                             out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
+                                                                       self_p, 8, min_p, 4, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4, self_p, 12,
-                                                              min_p, 4, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
+                             out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
+                                                                       self_p, 12, min_p, 4, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4, self_p, 4,
-                                                              min_p, 8, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 8, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4, self_p, 4,
-                                                              min_p, 12, max_p, 4, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 12, max_p,
+                                                                       4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4, self_p, 4,
-                                                              min_p, 4, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 12)
-            i = clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4, self_p, 4,
-                                                              min_p, 4, max_p, 12, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f32_min(
+                             out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f32_min(out, 4, grad_output_p, 4,
+                                                                       self_p, 4, min_p, 4, max_p,
+                                                                       12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = clamp_tensor_backward_max_stepped_row_f32_min(out, 8, grad_output_p, 4, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, ctx);
+                                                              min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
             i = clamp_tensor_backward_max_stepped_row_f32_min(out, 8, grad_output_p, 8, self_p, 4,
-                                                              min_p, 4, max_p, 4, n, ctx);
+                                                              min_p, 4, max_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_f32_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, ctx);
+                max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6200,12 +6584,10 @@ clamp_tensor_backward_max_stepped_f32_min(char **data, const int64_t *strides, i
 }
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
-clamp_tensor_backward_max_stepped_row_avx2_f32_min(char *out, int64_t out_step,
-                                                   const char *grad_output_p,
-                                                   int64_t grad_output_step, const char *self_p,
-                                                   int64_t self_step, const char *min_p,
-                                                   int64_t min_step, const char *max_p,
-                                                   int64_t max_step, int64_t n, const void *ctx)
+clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+    char *out, int64_t out_step, const char *grad_output_p, int64_t grad_output_step,
+    const char *self_p, int64_t self_step, const char *min_p, int64_t min_step, const char *max_p,
+    int64_t max_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6227,7 +6609,10 @@ clamp_tensor_backward_max_stepped_row_avx2_f32_min(char *out, int64_t out_step,
             const float out_value = ((self > max) || (1 && (max < min))) ? grad_output : (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -6235,7 +6620,7 @@ clamp_tensor_backward_max_stepped_row_avx2_f32_min(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_max_stepped_avx2_f32_min(char **data, const int64_t *strides, int64_t n,
                                                const int64_t *row_strides, int64_t rows,
-                                               const void *ctx)
+                                               bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6252,48 +6637,72 @@ clamp_tensor_backward_max_stepped_avx2_f32_min(char **data, const int64_t *strid
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
             max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 8, self_p,
-                                                                   4, min_p, 4, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(
-                out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 12, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4, self_p,
-                                                                   8, min_p, 4, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 4, self_p, 8, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4, self_p,
-                                                                   12, min_p, 4, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 4, self_p, 12, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 8 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4, self_p,
-                                                                   4, min_p, 8, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 8, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 12 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4, self_p,
-                                                                   4, min_p, 12, max_p, 4, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 12, max_p, 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4, self_p,
-                                                                   4, min_p, 4, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 12)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 4, grad_output_p, 4, self_p,
-                                                                   4, min_p, 4, max_p, 12, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                          out, 4, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 8, grad_output_p, 4, self_p,
-                                                                   4, min_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                out, 8, grad_output_p, 4, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4 && min_step == 4 &&
                  max_step == 4)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(out, 8, grad_output_p, 8, self_p,
-                                                                   4, min_p, 4, max_p, 4, n, ctx);
+            i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(
+                out, 8, grad_output_p, 8, self_p, 4, min_p, 4, max_p, 4, n, false, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_avx2_f32_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, ctx);
+                max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6404,7 +6813,8 @@ clamp_tensor_backward_max_stepped_row_f64_no_min(char *out, int64_t out_step,
                                                  const char *grad_output_p,
                                                  int64_t grad_output_step, const char *self_p,
                                                  int64_t self_step, const char *max_p,
-                                                 int64_t max_step, int64_t n, const void *ctx)
+                                                 int64_t max_step, int64_t n, bool stream,
+                                                 const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6423,14 +6833,17 @@ clamp_tensor_backward_max_stepped_row_f64_no_min(char *out, int64_t out_step,
             const double out_value = ((self > max) || 0) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_max_stepped_f64_no_min(char **data, const int64_t *strides, int64_t n,
-                                             const int64_t *row_strides, int64_t rows,
+                                             const int64_t *row_strides, int64_t rows, bool stream,
                                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -6445,33 +6858,45 @@ clamp_tensor_backward_max_stepped_f64_no_min(char **data, const int64_t *strides
         const char *max_p = data[4] + r * row_strides[4];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 8, grad_output_p, 16, self_p,
-                                                                 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_no_min(
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_no_min(
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 8, grad_output_p, 24, self_p,
-                                                                 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_no_min(
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_no_min(
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 8, grad_output_p, 8, self_p,
-                                                                 16, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 8, grad_output_p, 8, self_p,
-                                                                 24, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 16)
-            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 8, grad_output_p, 8, self_p,
-                                                                 8, max_p, 16, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 24)
-            i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 8, grad_output_p, 8, self_p,
-                                                                 8, max_p, 24, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && max_step == 8)
             i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 16, grad_output_p, 8, self_p,
-                                                                 8, max_p, 8, n, ctx);
+                                                                 8, max_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && max_step == 8)
             i = clamp_tensor_backward_max_stepped_row_f64_no_min(out, 16, grad_output_p, 16, self_p,
-                                                                 8, max_p, 8, n, ctx);
+                                                                 8, max_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_f64_no_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6485,7 +6910,8 @@ clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(char *out, int64_t out_ste
                                                       const char *grad_output_p,
                                                       int64_t grad_output_step, const char *self_p,
                                                       int64_t self_step, const char *max_p,
-                                                      int64_t max_step, int64_t n, const void *ctx)
+                                                      int64_t max_step, int64_t n, bool stream,
+                                                      const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6504,7 +6930,10 @@ clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(char *out, int64_t out_ste
             const double out_value = ((self > max) || 0) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -6512,7 +6941,7 @@ clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(char *out, int64_t out_ste
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_max_stepped_avx2_f64_no_min(char **data, const int64_t *strides, int64_t n,
                                                   const int64_t *row_strides, int64_t rows,
-                                                  const void *ctx)
+                                                  bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6526,33 +6955,45 @@ clamp_tensor_backward_max_stepped_avx2_f64_no_min(char **data, const int64_t *st
         const char *max_p = data[4] + r * row_strides[4];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 8, grad_output_p, 16,
-                                                                      self_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                             out, 8, grad_output_p, 16, self_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 8, grad_output_p, 24,
-                                                                      self_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                             out, 8, grad_output_p, 24, self_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 8, grad_output_p, 8,
-                                                                      self_p, 16, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 16, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 8, grad_output_p, 8,
-                                                                      self_p, 24, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 24, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 16)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 8, grad_output_p, 8,
-                                                                      self_p, 8, max_p, 16, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && max_step == 24)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 8, grad_output_p, 8,
-                                                                      self_p, 8, max_p, 24, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                             out, 8, grad_output_p, 8, self_p, 8, max_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 16, grad_output_p, 8,
-                                                                      self_p, 8, max_p, 8, n, ctx);
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                out, 16, grad_output_p, 8, self_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(out, 16, grad_output_p, 16,
-                                                                      self_p, 8, max_p, 8, n, ctx);
+            i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
+                out, 16, grad_output_p, 16, self_p, 8, max_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_avx2_f64_no_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, max_p, max_step,
-                n, ctx);
+                n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6676,7 +7117,7 @@ clamp_tensor_backward_max_stepped_row_f64_min(char *out, int64_t out_step,
                                               const char *self_p, int64_t self_step,
                                               const char *min_p, int64_t min_step,
                                               const char *max_p, int64_t max_step, int64_t n,
-                                              const void *ctx)
+                                              bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6698,14 +7139,18 @@ clamp_tensor_backward_max_stepped_row_f64_min(char *out, int64_t out_step,
             const double out_value = ((self > max) || (1 && (max < min))) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 clamp_tensor_backward_max_stepped_f64_min(char **data, const int64_t *strides, int64_t n,
-                                          const int64_t *row_strides, int64_t rows, const void *ctx)
+                                          const int64_t *row_strides, int64_t rows, bool stream,
+                                          const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6722,48 +7167,72 @@ clamp_tensor_backward_max_stepped_f64_min(char **data, const int64_t *strides, i
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
             max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 16, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
+                             out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 16,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 24, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
+                             out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 24,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8, self_p, 16,
-                                                              min_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
+                                                                       self_p, 16, min_p, 8, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8, self_p, 24,
-                                                              min_p, 8, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
+                                                                       self_p, 24, min_p, 8, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8, self_p, 8,
-                                                              min_p, 16, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 16, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8, self_p, 8,
-                                                              min_p, 24, max_p, 8, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 24, max_p,
+                                                                       8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 16)
-            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8, self_p, 8,
-                                                              min_p, 8, max_p, 16, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 24)
-            i = clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8, self_p, 8,
-                                                              min_p, 8, max_p, 24, n, ctx);
+            i = stream ? clamp_tensor_backward_max_stepped_row_f64_min(
+                             out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, true, ctx)
+                       : clamp_tensor_backward_max_stepped_row_f64_min(out, 8, grad_output_p, 8,
+                                                                       self_p, 8, min_p, 8, max_p,
+                                                                       24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_max_stepped_row_f64_min(out, 16, grad_output_p, 8, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, ctx);
+                                                              min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_max_stepped_row_f64_min(out, 16, grad_output_p, 16, self_p, 8,
-                                                              min_p, 8, max_p, 8, n, ctx);
+                                                              min_p, 8, max_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_f64_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, ctx);
+                max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -6773,12 +7242,10 @@ clamp_tensor_backward_max_stepped_f64_min(char **data, const int64_t *strides, i
 }
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
-clamp_tensor_backward_max_stepped_row_avx2_f64_min(char *out, int64_t out_step,
-                                                   const char *grad_output_p,
-                                                   int64_t grad_output_step, const char *self_p,
-                                                   int64_t self_step, const char *min_p,
-                                                   int64_t min_step, const char *max_p,
-                                                   int64_t max_step, int64_t n, const void *ctx)
+clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+    char *out, int64_t out_step, const char *grad_output_p, int64_t grad_output_step,
+    const char *self_p, int64_t self_step, const char *min_p, int64_t min_step, const char *max_p,
+    int64_t max_step, int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -6800,7 +7267,10 @@ clamp_tensor_backward_max_stepped_row_avx2_f64_min(char *out, int64_t out_step,
             const double out_value = ((self > max) || (1 && (max < min))) ? grad_output : (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
@@ -6808,7 +7278,7 @@ clamp_tensor_backward_max_stepped_row_avx2_f64_min(char *out, int64_t out_step,
 YT__STEPPED_AVX2_TARGET static void
 clamp_tensor_backward_max_stepped_avx2_f64_min(char **data, const int64_t *strides, int64_t n,
                                                const int64_t *row_strides, int64_t rows,
-                                               const void *ctx)
+                                               bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -6825,48 +7295,72 @@ clamp_tensor_backward_max_stepped_avx2_f64_min(char **data, const int64_t *strid
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
             max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 24, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8, self_p,
-                                                                   16, min_p, 8, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 8, self_p, 16, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24 && min_step == 8 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8, self_p,
-                                                                   24, min_p, 8, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 8, self_p, 24, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 16 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8, self_p,
-                                                                   8, min_p, 16, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 16, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 24 &&
                  max_step == 8)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8, self_p,
-                                                                   8, min_p, 24, max_p, 8, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 24, max_p, 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 16)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8, self_p,
-                                                                   8, min_p, 8, max_p, 16, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 24)
-            i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(out, 8, grad_output_p, 8, self_p,
-                                                                   8, min_p, 8, max_p, 24, n, ctx);
+            i = stream
+                    ? clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, true, ctx)
+                    : clamp_tensor_backward_max_stepped_row_avx2_f64_min(
+                          out, 8, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+                out, 16, grad_output_p, 8, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8 && min_step == 8 &&
                  max_step == 8)
             i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(
-                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, ctx);
+                out, 16, grad_output_p, 16, self_p, 8, min_p, 8, max_p, 8, n, false, ctx);
         else
             i = clamp_tensor_backward_max_stepped_row_avx2_f64_min(
                 out, out_step, grad_output_p, grad_output_step, self_p, self_step, min_p, min_step,
-                max_p, max_step, n, ctx);
+                max_p, max_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[5];
         for (int k = 0; k < 5; k++)
@@ -7137,7 +7631,8 @@ div_rounding_backward_blocks_f32_none(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_f32_none(char *out, int64_t out_step, const char *grad_output_p,
-                                           int64_t grad_output_step, int64_t n, const void *ctx)
+                                           int64_t grad_output_step, int64_t n, bool stream,
+                                           const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7151,14 +7646,18 @@ div_rounding_backward_stepped_row_f32_none(char *out, int64_t out_step, const ch
             const float out_value = grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_rounding_backward_stepped_f32_none(char **data, const int64_t *strides, int64_t n,
-                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+                                       const int64_t *row_strides, int64_t rows, bool stream,
+                                       const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7168,16 +7667,22 @@ div_rounding_backward_stepped_f32_none(char **data, const int64_t *strides, int6
         const char *grad_output_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8)
-            i = div_rounding_backward_stepped_row_f32_none(out, 4, grad_output_p, 8, n, ctx);
+            i = stream ? div_rounding_backward_stepped_row_f32_none(out, 4, grad_output_p, 8, n,
+                                                                    true, ctx)
+                       : div_rounding_backward_stepped_row_f32_none(out, 4, grad_output_p, 8, n,
+                                                                    false, ctx);
         else if (out_step == 4 && grad_output_step == 12)
-            i = div_rounding_backward_stepped_row_f32_none(out, 4, grad_output_p, 12, n, ctx);
+            i = stream ? div_rounding_backward_stepped_row_f32_none(out, 4, grad_output_p, 12, n,
+                                                                    true, ctx)
+                       : div_rounding_backward_stepped_row_f32_none(out, 4, grad_output_p, 12, n,
+                                                                    false, ctx);
         else if (out_step == 8 && grad_output_step == 4)
-            i = div_rounding_backward_stepped_row_f32_none(out, 8, grad_output_p, 4, n, ctx);
+            i = div_rounding_backward_stepped_row_f32_none(out, 8, grad_output_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8)
-            i = div_rounding_backward_stepped_row_f32_none(out, 8, grad_output_p, 8, n, ctx);
+            i = div_rounding_backward_stepped_row_f32_none(out, 8, grad_output_p, 8, n, false, ctx);
         else
             i = div_rounding_backward_stepped_row_f32_none(out, out_step, grad_output_p,
-                                                           grad_output_step, n, ctx);
+                                                           grad_output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7189,7 +7694,7 @@ div_rounding_backward_stepped_f32_none(char **data, const int64_t *strides, int6
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_avx2_f32_none(char *out, int64_t out_step,
                                                 const char *grad_output_p, int64_t grad_output_step,
-                                                int64_t n, const void *ctx)
+                                                int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7203,14 +7708,17 @@ div_rounding_backward_stepped_row_avx2_f32_none(char *out, int64_t out_step,
             const float out_value = grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_rounding_backward_stepped_avx2_f32_none(char **data, const int64_t *strides, int64_t n,
-                                            const int64_t *row_strides, int64_t rows,
+                                            const int64_t *row_strides, int64_t rows, bool stream,
                                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -7221,16 +7729,24 @@ div_rounding_backward_stepped_avx2_f32_none(char **data, const int64_t *strides,
         const char *grad_output_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8)
-            i = div_rounding_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 8, n, ctx);
+            i = stream ? div_rounding_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 8,
+                                                                         n, true, ctx)
+                       : div_rounding_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 8,
+                                                                         n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12)
-            i = div_rounding_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 12, n, ctx);
+            i = stream ? div_rounding_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 12,
+                                                                         n, true, ctx)
+                       : div_rounding_backward_stepped_row_avx2_f32_none(out, 4, grad_output_p, 12,
+                                                                         n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4)
-            i = div_rounding_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 4, n, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 4, n, false,
+                                                                ctx);
         else if (out_step == 8 && grad_output_step == 8)
-            i = div_rounding_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 8, n, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f32_none(out, 8, grad_output_p, 8, n, false,
+                                                                ctx);
         else
             i = div_rounding_backward_stepped_row_avx2_f32_none(out, out_step, grad_output_p,
-                                                                grad_output_step, n, ctx);
+                                                                grad_output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7276,7 +7792,8 @@ div_rounding_backward_blocks_f32_trunc(const yt__block_strip *s, const void *ctx
 }
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
-div_rounding_backward_stepped_row_f32_trunc(char *out, int64_t out_step, int64_t n, const void *ctx)
+div_rounding_backward_stepped_row_f32_trunc(char *out, int64_t out_step, int64_t n, bool stream,
+                                            const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7287,14 +7804,18 @@ div_rounding_backward_stepped_row_f32_trunc(char *out, int64_t out_step, int64_t
             const float out_value = (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_rounding_backward_stepped_f32_trunc(char **data, const int64_t *strides, int64_t n,
-                                        const int64_t *row_strides, int64_t rows, const void *ctx)
+                                        const int64_t *row_strides, int64_t rows, bool stream,
+                                        const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7302,9 +7823,9 @@ div_rounding_backward_stepped_f32_trunc(char **data, const int64_t *strides, int
         char *out = data[0] + r * row_strides[0];
         int64_t i;
         if (out_step == 8)
-            i = div_rounding_backward_stepped_row_f32_trunc(out, 8, n, ctx);
+            i = div_rounding_backward_stepped_row_f32_trunc(out, 8, n, false, ctx);
         else
-            i = div_rounding_backward_stepped_row_f32_trunc(out, out_step, n, ctx);
+            i = div_rounding_backward_stepped_row_f32_trunc(out, out_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7315,7 +7836,7 @@ div_rounding_backward_stepped_f32_trunc(char **data, const int64_t *strides, int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, int64_t n,
-                                                 const void *ctx)
+                                                 bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7326,14 +7847,17 @@ div_rounding_backward_stepped_row_avx2_f32_trunc(char *out, int64_t out_step, in
             const float out_value = (float)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_rounding_backward_stepped_avx2_f32_trunc(char **data, const int64_t *strides, int64_t n,
-                                             const int64_t *row_strides, int64_t rows,
+                                             const int64_t *row_strides, int64_t rows, bool stream,
                                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -7342,9 +7866,9 @@ div_rounding_backward_stepped_avx2_f32_trunc(char **data, const int64_t *strides
         char *out = data[0] + r * row_strides[0];
         int64_t i;
         if (out_step == 8)
-            i = div_rounding_backward_stepped_row_avx2_f32_trunc(out, 8, n, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f32_trunc(out, 8, n, false, ctx);
         else
-            i = div_rounding_backward_stepped_row_avx2_f32_trunc(out, out_step, n, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f32_trunc(out, out_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7395,7 +7919,8 @@ div_rounding_backward_blocks_f64_none(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_f64_none(char *out, int64_t out_step, const char *grad_output_p,
-                                           int64_t grad_output_step, int64_t n, const void *ctx)
+                                           int64_t grad_output_step, int64_t n, bool stream,
+                                           const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7409,14 +7934,18 @@ div_rounding_backward_stepped_row_f64_none(char *out, int64_t out_step, const ch
             const double out_value = grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_rounding_backward_stepped_f64_none(char **data, const int64_t *strides, int64_t n,
-                                       const int64_t *row_strides, int64_t rows, const void *ctx)
+                                       const int64_t *row_strides, int64_t rows, bool stream,
+                                       const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7426,16 +7955,24 @@ div_rounding_backward_stepped_f64_none(char **data, const int64_t *strides, int6
         const char *grad_output_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16)
-            i = div_rounding_backward_stepped_row_f64_none(out, 8, grad_output_p, 16, n, ctx);
+            i = stream ? div_rounding_backward_stepped_row_f64_none(out, 8, grad_output_p, 16, n,
+                                                                    true, ctx)
+                       : div_rounding_backward_stepped_row_f64_none(out, 8, grad_output_p, 16, n,
+                                                                    false, ctx);
         else if (out_step == 8 && grad_output_step == 24)
-            i = div_rounding_backward_stepped_row_f64_none(out, 8, grad_output_p, 24, n, ctx);
+            i = stream ? div_rounding_backward_stepped_row_f64_none(out, 8, grad_output_p, 24, n,
+                                                                    true, ctx)
+                       : div_rounding_backward_stepped_row_f64_none(out, 8, grad_output_p, 24, n,
+                                                                    false, ctx);
         else if (out_step == 16 && grad_output_step == 8)
-            i = div_rounding_backward_stepped_row_f64_none(out, 16, grad_output_p, 8, n, ctx);
+            i = div_rounding_backward_stepped_row_f64_none(out, 16, grad_output_p, 8, n, false,
+                                                           ctx);
         else if (out_step == 16 && grad_output_step == 16)
-            i = div_rounding_backward_stepped_row_f64_none(out, 16, grad_output_p, 16, n, ctx);
+            i = div_rounding_backward_stepped_row_f64_none(out, 16, grad_output_p, 16, n, false,
+                                                           ctx);
         else
             i = div_rounding_backward_stepped_row_f64_none(out, out_step, grad_output_p,
-                                                           grad_output_step, n, ctx);
+                                                           grad_output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7447,7 +7984,7 @@ div_rounding_backward_stepped_f64_none(char **data, const int64_t *strides, int6
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_avx2_f64_none(char *out, int64_t out_step,
                                                 const char *grad_output_p, int64_t grad_output_step,
-                                                int64_t n, const void *ctx)
+                                                int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7461,14 +7998,17 @@ div_rounding_backward_stepped_row_avx2_f64_none(char *out, int64_t out_step,
             const double out_value = grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_rounding_backward_stepped_avx2_f64_none(char **data, const int64_t *strides, int64_t n,
-                                            const int64_t *row_strides, int64_t rows,
+                                            const int64_t *row_strides, int64_t rows, bool stream,
                                             const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -7479,16 +8019,24 @@ div_rounding_backward_stepped_avx2_f64_none(char **data, const int64_t *strides,
         const char *grad_output_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16)
-            i = div_rounding_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 16, n, ctx);
+            i = stream ? div_rounding_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 16,
+                                                                         n, true, ctx)
+                       : div_rounding_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 16,
+                                                                         n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24)
-            i = div_rounding_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 24, n, ctx);
+            i = stream ? div_rounding_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 24,
+                                                                         n, true, ctx)
+                       : div_rounding_backward_stepped_row_avx2_f64_none(out, 8, grad_output_p, 24,
+                                                                         n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8)
-            i = div_rounding_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 8, n, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 8, n, false,
+                                                                ctx);
         else if (out_step == 16 && grad_output_step == 16)
-            i = div_rounding_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 16, n, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f64_none(out, 16, grad_output_p, 16, n,
+                                                                false, ctx);
         else
             i = div_rounding_backward_stepped_row_avx2_f64_none(out, out_step, grad_output_p,
-                                                                grad_output_step, n, ctx);
+                                                                grad_output_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7534,7 +8082,8 @@ div_rounding_backward_blocks_f64_trunc(const yt__block_strip *s, const void *ctx
 }
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
-div_rounding_backward_stepped_row_f64_trunc(char *out, int64_t out_step, int64_t n, const void *ctx)
+div_rounding_backward_stepped_row_f64_trunc(char *out, int64_t out_step, int64_t n, bool stream,
+                                            const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7545,14 +8094,18 @@ div_rounding_backward_stepped_row_f64_trunc(char *out, int64_t out_step, int64_t
             const double out_value = (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 div_rounding_backward_stepped_f64_trunc(char **data, const int64_t *strides, int64_t n,
-                                        const int64_t *row_strides, int64_t rows, const void *ctx)
+                                        const int64_t *row_strides, int64_t rows, bool stream,
+                                        const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7560,9 +8113,9 @@ div_rounding_backward_stepped_f64_trunc(char **data, const int64_t *strides, int
         char *out = data[0] + r * row_strides[0];
         int64_t i;
         if (out_step == 16)
-            i = div_rounding_backward_stepped_row_f64_trunc(out, 16, n, ctx);
+            i = div_rounding_backward_stepped_row_f64_trunc(out, 16, n, false, ctx);
         else
-            i = div_rounding_backward_stepped_row_f64_trunc(out, out_step, n, ctx);
+            i = div_rounding_backward_stepped_row_f64_trunc(out, out_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7573,7 +8126,7 @@ div_rounding_backward_stepped_f64_trunc(char **data, const int64_t *strides, int
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 div_rounding_backward_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, int64_t n,
-                                                 const void *ctx)
+                                                 bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7584,14 +8137,17 @@ div_rounding_backward_stepped_row_avx2_f64_trunc(char *out, int64_t out_step, in
             const double out_value = (double)0;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 div_rounding_backward_stepped_avx2_f64_trunc(char **data, const int64_t *strides, int64_t n,
-                                             const int64_t *row_strides, int64_t rows,
+                                             const int64_t *row_strides, int64_t rows, bool stream,
                                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
@@ -7600,9 +8156,9 @@ div_rounding_backward_stepped_avx2_f64_trunc(char **data, const int64_t *strides
         char *out = data[0] + r * row_strides[0];
         int64_t i;
         if (out_step == 16)
-            i = div_rounding_backward_stepped_row_avx2_f64_trunc(out, 16, n, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f64_trunc(out, 16, n, false, ctx);
         else
-            i = div_rounding_backward_stepped_row_avx2_f64_trunc(out, out_step, n, ctx);
+            i = div_rounding_backward_stepped_row_avx2_f64_trunc(out, out_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7805,7 +8361,7 @@ exp_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 exp_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7818,14 +8374,17 @@ exp_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t sel
             const float out_value = expf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 exp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7835,15 +8394,17 @@ exp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = exp_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? exp_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : exp_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = exp_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? exp_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : exp_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = exp_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = exp_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = exp_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = exp_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = exp_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = exp_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7854,7 +8415,7 @@ exp_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 exp_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7867,14 +8428,17 @@ exp_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_
             const float out_value = expf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 exp_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7884,15 +8448,17 @@ exp_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = exp_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? exp_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : exp_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = exp_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? exp_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : exp_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = exp_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = exp_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = exp_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = exp_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = exp_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = exp_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7944,7 +8510,7 @@ exp_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 exp_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                    const void *ctx)
+                    bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -7957,14 +8523,17 @@ exp_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t sel
             const double out_value = exp(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 exp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                int64_t rows, const void *ctx)
+                int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -7974,15 +8543,17 @@ exp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = exp_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? exp_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : exp_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = exp_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? exp_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : exp_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = exp_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = exp_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = exp_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = exp_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = exp_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = exp_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -7993,7 +8564,7 @@ exp_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *r
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 exp_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -8006,14 +8577,17 @@ exp_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_
             const double out_value = exp(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 exp_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8023,15 +8597,17 @@ exp_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = exp_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? exp_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : exp_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = exp_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? exp_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : exp_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = exp_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = exp_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = exp_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = exp_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = exp_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = exp_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -8594,7 +9170,7 @@ threshold_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 threshold_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_output_p,
                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                   int64_t n, const void *ctx)
+                                   int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float threshold = (float)scalars[0].f;
@@ -8612,14 +9188,18 @@ threshold_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad
             const float out_value = (self <= threshold) ? (float)0 : grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 threshold_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8631,20 +9211,34 @@ threshold_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = threshold_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+            i = stream ? threshold_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                            true, ctx)
+                       : threshold_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                            false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = threshold_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n, ctx);
+            i = stream ? threshold_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                            true, ctx)
+                       : threshold_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                            false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = threshold_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+            i = stream ? threshold_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                            true, ctx)
+                       : threshold_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                            false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = threshold_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n, ctx);
+            i = stream ? threshold_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                            true, ctx)
+                       : threshold_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                            false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
-            i = threshold_backward_stepped_row_f32(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+            i = threshold_backward_stepped_row_f32(out, 8, grad_output_p, 4, self_p, 4, n, false,
+                                                   ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
-            i = threshold_backward_stepped_row_f32(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+            i = threshold_backward_stepped_row_f32(out, 8, grad_output_p, 8, self_p, 4, n, false,
+                                                   ctx);
         else
             i = threshold_backward_stepped_row_f32(out, out_step, grad_output_p, grad_output_step,
-                                                   self_p, self_step, n, ctx);
+                                                   self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8656,7 +9250,7 @@ threshold_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 threshold_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_output_p,
                                         int64_t grad_output_step, const char *self_p,
-                                        int64_t self_step, int64_t n, const void *ctx)
+                                        int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float threshold = (float)scalars[0].f;
@@ -8674,14 +9268,18 @@ threshold_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char 
             const float out_value = (self <= threshold) ? (float)0 : grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 threshold_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+                                    const int64_t *row_strides, int64_t rows, bool stream,
+                                    const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8693,26 +9291,34 @@ threshold_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                        ctx);
+            i = stream ? threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p,
+                                                                 4, n, true, ctx)
+                       : threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p,
+                                                                 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                        ctx);
+            i = stream ? threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p,
+                                                                 4, n, true, ctx)
+                       : threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p,
+                                                                 4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                        ctx);
+            i = stream ? threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
+                                                                 8, n, true, ctx)
+                       : threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
+                                                                 8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                        ctx);
+            i = stream ? threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
+                                                                 12, n, true, ctx)
+                       : threshold_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
+                                                                 12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = threshold_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                        ctx);
+                                                        false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = threshold_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                        ctx);
+                                                        false, ctx);
         else
             i = threshold_backward_stepped_row_avx2_f32(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8789,7 +9395,7 @@ threshold_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 threshold_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_output_p,
                                    int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                   int64_t n, const void *ctx)
+                                   int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double threshold = (double)scalars[0].f;
@@ -8807,14 +9413,18 @@ threshold_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad
             const double out_value = (self <= threshold) ? (double)0 : grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 threshold_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                               const int64_t *row_strides, int64_t rows, const void *ctx)
+                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8826,20 +9436,34 @@ threshold_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = threshold_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n, ctx);
+            i = stream ? threshold_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                            true, ctx)
+                       : threshold_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                            false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = threshold_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n, ctx);
+            i = stream ? threshold_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                            true, ctx)
+                       : threshold_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                            false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = threshold_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n, ctx);
+            i = stream ? threshold_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                            true, ctx)
+                       : threshold_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                            false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = threshold_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n, ctx);
+            i = stream ? threshold_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                            true, ctx)
+                       : threshold_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                            false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
-            i = threshold_backward_stepped_row_f64(out, 16, grad_output_p, 8, self_p, 8, n, ctx);
+            i = threshold_backward_stepped_row_f64(out, 16, grad_output_p, 8, self_p, 8, n, false,
+                                                   ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
-            i = threshold_backward_stepped_row_f64(out, 16, grad_output_p, 16, self_p, 8, n, ctx);
+            i = threshold_backward_stepped_row_f64(out, 16, grad_output_p, 16, self_p, 8, n, false,
+                                                   ctx);
         else
             i = threshold_backward_stepped_row_f64(out, out_step, grad_output_p, grad_output_step,
-                                                   self_p, self_step, n, ctx);
+                                                   self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -8851,7 +9475,7 @@ threshold_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 threshold_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_output_p,
                                         int64_t grad_output_step, const char *self_p,
-                                        int64_t self_step, int64_t n, const void *ctx)
+                                        int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double threshold = (double)scalars[0].f;
@@ -8869,14 +9493,18 @@ threshold_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char 
             const double out_value = (self <= threshold) ? (double)0 : grad_output;
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 threshold_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                                    const int64_t *row_strides, int64_t rows, const void *ctx)
+                                    const int64_t *row_strides, int64_t rows, bool stream,
+                                    const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -8888,26 +9516,34 @@ threshold_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                        ctx);
+            i = stream ? threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p,
+                                                                 8, n, true, ctx)
+                       : threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p,
+                                                                 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                        ctx);
+            i = stream ? threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p,
+                                                                 8, n, true, ctx)
+                       : threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p,
+                                                                 8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                        ctx);
+            i = stream ? threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
+                                                                 16, n, true, ctx)
+                       : threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
+                                                                 16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                        ctx);
+            i = stream ? threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
+                                                                 24, n, true, ctx)
+                       : threshold_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
+                                                                 24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = threshold_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                        ctx);
+                                                        false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = threshold_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                        ctx);
+                                                        false, ctx);
         else
             i = threshold_backward_stepped_row_avx2_f64(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -9092,7 +9728,7 @@ sigmoid_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sigmoid_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                        int64_t n, const void *ctx)
+                        int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9105,14 +9741,17 @@ sigmoid_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t
             const float out_value = (float)1 / ((float)1 + expf(-self));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 sigmoid_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, const void *ctx)
+                    int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9122,15 +9761,17 @@ sigmoid_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = sigmoid_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? sigmoid_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : sigmoid_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = sigmoid_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? sigmoid_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : sigmoid_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sigmoid_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = sigmoid_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sigmoid_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = sigmoid_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = sigmoid_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = sigmoid_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9141,7 +9782,7 @@ sigmoid_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sigmoid_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             int64_t n, const void *ctx)
+                             int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9154,14 +9795,17 @@ sigmoid_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, in
             const float out_value = (float)1 / ((float)1 + expf(-self));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 sigmoid_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9171,15 +9815,17 @@ sigmoid_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const i
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = sigmoid_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? sigmoid_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : sigmoid_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = sigmoid_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? sigmoid_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : sigmoid_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = sigmoid_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = sigmoid_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = sigmoid_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = sigmoid_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = sigmoid_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = sigmoid_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9231,7 +9877,7 @@ sigmoid_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 sigmoid_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                        int64_t n, const void *ctx)
+                        int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9244,14 +9890,17 @@ sigmoid_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t
             const double out_value = (double)1 / ((double)1 + exp(-self));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 sigmoid_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                    int64_t rows, const void *ctx)
+                    int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9261,15 +9910,17 @@ sigmoid_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = sigmoid_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? sigmoid_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : sigmoid_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = sigmoid_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? sigmoid_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : sigmoid_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sigmoid_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = sigmoid_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sigmoid_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = sigmoid_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = sigmoid_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = sigmoid_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9280,7 +9931,7 @@ sigmoid_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 sigmoid_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                             int64_t n, const void *ctx)
+                             int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9293,14 +9944,17 @@ sigmoid_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, in
             const double out_value = (double)1 / ((double)1 + exp(-self));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 sigmoid_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9310,15 +9964,17 @@ sigmoid_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const i
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = sigmoid_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? sigmoid_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : sigmoid_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = sigmoid_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? sigmoid_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : sigmoid_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = sigmoid_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = sigmoid_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = sigmoid_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = sigmoid_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = sigmoid_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = sigmoid_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9483,7 +10139,7 @@ tanh_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 tanh_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9496,14 +10152,17 @@ tanh_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
             const float out_value = tanhf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 tanh_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9513,15 +10172,17 @@ tanh_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = tanh_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? tanh_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : tanh_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = tanh_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? tanh_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : tanh_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = tanh_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = tanh_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = tanh_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = tanh_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = tanh_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = tanh_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9532,7 +10193,7 @@ tanh_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 tanh_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9545,14 +10206,17 @@ tanh_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
             const float out_value = tanhf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 tanh_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9562,15 +10226,17 @@ tanh_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = tanh_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? tanh_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : tanh_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = tanh_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? tanh_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : tanh_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = tanh_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = tanh_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = tanh_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = tanh_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = tanh_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = tanh_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9622,7 +10288,7 @@ tanh_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 tanh_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9635,14 +10301,17 @@ tanh_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
             const double out_value = tanh(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 tanh_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9652,15 +10321,17 @@ tanh_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = tanh_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? tanh_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : tanh_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = tanh_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? tanh_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : tanh_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = tanh_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = tanh_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = tanh_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = tanh_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = tanh_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = tanh_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9671,7 +10342,7 @@ tanh_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 tanh_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -9684,14 +10355,17 @@ tanh_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
             const double out_value = tanh(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 tanh_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9701,15 +10375,17 @@ tanh_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = tanh_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? tanh_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : tanh_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = tanh_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? tanh_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : tanh_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = tanh_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = tanh_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = tanh_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = tanh_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = tanh_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = tanh_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9886,7 +10562,7 @@ softplus_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 softplus_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float beta = (float)scalars[0].f;
@@ -9902,14 +10578,17 @@ softplus_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_
                 ((self * beta) > threshold) ? self : (log1pf(expf(self * beta)) / beta);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 softplus_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9919,15 +10598,17 @@ softplus_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = softplus_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? softplus_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : softplus_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = softplus_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? softplus_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : softplus_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = softplus_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = softplus_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = softplus_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = softplus_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = softplus_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = softplus_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -9938,7 +10619,7 @@ softplus_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 softplus_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                              int64_t n, const void *ctx)
+                              int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float beta = (float)scalars[0].f;
@@ -9954,14 +10635,17 @@ softplus_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, i
                 ((self * beta) > threshold) ? self : (log1pf(expf(self * beta)) / beta);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 softplus_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                          const int64_t *row_strides, int64_t rows, const void *ctx)
+                          const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -9971,15 +10655,17 @@ softplus_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = softplus_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? softplus_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : softplus_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = softplus_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? softplus_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : softplus_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = softplus_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = softplus_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = softplus_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = softplus_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = softplus_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = softplus_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10035,7 +10721,7 @@ softplus_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 softplus_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                         int64_t n, const void *ctx)
+                         int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double beta = (double)scalars[0].f;
@@ -10051,14 +10737,17 @@ softplus_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_
                 ((self * beta) > threshold) ? self : (log1p(exp(self * beta)) / beta);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 softplus_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                     int64_t rows, const void *ctx)
+                     int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10068,15 +10757,17 @@ softplus_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = softplus_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? softplus_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : softplus_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = softplus_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? softplus_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : softplus_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = softplus_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = softplus_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = softplus_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = softplus_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = softplus_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = softplus_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10087,7 +10778,7 @@ softplus_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 softplus_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                              int64_t n, const void *ctx)
+                              int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double beta = (double)scalars[0].f;
@@ -10103,14 +10794,17 @@ softplus_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, i
                 ((self * beta) > threshold) ? self : (log1p(exp(self * beta)) / beta);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 softplus_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                          const int64_t *row_strides, int64_t rows, const void *ctx)
+                          const int64_t *row_strides, int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10120,15 +10814,17 @@ softplus_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = softplus_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? softplus_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : softplus_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = softplus_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? softplus_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : softplus_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = softplus_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = softplus_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = softplus_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = softplus_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = softplus_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = softplus_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10296,7 +10992,7 @@ expm1_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 expm1_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10309,14 +11005,17 @@ expm1_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
             const float out_value = expm1f(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 expm1_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10326,15 +11025,17 @@ expm1_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = expm1_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? expm1_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : expm1_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = expm1_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? expm1_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : expm1_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = expm1_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = expm1_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = expm1_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = expm1_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = expm1_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = expm1_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10345,7 +11046,7 @@ expm1_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 expm1_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10358,14 +11059,17 @@ expm1_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
             const float out_value = expm1f(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 expm1_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10375,15 +11079,17 @@ expm1_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = expm1_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? expm1_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : expm1_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = expm1_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? expm1_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : expm1_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = expm1_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = expm1_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = expm1_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = expm1_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = expm1_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = expm1_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10435,7 +11141,7 @@ expm1_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 expm1_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10448,14 +11154,17 @@ expm1_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
             const double out_value = expm1(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 expm1_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10465,15 +11174,17 @@ expm1_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = expm1_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? expm1_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : expm1_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = expm1_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? expm1_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : expm1_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = expm1_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = expm1_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = expm1_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = expm1_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = expm1_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = expm1_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10484,7 +11195,7 @@ expm1_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 expm1_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10497,14 +11208,17 @@ expm1_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
             const double out_value = expm1(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 expm1_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10514,15 +11228,17 @@ expm1_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = expm1_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? expm1_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : expm1_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = expm1_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? expm1_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : expm1_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = expm1_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = expm1_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = expm1_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = expm1_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = expm1_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = expm1_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10687,7 +11403,7 @@ log1p_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 log1p_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10700,14 +11416,17 @@ log1p_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t s
             const float out_value = log1pf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 log1p_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10717,15 +11436,17 @@ log1p_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = log1p_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? log1p_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : log1p_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = log1p_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? log1p_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : log1p_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = log1p_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = log1p_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = log1p_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = log1p_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = log1p_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = log1p_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10736,7 +11457,7 @@ log1p_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 log1p_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10749,14 +11470,17 @@ log1p_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int6
             const float out_value = log1pf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 log1p_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10766,15 +11490,17 @@ log1p_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = log1p_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? log1p_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : log1p_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = log1p_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? log1p_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : log1p_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = log1p_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = log1p_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = log1p_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = log1p_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = log1p_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = log1p_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10826,7 +11552,7 @@ log1p_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 log1p_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                      const void *ctx)
+                      bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10839,14 +11565,17 @@ log1p_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t s
             const double out_value = log1p(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 log1p_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                  int64_t rows, const void *ctx)
+                  int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10856,15 +11585,17 @@ log1p_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = log1p_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? log1p_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : log1p_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = log1p_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? log1p_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : log1p_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = log1p_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = log1p_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = log1p_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = log1p_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = log1p_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = log1p_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -10875,7 +11606,7 @@ log1p_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t 
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 log1p_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                           int64_t n, const void *ctx)
+                           int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -10888,14 +11619,17 @@ log1p_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int6
             const double out_value = log1p(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 log1p_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                       int64_t rows, const void *ctx)
+                       int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -10905,15 +11639,17 @@ log1p_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = log1p_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? log1p_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : log1p_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = log1p_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? log1p_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : log1p_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = log1p_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = log1p_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = log1p_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = log1p_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = log1p_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = log1p_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11267,7 +12003,7 @@ ceil_blocks_f32(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 ceil_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11280,14 +12016,17 @@ ceil_stepped_row_f32(char *out, int64_t out_step, const char *self_p, int64_t se
             const float out_value = ceilf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 ceil_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11297,15 +12036,17 @@ ceil_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = ceil_stepped_row_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? ceil_stepped_row_f32(out, 4, self_p, 8, n, true, ctx)
+                       : ceil_stepped_row_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = ceil_stepped_row_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? ceil_stepped_row_f32(out, 4, self_p, 12, n, true, ctx)
+                       : ceil_stepped_row_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = ceil_stepped_row_f32(out, 8, self_p, 4, n, ctx);
+            i = ceil_stepped_row_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = ceil_stepped_row_f32(out, 8, self_p, 8, n, ctx);
+            i = ceil_stepped_row_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = ceil_stepped_row_f32(out, out_step, self_p, self_step, n, ctx);
+            i = ceil_stepped_row_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11316,7 +12057,7 @@ ceil_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 ceil_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11329,14 +12070,17 @@ ceil_stepped_row_avx2_f32(char *out, int64_t out_step, const char *self_p, int64
             const float out_value = ceilf(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 ceil_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11346,15 +12090,17 @@ ceil_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 4 && self_step == 8)
-            i = ceil_stepped_row_avx2_f32(out, 4, self_p, 8, n, ctx);
+            i = stream ? ceil_stepped_row_avx2_f32(out, 4, self_p, 8, n, true, ctx)
+                       : ceil_stepped_row_avx2_f32(out, 4, self_p, 8, n, false, ctx);
         else if (out_step == 4 && self_step == 12)
-            i = ceil_stepped_row_avx2_f32(out, 4, self_p, 12, n, ctx);
+            i = stream ? ceil_stepped_row_avx2_f32(out, 4, self_p, 12, n, true, ctx)
+                       : ceil_stepped_row_avx2_f32(out, 4, self_p, 12, n, false, ctx);
         else if (out_step == 8 && self_step == 4)
-            i = ceil_stepped_row_avx2_f32(out, 8, self_p, 4, n, ctx);
+            i = ceil_stepped_row_avx2_f32(out, 8, self_p, 4, n, false, ctx);
         else if (out_step == 8 && self_step == 8)
-            i = ceil_stepped_row_avx2_f32(out, 8, self_p, 8, n, ctx);
+            i = ceil_stepped_row_avx2_f32(out, 8, self_p, 8, n, false, ctx);
         else
-            i = ceil_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, ctx);
+            i = ceil_stepped_row_avx2_f32(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11404,7 +12150,7 @@ ceil_blocks_f64(const yt__block_strip *s, const void *ctx)
 
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 ceil_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step, int64_t n,
-                     const void *ctx)
+                     bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11417,14 +12163,17 @@ ceil_stepped_row_f64(char *out, int64_t out_step, const char *self_p, int64_t se
             const double out_value = ceil(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 ceil_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                 int64_t rows, const void *ctx)
+                 int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11434,15 +12183,17 @@ ceil_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = ceil_stepped_row_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? ceil_stepped_row_f64(out, 8, self_p, 16, n, true, ctx)
+                       : ceil_stepped_row_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = ceil_stepped_row_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? ceil_stepped_row_f64(out, 8, self_p, 24, n, true, ctx)
+                       : ceil_stepped_row_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = ceil_stepped_row_f64(out, 16, self_p, 8, n, ctx);
+            i = ceil_stepped_row_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = ceil_stepped_row_f64(out, 16, self_p, 16, n, ctx);
+            i = ceil_stepped_row_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = ceil_stepped_row_f64(out, out_step, self_p, self_step, n, ctx);
+            i = ceil_stepped_row_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11453,7 +12204,7 @@ ceil_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *
 
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 ceil_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64_t self_step,
-                          int64_t n, const void *ctx)
+                          int64_t n, bool stream, const void *ctx)
 {
     (void)ctx;
     int64_t i = 0;
@@ -11466,14 +12217,17 @@ ceil_stepped_row_avx2_f64(char *out, int64_t out_step, const char *self_p, int64
             const double out_value = ceil(self);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 ceil_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                      int64_t rows, const void *ctx)
+                      int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11483,15 +12237,17 @@ ceil_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n, const int6
         const char *self_p = data[1] + r * row_strides[1];
         int64_t i;
         if (out_step == 8 && self_step == 16)
-            i = ceil_stepped_row_avx2_f64(out, 8, self_p, 16, n, ctx);
+            i = stream ? ceil_stepped_row_avx2_f64(out, 8, self_p, 16, n, true, ctx)
+                       : ceil_stepped_row_avx2_f64(out, 8, self_p, 16, n, false, ctx);
         else if (out_step == 8 && self_step == 24)
-            i = ceil_stepped_row_avx2_f64(out, 8, self_p, 24, n, ctx);
+            i = stream ? ceil_stepped_row_avx2_f64(out, 8, self_p, 24, n, true, ctx)
+                       : ceil_stepped_row_avx2_f64(out, 8, self_p, 24, n, false, ctx);
         else if (out_step == 16 && self_step == 8)
-            i = ceil_stepped_row_avx2_f64(out, 16, self_p, 8, n, ctx);
+            i = ceil_stepped_row_avx2_f64(out, 16, self_p, 8, n, false, ctx);
         else if (out_step == 16 && self_step == 16)
-            i = ceil_stepped_row_avx2_f64(out, 16, self_p, 16, n, ctx);
+            i = ceil_stepped_row_avx2_f64(out, 16, self_p, 16, n, false, ctx);
         else
-            i = ceil_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, ctx);
+            i = ceil_stepped_row_avx2_f64(out, out_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[2];
         for (int k = 0; k < 2; k++)
@@ -11756,7 +12512,7 @@ leaky_relu_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_output_p,
                                     int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                    int64_t n, const void *ctx)
+                                    int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float negative_slope = (float)scalars[0].f;
@@ -11775,14 +12531,18 @@ leaky_relu_backward_stepped_row_f32(char *out, int64_t out_step, const char *gra
                 (self > (float)0) ? grad_output : (grad_output * negative_slope);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 leaky_relu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11794,20 +12554,34 @@ leaky_relu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+            i = stream ? leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                             true, ctx)
+                       : leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                             false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n, ctx);
+            i = stream ? leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4,
+                                                             n, true, ctx)
+                       : leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4,
+                                                             n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+            i = stream ? leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                             true, ctx)
+                       : leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                             false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n, ctx);
+            i = stream ? leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12,
+                                                             n, true, ctx)
+                       : leaky_relu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12,
+                                                             n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
-            i = leaky_relu_backward_stepped_row_f32(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+            i = leaky_relu_backward_stepped_row_f32(out, 8, grad_output_p, 4, self_p, 4, n, false,
+                                                    ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
-            i = leaky_relu_backward_stepped_row_f32(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+            i = leaky_relu_backward_stepped_row_f32(out, 8, grad_output_p, 8, self_p, 4, n, false,
+                                                    ctx);
         else
             i = leaky_relu_backward_stepped_row_f32(out, out_step, grad_output_p, grad_output_step,
-                                                    self_p, self_step, n, ctx);
+                                                    self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11819,7 +12593,7 @@ leaky_relu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_output_p,
                                          int64_t grad_output_step, const char *self_p,
-                                         int64_t self_step, int64_t n, const void *ctx)
+                                         int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float negative_slope = (float)scalars[0].f;
@@ -11838,14 +12612,18 @@ leaky_relu_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char
                 (self > (float)0) ? grad_output : (grad_output * negative_slope);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 leaky_relu_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+                                     const int64_t *row_strides, int64_t rows, bool stream,
+                                     const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11857,26 +12635,34 @@ leaky_relu_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p, 4, n,
-                                                         ctx);
+            i = stream ? leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p,
+                                                                  4, n, true, ctx)
+                       : leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p,
+                                                                  4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p, 4, n,
-                                                         ctx);
+            i = stream ? leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p,
+                                                                  4, n, true, ctx)
+                       : leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p,
+                                                                  4, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 8, n,
-                                                         ctx);
+            i = stream ? leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
+                                                                  8, n, true, ctx)
+                       : leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
+                                                                  8, n, false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 12, n,
-                                                         ctx);
+            i = stream ? leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
+                                                                  12, n, true, ctx)
+                       : leaky_relu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p,
+                                                                  12, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
             i = leaky_relu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 4, self_p, 4, n,
-                                                         ctx);
+                                                         false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
             i = leaky_relu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 8, self_p, 4, n,
-                                                         ctx);
+                                                         false, ctx);
         else
             i = leaky_relu_backward_stepped_row_avx2_f32(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -11957,7 +12743,7 @@ leaky_relu_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_output_p,
                                     int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                    int64_t n, const void *ctx)
+                                    int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double negative_slope = (double)scalars[0].f;
@@ -11976,14 +12762,18 @@ leaky_relu_backward_stepped_row_f64(char *out, int64_t out_step, const char *gra
                 (self > (double)0) ? grad_output : (grad_output * negative_slope);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 leaky_relu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
-                                const int64_t *row_strides, int64_t rows, const void *ctx)
+                                const int64_t *row_strides, int64_t rows, bool stream,
+                                const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -11995,20 +12785,34 @@ leaky_relu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n, ctx);
+            i = stream ? leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8,
+                                                             n, true, ctx)
+                       : leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8,
+                                                             n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n, ctx);
+            i = stream ? leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8,
+                                                             n, true, ctx)
+                       : leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8,
+                                                             n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n, ctx);
+            i = stream ? leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16,
+                                                             n, true, ctx)
+                       : leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16,
+                                                             n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n, ctx);
+            i = stream ? leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24,
+                                                             n, true, ctx)
+                       : leaky_relu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24,
+                                                             n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
-            i = leaky_relu_backward_stepped_row_f64(out, 16, grad_output_p, 8, self_p, 8, n, ctx);
+            i = leaky_relu_backward_stepped_row_f64(out, 16, grad_output_p, 8, self_p, 8, n, false,
+                                                    ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
-            i = leaky_relu_backward_stepped_row_f64(out, 16, grad_output_p, 16, self_p, 8, n, ctx);
+            i = leaky_relu_backward_stepped_row_f64(out, 16, grad_output_p, 16, self_p, 8, n, false,
+                                                    ctx);
         else
             i = leaky_relu_backward_stepped_row_f64(out, out_step, grad_output_p, grad_output_step,
-                                                    self_p, self_step, n, ctx);
+                                                    self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12020,7 +12824,7 @@ leaky_relu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n,
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 leaky_relu_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_output_p,
                                          int64_t grad_output_step, const char *self_p,
-                                         int64_t self_step, int64_t n, const void *ctx)
+                                         int64_t self_step, int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double negative_slope = (double)scalars[0].f;
@@ -12039,14 +12843,18 @@ leaky_relu_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char
                 (self > (double)0) ? grad_output : (grad_output * negative_slope);
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 leaky_relu_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                                     const int64_t *row_strides, int64_t rows, const void *ctx)
+                                     const int64_t *row_strides, int64_t rows, bool stream,
+                                     const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12058,26 +12866,34 @@ leaky_relu_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p, 8, n,
-                                                         ctx);
+            i = stream ? leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p,
+                                                                  8, n, true, ctx)
+                       : leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p,
+                                                                  8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p, 8, n,
-                                                         ctx);
+            i = stream ? leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p,
+                                                                  8, n, true, ctx)
+                       : leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p,
+                                                                  8, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 16, n,
-                                                         ctx);
+            i = stream ? leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
+                                                                  16, n, true, ctx)
+                       : leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
+                                                                  16, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 24, n,
-                                                         ctx);
+            i = stream ? leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
+                                                                  24, n, true, ctx)
+                       : leaky_relu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p,
+                                                                  24, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
             i = leaky_relu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 8, self_p, 8, n,
-                                                         ctx);
+                                                         false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
             i = leaky_relu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 16, self_p, 8, n,
-                                                         ctx);
+                                                         false, ctx);
         else
             i = leaky_relu_backward_stepped_row_avx2_f64(
-                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, ctx);
+                out, out_step, grad_output_p, grad_output_step, self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12368,7 +13184,7 @@ elu_backward_blocks_f32(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 elu_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_output_p,
                              int64_t grad_output_step, const char *self_p, int64_t self_step,
-                             int64_t n, const void *ctx)
+                             int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -12391,14 +13207,17 @@ elu_backward_stepped_row_f32(char *out, int64_t out_step, const char *grad_outpu
                     : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 elu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12410,20 +13229,32 @@ elu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n, const i
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = elu_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+            i = stream ? elu_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n, true,
+                                                      ctx)
+                       : elu_backward_stepped_row_f32(out, 4, grad_output_p, 8, self_p, 4, n, false,
+                                                      ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = elu_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n, ctx);
+            i = stream ? elu_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n, true,
+                                                      ctx)
+                       : elu_backward_stepped_row_f32(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                      false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = elu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+            i = stream ? elu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n, true,
+                                                      ctx)
+                       : elu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 8, n, false,
+                                                      ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = elu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n, ctx);
+            i = stream ? elu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n, true,
+                                                      ctx)
+                       : elu_backward_stepped_row_f32(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                      false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
-            i = elu_backward_stepped_row_f32(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+            i = elu_backward_stepped_row_f32(out, 8, grad_output_p, 4, self_p, 4, n, false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
-            i = elu_backward_stepped_row_f32(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+            i = elu_backward_stepped_row_f32(out, 8, grad_output_p, 8, self_p, 4, n, false, ctx);
         else
             i = elu_backward_stepped_row_f32(out, out_step, grad_output_p, grad_output_step, self_p,
-                                             self_step, n, ctx);
+                                             self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12435,7 +13266,7 @@ elu_backward_stepped_f32(char **data, const int64_t *strides, int64_t n, const i
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 elu_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_output_p,
                                   int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                  int64_t n, const void *ctx)
+                                  int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const float alpha = (float)scalars[0].f;
@@ -12458,14 +13289,18 @@ elu_backward_stepped_row_avx2_f32(char *out, int64_t out_step, const char *grad_
                     : ((((grad_output * scale) * alpha) * input_scale) * expf(self * input_scale));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f32_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f32_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 elu_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, const void *ctx)
+                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12477,20 +13312,34 @@ elu_backward_stepped_avx2_f32(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 4 && grad_output_step == 8 && self_step == 4)
-            i = elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p, 4, n, ctx);
+            i = stream ? elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                           true, ctx)
+                       : elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 8, self_p, 4, n,
+                                                           false, ctx);
         else if (out_step == 4 && grad_output_step == 12 && self_step == 4)
-            i = elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p, 4, n, ctx);
+            i = stream ? elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                           true, ctx)
+                       : elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 12, self_p, 4, n,
+                                                           false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 8)
-            i = elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 8, n, ctx);
+            i = stream ? elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                           true, ctx)
+                       : elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 8, n,
+                                                           false, ctx);
         else if (out_step == 4 && grad_output_step == 4 && self_step == 12)
-            i = elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 12, n, ctx);
+            i = stream ? elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                           true, ctx)
+                       : elu_backward_stepped_row_avx2_f32(out, 4, grad_output_p, 4, self_p, 12, n,
+                                                           false, ctx);
         else if (out_step == 8 && grad_output_step == 4 && self_step == 4)
-            i = elu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 4, self_p, 4, n, ctx);
+            i = elu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 4, self_p, 4, n, false,
+                                                  ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 4)
-            i = elu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 8, self_p, 4, n, ctx);
+            i = elu_backward_stepped_row_avx2_f32(out, 8, grad_output_p, 8, self_p, 4, n, false,
+                                                  ctx);
         else
             i = elu_backward_stepped_row_avx2_f32(out, out_step, grad_output_p, grad_output_step,
-                                                  self_p, self_step, n, ctx);
+                                                  self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F32 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12583,7 +13432,7 @@ elu_backward_blocks_f64(const yt__block_strip *s, const void *ctx)
 YT__STEPPED_TARGET YT_ALWAYS_INLINE int64_t
 elu_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_output_p,
                              int64_t grad_output_step, const char *self_p, int64_t self_step,
-                             int64_t n, const void *ctx)
+                             int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -12606,14 +13455,17 @@ elu_backward_stepped_row_f64(char *out, int64_t out_step, const char *grad_outpu
                     : ((((grad_output * scale) * alpha) * input_scale) * exp(self * input_scale));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_TARGET static void
 elu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n, const int64_t *row_strides,
-                         int64_t rows, const void *ctx)
+                         int64_t rows, bool stream, const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12625,20 +13477,32 @@ elu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n, const i
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = elu_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n, ctx);
+            i = stream ? elu_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n, true,
+                                                      ctx)
+                       : elu_backward_stepped_row_f64(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                      false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = elu_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n, ctx);
+            i = stream ? elu_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n, true,
+                                                      ctx)
+                       : elu_backward_stepped_row_f64(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                      false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = elu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n, ctx);
+            i = stream ? elu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n, true,
+                                                      ctx)
+                       : elu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                      false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = elu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n, ctx);
+            i = stream ? elu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n, true,
+                                                      ctx)
+                       : elu_backward_stepped_row_f64(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                      false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
-            i = elu_backward_stepped_row_f64(out, 16, grad_output_p, 8, self_p, 8, n, ctx);
+            i = elu_backward_stepped_row_f64(out, 16, grad_output_p, 8, self_p, 8, n, false, ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
-            i = elu_backward_stepped_row_f64(out, 16, grad_output_p, 16, self_p, 8, n, ctx);
+            i = elu_backward_stepped_row_f64(out, 16, grad_output_p, 16, self_p, 8, n, false, ctx);
         else
             i = elu_backward_stepped_row_f64(out, out_step, grad_output_p, grad_output_step, self_p,
-                                             self_step, n, ctx);
+                                             self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)
@@ -12650,7 +13514,7 @@ elu_backward_stepped_f64(char **data, const int64_t *strides, int64_t n, const i
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE int64_t
 elu_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_output_p,
                                   int64_t grad_output_step, const char *self_p, int64_t self_step,
-                                  int64_t n, const void *ctx)
+                                  int64_t n, bool stream, const void *ctx)
 {
     const pointwise_scalar *scalars = ctx;
     const double alpha = (double)scalars[0].f;
@@ -12673,14 +13537,18 @@ elu_backward_stepped_row_avx2_f64(char *out, int64_t out_step, const char *grad_
                     : ((((grad_output * scale) * alpha) * input_scale) * exp(self * input_scale));
             out_lanes[lane] = out_value;
         }
-        yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
+        if (stream)
+            yt__lanes_stream_f64_avx2(out + i * out_step, out_step, out_lanes);
+        else
+            yt__lanes_store_f64_avx2(out + i * out_step, out_step, out_lanes);
     }
     return i;
 }
 
 YT__STEPPED_AVX2_TARGET static void
 elu_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
-                              const int64_t *row_strides, int64_t rows, const void *ctx)
+                              const int64_t *row_strides, int64_t rows, bool stream,
+                              const void *ctx)
 {
     /* in locals: for all the compiler knows, the stores below could change strides[] */
     const int64_t out_step = strides[0];
@@ -12692,20 +13560,34 @@ elu_backward_stepped_avx2_f64(char **data, const int64_t *strides, int64_t n,
         const char *self_p = data[2] + r * row_strides[2];
         int64_t i;
         if (out_step == 8 && grad_output_step == 16 && self_step == 8)
-            i = elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p, 8, n, ctx);
+            i = stream ? elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                           true, ctx)
+                       : elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 16, self_p, 8, n,
+                                                           false, ctx);
         else if (out_step == 8 && grad_output_step == 24 && self_step == 8)
-            i = elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p, 8, n, ctx);
+            i = stream ? elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                           true, ctx)
+                       : elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 24, self_p, 8, n,
+                                                           false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 16)
-            i = elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 16, n, ctx);
+            i = stream ? elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                           true, ctx)
+                       : elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 16, n,
+                                                           false, ctx);
         else if (out_step == 8 && grad_output_step == 8 && self_step == 24)
-            i = elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 24, n, ctx);
+            i = stream ? elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                           true, ctx)
+                       : elu_backward_stepped_row_avx2_f64(out, 8, grad_output_p, 8, self_p, 24, n,
+                                                           false, ctx);
         else if (out_step == 16 && grad_output_step == 8 && self_step == 8)
-            i = elu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 8, self_p, 8, n, ctx);
+            i = elu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 8, self_p, 8, n, false,
+                                                  ctx);
         else if (out_step == 16 && grad_output_step == 16 && self_step == 8)
-            i = elu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 16, self_p, 8, n, ctx);
+            i = elu_backward_stepped_row_avx2_f64(out, 16, grad_output_p, 16, self_p, 8, n, false,
+                                                  ctx);
         else
             i = elu_backward_stepped_row_avx2_f64(out, out_step, grad_output_p, grad_output_step,
-                                                  self_p, self_step, n, ctx);
+                                                  self_p, self_step, n, stream, ctx);
         /* the row's last elements, up to YT__STEPPED_LANES_F64 */
         char *rest[3];
         for (int k = 0; k < 3; k++)

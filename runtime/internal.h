@@ -366,6 +366,13 @@ YT_INTERNAL bool yt__view_strides(int64_t *strides, const yt_tensor *self, const
 typedef void (*yt__loop_fn)(char **data, const int64_t *strides, int64_t n,
                             const int64_t *row_strides, int64_t rows, const void *ctx);
 
+/* A loop's stepped form (runtime/stepped_lanes.h): a yt__loop_fn that, with `stream`, stores a
+ * contiguous output's whole vectors around the caches (non-temporal stores, which the caller
+ * orders with yt__streaming_fence) instead of into them. */
+typedef void (*yt__stepped_fn)(char **data, const int64_t *strides, int64_t n,
+                               const int64_t *row_strides, int64_t rows, bool stream,
+                               const void *ctx);
+
 /* Operands of a pointwise loop: the output and at most 7 inputs. */
 #define YT__MAX_OPERANDS 8
 
@@ -412,7 +419,7 @@ typedef enum yt__pw_bound { YT__PW_MEMORY_BOUND, YT__PW_COMPUTE_BOUND } yt__pw_b
  * apart (0 for inputs only), and otherwise through buffers, so `loop` must store every element
  * of the output (a loop that stores none takes yt__pointwise_scan). At most 7 inputs. */
 YT_INTERNAL yt_status yt__pointwise(yt_tensor *out, int n_in, yt_tensor *const *in,
-                                    yt__loop_fn loop, yt__block_fn blocks, yt__loop_fn stepped,
+                                    yt__loop_fn loop, yt__block_fn blocks, yt__stepped_fn stepped,
                                     yt__pw_bound bound, const void *ctx);
 
 /* yt__pointwise over t alone for a loop that reads t (data[1]) and writes nothing: data[0] is t

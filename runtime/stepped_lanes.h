@@ -16,7 +16,8 @@
  * AVX-512 (F, VL, BW, DQ as in runtime/stepped_copy.c), so these, and the loops that inline them,
  * are built for it; each loop has a second form built for AVX2 (the _avx2 functions at the end),
  * and the call chooses at run time (yt__stepped_form). Reads fetch their lines a page ahead
- * (yt__lanes_fetch_ahead).
+ * (yt__lanes_fetch_ahead). A contiguous output too large for the caches is stored around them,
+ * vector by vector (yt__lanes_stream_f32 and the like, the form's `stream`).
  *
  * A vector of lanes read from a row stepped m > 1 elements apart spans m vectors of the row, up to
  * m - 1 elements past its last lane: callers run them while a further element of the row follows
@@ -43,8 +44,8 @@
 
 /* The form of a loop to pass yt__pointwise as its stepped form: the AVX-512 one where the CPU
  * runs it, else the AVX2 one, else none (its rows then go through buffers). */
-static inline yt__loop_fn
-yt__stepped_form(yt__loop_fn avx512, yt__loop_fn avx2)
+static inline yt__stepped_fn
+yt__stepped_form(yt__stepped_fn avx512, yt__stepped_fn avx2)
 {
     switch (yt__cpu_isa()) {
     case YT__ISA_AVX512:
@@ -142,6 +143,17 @@ yt__lanes_store_f32(char *at, int64_t step, const float *lanes)
     }
 }
 
+/* yt__lanes_store_f32, but a contiguous row's 16 floats (step 4) that start a line are stored
+ * around the caches (a stepped form's `stream`, see yt__stepped_fn); elsewhere plainly. */
+YT__STEPPED_TARGET YT_ALWAYS_INLINE void
+yt__lanes_stream_f32(char *at, int64_t step, const float *lanes)
+{
+    if (step == 4 && (uintptr_t)at % 64 == 0)
+        _mm512_stream_ps((float *)at, _mm512_loadu_ps(lanes));
+    else
+        yt__lanes_store_f32(at, step, lanes);
+}
+
 /* YT__IDX16 for 8 lanes of 8 bytes */
 #define YT__IDX8(f) _mm512_setr_epi64(f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7))
 
@@ -197,6 +209,16 @@ yt__lanes_store_f64(char *at, int64_t step, const double *lanes)
 #undef Q1
 #undef Q2
     }
+}
+
+/* yt__lanes_stream_f32 for 8 doubles (step 8) */
+YT__STEPPED_TARGET YT_ALWAYS_INLINE void
+yt__lanes_stream_f64(char *at, int64_t step, const double *lanes)
+{
+    if (step == 8 && (uintptr_t)at % 64 == 0)
+        _mm512_stream_pd((double *)at, _mm512_loadu_pd(lanes));
+    else
+        yt__lanes_store_f64(at, step, lanes);
 }
 
 /* ---------------------------------------------------------------- AVX2
@@ -270,6 +292,18 @@ yt__lanes_store_f32_avx2(char *at, int64_t step, const float *lanes)
     yt__quarter_store_f32(at + 12 * step, step, _mm256_extractf128_ps(hi, 1));
 }
 
+/* yt__lanes_stream_f32 for AVX2: two vectors that start 32-byte boundaries */
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE void
+yt__lanes_stream_f32_avx2(char *at, int64_t step, const float *lanes)
+{
+    if (step == 4 && (uintptr_t)at % 32 == 0) {
+        _mm256_stream_ps((float *)at, _mm256_loadu_ps(lanes));
+        _mm256_stream_ps((float *)at + 8, _mm256_loadu_ps(lanes + 8));
+    } else {
+        yt__lanes_store_f32_avx2(at, step, lanes);
+    }
+}
+
 /* 4 doubles 0, 1, 2 or 3 elements apart (step 0, 8, 16 or 24 bytes) from p. */
 YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE __m256d
 yt__half_load_f64(const double *p, int64_t step)
@@ -315,6 +349,18 @@ yt__lanes_store_f64_avx2(char *at, int64_t step, const double *lanes)
     for (int q = 0; q < 4; q++) {
         _mm_storel_pd((double *)(at + 2 * q * step), part[q]);
         _mm_storeh_pd((double *)(at + (2 * q + 1) * step), part[q]);
+    }
+}
+
+/* yt__lanes_stream_f64 for AVX2 */
+YT__STEPPED_AVX2_TARGET YT_ALWAYS_INLINE void
+yt__lanes_stream_f64_avx2(char *at, int64_t step, const double *lanes)
+{
+    if (step == 8 && (uintptr_t)at % 32 == 0) {
+        _mm256_stream_pd((double *)at, _mm256_loadu_pd(lanes));
+        _mm256_stream_pd((double *)at + 4, _mm256_loadu_pd(lanes + 4));
+    } else {
+        yt__lanes_store_f64_avx2(at, step, lanes);
     }
 }
 

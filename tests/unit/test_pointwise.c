@@ -1779,7 +1779,8 @@ stepped_input(yt_tensor *const *o, yt_tensor *buffer)
     return max_of_every_other(o[2]);
 }
 
-/* rows of 1101: several of the stepped form's streamed pieces */
+/* rows of 1101 f32 or f64: rows that start at and between 32-byte boundaries, streamed by the
+ * stepped form from its vectors where they start one */
 static yt_tensor *
 long_stepped_rows(yt_tensor *const *o, yt_tensor *buffer)
 {
@@ -1807,8 +1808,8 @@ compared(yt_tensor *const *o, yt_tensor *buffer)
 /* Each traversal that can store its output around the caches, for 1- to 8-byte elements: flat
  * (the output starting at, or 1 or 15 elements past, a line's start, a length that ends mid-line),
  * beside a broadcast row, in short staged rows, beside a stepped input (gathered for 1- and
- * 2-byte elements; f32 and f64 take the loops' stepped form, through a buffer of up to 4 KiB:
- * rows of 1101 take several), in blocks with a transposed input (rows of 1024 bytes for f32,
+ * 2-byte elements; f32 and f64 take the loops' stepped form, which streams its vectors), in
+ * blocks with a transposed input (rows of 1024 bytes for f32,
  * whole lines a row; of 520 for [130, 130] f32, not); and beside them, in place and a comparison
  * (a bool output), which do not stream. */
 static void
