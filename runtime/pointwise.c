@@ -594,7 +594,28 @@ static void
 run_stepped(const iter *it, char **data, int64_t n, const int64_t *row_strides, int64_t rows,
             const void *ctx)
 {
-    it->stepped(data, it->strides[0], n, row_strides, rows, it->nontemporal, ctx);
+    const int64_t *inner = it->strides[0];
+    if (!it->nontemporal || ((uintptr_t)data[0] % LINE == 0 && row_strides[0] % LINE == 0)) {
+        it->stepped(data, inner, n, row_strides, rows, it->nontemporal, ctx);
+        return;
+    }
+    /* rows that start between lines: each one's elements up to a line's start stored plainly,
+     * so that the vectors after them start lines and stream */
+    char *row[MAX_OPERANDS];
+    for (int64_t r = 0; r < rows; r++) {
+        for (int k = 0; k < it->n_ops; k++)
+            row[k] = data[k] + r * row_strides[k];
+        const uintptr_t past = (uintptr_t)row[0] % LINE;
+        int64_t head = past % (uintptr_t)it->esize[0] == 0
+                           ? (int64_t)((LINE - past) % LINE) / it->esize[0]
+                           : 0;
+        head = head < n ? head : n;
+        if (head > 0)
+            it->stepped(row, inner, head, row_strides, 1, false, ctx);
+        for (int k = 0; k < it->n_ops; k++)
+            row[k] += head * inner[k];
+        it->stepped(row, inner, n - head, row_strides, 1, true, ctx);
+    }
 }
 
 /* Runs `loop` over flat elements [begin, end) of the iteration space: a first row that a chunk
