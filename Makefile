@@ -330,9 +330,11 @@ $(BUILD)/bench/%_torch: bench/%_torch.cpp
 
 # bench/gemm.c calls BLIS directly beside yaten.
 $(BUILD)/bench/gemm: CPPFLAGS_TEST += -I$(BLIS_INC)
+# compiled and linked in one step; -MMD writes $@.d, so an edited bench/*.h rebuilds it too
 $(BUILD)/bench/%: bench/%.c $(STATIC_LIB)
 	@mkdir -p $(@D)
-	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default $< -o $@ $(STATIC_LIB) $(LDLIBS_LIB)
+	$(QUIET_LINK)$(CC) $(CPPFLAGS_TEST) $(CFLAGS) -fvisibility=default -MMD -MP $< -o $@ \
+	  $(STATIC_LIB) $(LDLIBS_LIB)
 
 # ---- install
 install: lib $(BUILD)/yaten.pc
@@ -360,4 +362,4 @@ check-format:
 clean:
 	rm -rf build build-asan
 
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(OP_CASES_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(OP_CASES_OBJ:.o=.d) $(BENCHES:=.d)

@@ -91,18 +91,19 @@ bare_store2_f32(float *p, __m128 v)
     _mm_store_ss(p + 6, _mm_shuffle_ps(v, v, 3));
 }
 
-/* out[r, 2 * j] = -x[r, j] (x given: out= a stepped view) or out[r, 2 * j] *= 1 (x NULL: the
- * stepped view in place); f32, cols a multiple of 8, out's rows out_row elements apart, x
+/* out[r, 2 * j] = -x[r, j] (x given: out= a stepped view) or out[r, 2 * j] *= scale (x NULL:
+ * the stepped view in place); f32, cols a multiple of 8, out's rows out_row elements apart, x
  * [rows, cols] contiguous. */
 BARE_TARGET static void
-bare_step2_out_f32(float *out, const float *x, int64_t rows, int64_t cols, int64_t out_row)
+bare_step2_out_f32(float *out, const float *x, float scale, int64_t rows, int64_t cols,
+                   int64_t out_row)
 {
-    const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+    const __m256 sign = _mm256_set1_ps(-0.0f), factor = _mm256_set1_ps(scale);
     for (int64_t r = 0; r < rows; r++) {
         float *dst = out + r * out_row;
         for (int64_t j = 0; j < cols; j += 8) {
             const __m256 y = x != NULL ? _mm256_xor_ps(_mm256_loadu_ps(x + r * cols + j), sign)
-                                       : _mm256_mul_ps(bare_gather_f32(dst + 2 * j, 2), one);
+                                       : _mm256_mul_ps(bare_gather_f32(dst + 2 * j, 2), factor);
             bare_store2_f32(dst + 2 * j, _mm256_castps256_ps128(y));
             bare_store2_f32(dst + 2 * j + 8, _mm256_extractf128_ps(y, 1));
         }
